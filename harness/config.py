@@ -1,0 +1,88 @@
+"""A run's configuration, and its validation before any process starts."""
+
+from __future__ import annotations
+
+import secrets
+from collections.abc import Mapping
+from dataclasses import dataclass, field, replace
+
+from harness.errors import ConfigError, UnknownVariantError
+from harness.noise import NoiseConfig
+from harness.tracker_api import Tracker
+
+DEFAULT_NOISE = 0.1
+
+
+@dataclass(frozen=True)
+class RunConfig:
+    """Everything that defines a run; with the seed it is what a rerun needs."""
+
+    tracker: str = "dra"
+    variant: str | None = None
+    counts: Mapping[str, int] = field(default_factory=dict)
+    params: Mapping[str, int] = field(default_factory=dict)
+    duration: float = 2.0
+    max_points: int | None = None
+    seed: int | None = None
+    noise: NoiseConfig = field(default_factory=lambda: NoiseConfig(DEFAULT_NOISE))
+    stop_on_first: bool = True
+    drain_timeout: float = 5.0
+    stop_timeout: float = 10.0
+    max_violations: int = 64
+    checks: tuple[str, ...] | None = None  # invariants checked; None: all of the tracker's
+
+
+def resolve(config: RunConfig, tracker: type[Tracker]) -> RunConfig:
+    """Fill defaults from the tracker and reject anything that cannot run, in one message."""
+    problems: list[str] = []
+    variant = config.variant or next(iter(tracker.variants))
+    if variant not in tracker.variants:
+        raise UnknownVariantError(
+            f"tracker {tracker.name} has no variant {variant!r}; "
+            f"choose from {', '.join(tracker.variants)}"
+        )
+    unknown_roles = sorted(set(config.counts) - set(tracker.roles))
+    if unknown_roles:
+        problems.append(
+            f"tracker {tracker.name} has no role {', '.join(unknown_roles)}; "
+            f"its roles are {', '.join(tracker.roles)}"
+        )
+    counts = {role: config.counts.get(role, tracker.default_counts.get(role, 1))
+              for role in tracker.roles}
+    problems += [f"--{role}s must be >= 1, got {n}" for role, n in counts.items() if n < 1]
+    unknown_params = sorted(set(config.params) - set(tracker.parameters))
+    if unknown_params:
+        problems.append(
+            f"tracker {tracker.name} has no parameter {', '.join(unknown_params)}; "
+            f"its parameters are {', '.join(tracker.parameters)}"
+        )
+    params = {name: config.params.get(name, p.default) for name, p in tracker.parameters.items()}
+    for name, value in params.items():
+        problem = tracker.parameters[name].problem(f"--{name}", value)
+        if problem:
+            problems.append(problem)
+    if not config.duration > 0:
+        problems.append(f"--duration must be > 0 seconds, got {config.duration}")
+    if config.max_points is not None and config.max_points < 1:
+        problems.append(f"--points must be >= 1, got {config.max_points}")
+    if config.seed is not None and config.seed < 0:
+        problems.append(f"--seed must be >= 0, got {config.seed}")
+    if config.drain_timeout < 0 or config.stop_timeout <= 0:
+        problems.append("timeouts must be positive")
+    if config.max_violations < 1:
+        problems.append(f"--max-violations must be >= 1, got {config.max_violations}")
+    invariant_names = [inv.name for inv in tracker.invariants]
+    unknown_checks = sorted(set(config.checks or ()) - set(invariant_names))
+    if unknown_checks:
+        problems.append(
+            f"tracker {tracker.name} has no invariant {', '.join(unknown_checks)}; "
+            f"its invariants are {', '.join(invariant_names)}"
+        )
+    problems += config.noise.validate()
+    if problems:
+        raise ConfigError("; ".join(problems))
+    seed = config.seed if config.seed is not None else secrets.randbelow(2**32)
+    checks = tuple(config.checks) if config.checks else None  # None: every invariant
+    return replace(
+        config, variant=variant, counts=counts, params=params, seed=seed, checks=checks
+    )

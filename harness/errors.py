@@ -1,0 +1,49 @@
+"""Every error the harness raises on purpose, in one place.
+
+Each error carries one line a user can act on; the CLI prints ``str(error)``
+and exits with the code of its class, never a traceback.
+"""
+
+from __future__ import annotations
+
+
+class ShmstressError(Exception):
+    """Base of every error shmstress raises on purpose."""
+
+    exit_code = 2
+
+
+class ConfigError(ShmstressError):
+    """The options of a run cannot work; reported before any process starts."""
+
+
+class UnknownTrackerError(ConfigError):
+    """No tracker of that name is built in, installed, or loadable from that path."""
+
+
+class UnknownVariantError(ConfigError):
+    """The tracker has no variant of that name."""
+
+
+class PluginError(ConfigError):
+    """A user tracker is malformed: a missing role, variant or invariant, or a bad definition."""
+
+
+class SegmentError(ShmstressError):
+    """A shared-memory segment could not be created, sized or mapped."""
+
+
+class ArenaFrozenError(SegmentError):
+    """Shared state was allocated after the workers were forked, where they could never see it."""
+
+
+class WorkerCrashedError(ShmstressError):
+    """A worker process died or raised instead of finishing its role."""
+
+    exit_code = 4
+
+
+class RunTimeoutError(ShmstressError):
+    """Workers did not stop within the grace period; their stacks were dumped."""
+
+    exit_code = 4

@@ -1,0 +1,41 @@
+"""Why a run ended: every run ends with one of these, never with a bare traceback."""
+
+from __future__ import annotations
+
+import enum
+
+
+class ExitReason(enum.Enum):
+    DURATION_REACHED = "duration-reached"
+    POINTS_REACHED = "points-reached"
+    VIOLATION = "violation"
+    WORKER_CRASHED = "worker-crashed"
+    TIMEOUT = "timeout"
+    INTERRUPTED = "interrupted"
+
+    def describe(self) -> str:
+        return _DESCRIPTIONS[self]
+
+    @property
+    def exit_code(self) -> int:
+        """0 clean, 1 violation, 4 the run itself broke, 130 interrupted (as shells do)."""
+        return _EXIT_CODES[self]
+
+
+_DESCRIPTIONS = {
+    ExitReason.DURATION_REACHED: "ran for the requested duration, settled, and checked at rest",
+    ExitReason.POINTS_REACHED: "reached the requested points, settled, and checked at rest",
+    ExitReason.VIOLATION: "stopped at the first invariant violation",
+    ExitReason.WORKER_CRASHED: "a worker process crashed",
+    ExitReason.TIMEOUT: "workers did not stop in time; stacks dumped, workers killed",
+    ExitReason.INTERRUPTED: "interrupted (Ctrl-C or SIGTERM); workers torn down",
+}
+
+_EXIT_CODES = {
+    ExitReason.DURATION_REACHED: 0,
+    ExitReason.POINTS_REACHED: 0,
+    ExitReason.VIOLATION: 1,
+    ExitReason.WORKER_CRASHED: 4,
+    ExitReason.TIMEOUT: 4,
+    ExitReason.INTERRUPTED: 130,
+}

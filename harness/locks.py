@@ -1,0 +1,95 @@
+"""The instrumented lock: a process-shared lock whose acquire is a point.
+
+Trackers use it instead of ``multiprocessing.Lock`` so that every acquire is
+a scheduling decision and a log event, and the sequence number is taken
+while the lock is held (per-lock order then equals sequence order). It is
+reentrant for its owner, so a variant can put several structures under one
+lock without rewriting their code; a nested acquire is not a point.
+"""
+
+from __future__ import annotations
+
+from multiprocessing.synchronize import Lock as MpLock
+from types import TracebackType
+from typing import TYPE_CHECKING
+
+from harness.control import FORK, L_DEPTH, L_OWNER, L_STRIDE, NO_OWNER
+
+if TYPE_CHECKING:
+    from harness.runtime import Runtime
+
+
+class InstrumentedLock:
+    """A reentrant, process-shared lock that reports its acquisitions as points."""
+
+    def __init__(self, runtime: Runtime, name: str, slot: int) -> None:
+        self.name = name
+        self.label = f"acquire {name}"
+        self._runtime = runtime
+        self._lock: MpLock = FORK.Lock()
+        self._table = runtime.control.lock_table.mv
+        self._owner = slot * L_STRIDE + L_OWNER
+        self._depth = slot * L_STRIDE + L_DEPTH
+
+    @property
+    def owner(self) -> int:
+        """Worker id holding the lock, or -1."""
+        return int(self._table[self._owner])
+
+    def acquire(self, label: str | None = None, **fields: object) -> None:
+        runtime = self._runtime
+        table = self._table
+        if table[self._owner] == runtime.worker_id and table[self._depth] > 0:
+            table[self._depth] += 1
+            return
+        point_label = label or self.label
+        runtime.before_point(point_label)
+        self._lock.acquire()
+        table[self._owner] = runtime.worker_id
+        table[self._depth] = 1
+        runtime.commit_point(point_label, fields)
+
+    def release(self) -> None:
+        table = self._table
+        depth = table[self._depth] - 1
+        table[self._depth] = depth
+        if depth == 0:
+            table[self._owner] = NO_OWNER
+            self._lock.release()
+
+    def held(self, label: str, **fields: object) -> _Held:
+        """``with lock.held("copy allocated devices"):`` names the point for logs and replay."""
+        return _Held(self, label, fields)
+
+    def __enter__(self) -> InstrumentedLock:
+        self.acquire()
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.release()
+
+
+class _Held:
+    __slots__ = ("_fields", "_label", "_lock")
+
+    def __init__(self, lock: InstrumentedLock, label: str, fields: dict[str, object]) -> None:
+        self._lock = lock
+        self._label = label
+        self._fields = fields
+
+    def __enter__(self) -> InstrumentedLock:
+        self._lock.acquire(self._label, **self._fields)
+        return self._lock
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self._lock.release()

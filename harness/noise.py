@@ -1,0 +1,55 @@
+"""Noise injected at points in free mode: the cheap way to widen race windows.
+
+A race window is the code between two points of one worker; a yield or a
+short sleep at a point lets another worker run inside it. Which points get
+noise is drawn from the worker's own seeded RNG.
+"""
+
+from __future__ import annotations
+
+import os
+import random
+import time
+from dataclasses import dataclass
+
+NOISE_KINDS = ("yield", "sleep")
+
+
+@dataclass(frozen=True)
+class NoiseConfig:
+    """How often and how a worker is perturbed at a point."""
+
+    probability: float = 0.0
+    kinds: tuple[str, ...] = NOISE_KINDS
+    max_sleep_us: float = 100.0
+
+    def validate(self) -> list[str]:
+        problems = []
+        if not 0.0 <= self.probability <= 1.0:
+            problems.append(f"--noise must be a probability in [0, 1], got {self.probability}")
+        unknown = [k for k in self.kinds if k not in NOISE_KINDS]
+        if unknown or not self.kinds:
+            problems.append(
+                f"--noise-kind must be among {', '.join(NOISE_KINDS)}, got {','.join(self.kinds)}"
+            )
+        if self.max_sleep_us < 0:
+            problems.append(f"--max-sleep-us must be >= 0, got {self.max_sleep_us}")
+        return problems
+
+
+class NoiseGate:
+    """Free-mode gate: at each point, maybe yield the CPU or sleep a little."""
+
+    def __init__(self, config: NoiseConfig, rng: random.Random) -> None:
+        self._p = config.probability
+        self._rng = rng
+        self._sleep = "sleep" in config.kinds
+        self._yield = "yield" in config.kinds
+        self._max_sleep_s = config.max_sleep_us / 1e6
+
+    def before_point(self, label: str) -> None:
+        if self._p and self._rng.random() < self._p:
+            if self._sleep and (not self._yield or self._rng.random() < 0.5):
+                time.sleep(self._rng.random() * self._max_sleep_s)
+            else:
+                os.sched_yield()

@@ -1,0 +1,55 @@
+"""Finding trackers: installed ones by entry point, a user's own by ``path/to/file.py:Name``.
+
+The harness never imports a tracker by name; even the built-in DRA tracker is
+found through the ``shmstress.trackers`` entry point its package declares.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import sys
+from importlib.metadata import entry_points
+from pathlib import Path
+from typing import cast
+
+from harness.errors import PluginError, UnknownTrackerError
+from harness.tracker_api import Tracker
+
+ENTRY_POINT_GROUP = "shmstress.trackers"
+
+
+def available() -> dict[str, str]:
+    """Installed tracker names mapped to their import paths."""
+    return {ep.name: ep.value for ep in entry_points(group=ENTRY_POINT_GROUP)}
+
+
+def load(spec: str) -> type[Tracker]:
+    """A tracker class from an installed name or ``file.py:ClassName``."""
+    if ":" in spec and spec.split(":", 1)[0].endswith(".py"):
+        return _load_from_path(spec)
+    for ep in entry_points(group=ENTRY_POINT_GROUP):
+        if ep.name == spec:
+            return cast(type[Tracker], ep.load())
+    names = ", ".join(sorted(available())) or "none installed"
+    raise UnknownTrackerError(f"unknown tracker {spec!r}; available: {names}")
+
+
+def _load_from_path(spec: str) -> type[Tracker]:
+    path_text, _, class_name = spec.partition(":")
+    path = Path(path_text)
+    if not path.is_file():
+        raise UnknownTrackerError(f"tracker file {path} does not exist")
+    module_name = f"shmstress_user_{path.stem}"
+    module_spec = importlib.util.spec_from_file_location(module_name, path)
+    if module_spec is None or module_spec.loader is None:
+        raise PluginError(f"cannot import {path} as a Python module")
+    module = importlib.util.module_from_spec(module_spec)
+    sys.modules[module_name] = module
+    try:
+        module_spec.loader.exec_module(module)
+    except Exception as exc:
+        raise PluginError(f"importing {path} failed: {type(exc).__name__}: {exc}") from exc
+    tracker = getattr(module, class_name, None)
+    if tracker is None:
+        raise PluginError(f"{path} defines no {class_name!r}")
+    return cast(type[Tracker], tracker)

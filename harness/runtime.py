@@ -1,0 +1,133 @@
+"""What tracker code calls: ``point()``, instrumented locks, and violation reports.
+
+One ``Runtime`` is built by the coordinator before the fork; each forked
+worker then ``attach``es its own identity and gate to its copy. Keeping the
+worker's identity in this object, not in a module global, lets a sequential
+test drive several roles in one process by re-attaching.
+"""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Sequence
+from typing import Protocol
+
+from harness.control import W_STATE, ControlBlock, WorkerState
+from harness.locks import InstrumentedLock
+from harness.noise import NoiseConfig, NoiseGate
+
+
+class StopRun(BaseException):
+    """Unwinds a worker at its next point after the run was aborted; held locks release."""
+
+
+class PointGate(Protocol):
+    """Decides what happens before a point: noise in free mode, a handoff in controlled mode."""
+
+    def before_point(self, label: str) -> None: ...
+
+
+class PointSink(Protocol):
+    """Receives every point after its sequence number is taken (recording, tracing)."""
+
+    def __call__(self, seq: int, worker: int, label: str, fields: dict[str, object]) -> None: ...
+
+
+class _NoGate:
+    def before_point(self, label: str) -> None:
+        return None
+
+
+def worker_rng(seed: int, worker: int) -> random.Random:
+    """Each worker's RNG derives from (run seed, worker id), so one seed fixes every draw."""
+    return random.Random(f"shmstress:{seed}:{worker}")
+
+
+class Runtime:
+    """The per-process handle a tracker uses to reach the harness."""
+
+    def __init__(
+        self,
+        control: ControlBlock,
+        invariant_names: Sequence[str] = (),
+        stop_on_violation: bool = True,
+        checked: Sequence[str] | None = None,
+    ) -> None:
+        self.control = control
+        self.worker_id = -1
+        self.rng = random.Random(0)
+        self.gate: PointGate = _NoGate()
+        self.sink: PointSink | None = None
+        self.last_seq = -1
+        self.points = 0
+        self._invariant_index = {name: i for i, name in enumerate(invariant_names)}
+        self._invariant_fields: dict[str, tuple[str, ...]] = {}
+        self._stop_on_violation = stop_on_violation
+        self._checked = frozenset(invariant_names if checked is None else checked)
+        self._abort_mv = control.control.mv
+        self.role_workers: dict[str, tuple[int, ...]] = {}
+
+    # -- identity -------------------------------------------------------------------------
+    def attach(self, worker_id: int, seed: int, noise: NoiseConfig | None = None) -> None:
+        """Become worker ``worker_id``: its RNG, its gate, its counters."""
+        self.worker_id = worker_id
+        self.rng = worker_rng(seed, worker_id)
+        self.gate = NoiseGate(noise, self.rng) if noise and noise.probability else _NoGate()
+
+    def become(self, worker_id: int) -> None:
+        """Switch identity only (sequential runs drive several roles from one process)."""
+        self.worker_id = worker_id
+
+    def role_finished(self, role: str) -> bool:
+        """Have all workers of ``role`` finished? Roles use it to stop in dependency order."""
+        return all(
+            self.control.worker_slot(w, W_STATE) >= WorkerState.FINISHED
+            for w in self.role_workers.get(role, ())
+        )
+
+    def checks(self, invariant: str) -> bool:
+        """Is ``invariant`` checked in this run? Trackers may skip work for unchecked ones."""
+        return invariant in self._checked
+
+    def declare_invariant_fields(self, name: str, fields: tuple[str, ...]) -> None:
+        self._invariant_fields[name] = fields
+
+    # -- points ---------------------------------------------------------------------------
+    def lock(self, name: str) -> InstrumentedLock:
+        """A lock whose acquire is a point; create every lock before workers start."""
+        return InstrumentedLock(self, name, self.control.allocate_lock_slot())
+
+    def before_point(self, label: str) -> None:
+        """Abort check and gate: the part of a point that runs before the step."""
+        if self._abort_mv[2]:  # control.ABORT, inlined: this runs at every point
+            raise StopRun
+        self.gate.before_point(label)
+
+    def commit_point(self, label: str, fields: dict[str, object]) -> int:
+        """Take the global sequence number (inside the lock just acquired, if any) and record."""
+        seq = self.control.next_seq()
+        self.last_seq = seq
+        self.points += 1
+        if self.sink is not None:
+            self.sink(seq, self.worker_id, label, fields)
+        return seq
+
+    def point(self, label: str, **fields: object) -> int:
+        """Mark a step that touches shared state without a lock; returns its sequence number."""
+        self.before_point(label)
+        return self.commit_point(label, fields)
+
+    # -- violations -----------------------------------------------------------------------
+    def violation(self, invariant: str, **fields: int) -> None:
+        """Report a broken invariant from inside a worker; may stop the run at once."""
+        if invariant not in self._checked:
+            return
+        names = self._invariant_fields.get(invariant, tuple(fields))
+        values = tuple(int(fields.get(name, -1)) for name in names)
+        self.control.record_violation(
+            self._invariant_index[invariant],
+            max(self.last_seq, 0),
+            self.worker_id,
+            values,
+            self._stop_on_violation,
+        )

@@ -1,0 +1,27 @@
+"""Suite-wide hygiene: every test must leave no child process and no shared-memory segment."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterator
+
+import pytest
+
+from harness.procs import live_children
+from harness.shm import live_segments
+
+
+@pytest.fixture(autouse=True)
+def no_leaks() -> Iterator[None]:
+    segments_before = set(live_segments())
+    children_before = {p.pid for p in live_children()}
+    yield
+    deadline = time.monotonic() + 5.0
+    while True:
+        leaked_children = [p for p in live_children() if p.pid not in children_before]
+        leaked_segments = sorted(set(live_segments()) - segments_before)
+        if not (leaked_children or leaked_segments) or time.monotonic() > deadline:
+            break
+        time.sleep(0.05)
+    assert not leaked_children, f"test left child processes: {leaked_children}"
+    assert not leaked_segments, f"test left shared memory segments: {leaked_segments}"

@@ -1,0 +1,127 @@
+"""The command line as a user meets it: help, one-line errors, exit codes, Ctrl-C, kill -9."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+
+import psutil
+import pytest
+
+from harness.cli import build_parser, main
+from harness.shm import SHM_DIR, live_segments
+
+SHMSTRESS = [sys.executable, "-m", "harness.cli"]
+
+
+def test_help_explains_every_run_option(capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit) as exit_info:
+        main(["run", "--help"])
+    assert exit_info.value.code == 0
+    text = capsys.readouterr().out
+    for option in ("--variant", "--binders", "--informers", "--gatherers", "--nodes",
+                   "--devices-per-node", "--duration", "--seed", "--noise", "--keep-going",
+                   "exit codes"):
+        assert option in text
+    for action in build_parser()._subparsers._group_actions[0].choices["run"]._actions:  # type: ignore[union-attr]
+        assert action.help, f"{action.option_strings} has no help"
+
+
+@pytest.mark.parametrize(
+    ("args", "fragment"),
+    [
+        (["run", "--variant", "nope"], "no variant 'nope'"),
+        (["run", "--devices-per-node", "0"], "--devices-per-node must be >= 1"),
+        (["run", "--duration", "-1"], "--duration must be > 0"),
+        (["run", "--tracker", "missing.py:X"], "does not exist"),
+        (["run", "--param", "hold-steps"], "expected NAME=INTEGER"),
+    ],
+)
+def test_bad_input_is_one_line_and_exit_2(
+    args: list[str], fragment: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    before = live_segments()
+    try:
+        code = main(args)
+    except SystemExit as exc:  # argparse's own errors
+        code = int(exc.code or 0)
+    err = capsys.readouterr().err.strip()
+    assert code == 2
+    assert fragment in err
+    assert "Traceback" not in err
+    assert live_segments() == before
+
+
+def test_list_names_every_variant(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["list"]) == 0
+    out = capsys.readouterr().out
+    for variant in ("events-unordered", "gather-unchecked", "original", "fixed", "single-lock"):
+        assert variant in out
+
+
+def test_run_prints_summary_and_rerun_command(capsys: pytest.CaptureFixture[str]) -> None:
+    code = main(["run", "--variant", "gather-unchecked", "--duration", "15", "--seed", "3",
+                 "--quiet"])
+    out = capsys.readouterr().out
+    assert code == 1
+    assert "exit reason: violation" in out
+    assert "shmstress run --tracker dra --variant gather-unchecked" in out
+    assert "--seed 3" in out
+
+
+def _workers_of(proc: subprocess.Popen[bytes], count: int) -> list[psutil.Process]:
+    deadline = time.monotonic() + 20
+    parent = psutil.Process(proc.pid)
+    while time.monotonic() < deadline:
+        children = parent.children()
+        if len(children) >= count:
+            return children
+        time.sleep(0.05)
+    raise AssertionError("workers never started")
+
+
+def test_ctrl_c_tears_down_workers_and_segments() -> None:
+    proc = subprocess.Popen(
+        [*SHMSTRESS, "run", "--variant", "fixed", "--duration", "60", "--quiet"],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+    )
+    workers = _workers_of(proc, 4)
+    time.sleep(0.3)
+    proc.send_signal(signal.SIGINT)
+    out, err = proc.communicate(timeout=30)
+    assert proc.returncode == 130, err.decode()
+    assert b"exit reason: interrupted" in out
+    _, alive = psutil.wait_procs(workers, timeout=5)
+    assert not alive
+    assert not [s for s in live_segments() if s.startswith(f"shmstress-{proc.pid}-")]
+
+
+def test_sigterm_tears_down_like_ctrl_c() -> None:
+    proc = subprocess.Popen(
+        [*SHMSTRESS, "run", "--variant", "fixed", "--duration", "60", "--quiet"],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+    )
+    workers = _workers_of(proc, 4)
+    proc.terminate()
+    proc.communicate(timeout=30)
+    assert proc.returncode == 130
+    assert not psutil.wait_procs(workers, timeout=5)[1]
+    assert not [s for s in live_segments() if s.startswith(f"shmstress-{proc.pid}-")]
+
+
+def test_kill_9_leaves_no_worker_and_the_sweeper_removes_its_segments() -> None:
+    proc = subprocess.Popen(
+        [*SHMSTRESS, "run", "--variant", "fixed", "--duration", "60", "--quiet"],
+        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+    )
+    workers = _workers_of(proc, 4)
+    os.kill(proc.pid, signal.SIGKILL)
+    proc.wait(timeout=10)
+    assert not psutil.wait_procs(workers, timeout=5)[1], "workers outlived the coordinator"
+    stale = [s for s in live_segments() if s.startswith(f"shmstress-{proc.pid}-")]
+    assert stale, "expected the killed coordinator's segments to be left behind"
+    assert main(["sweep"]) == 0
+    assert not any((SHM_DIR / s).exists() for s in stale)

@@ -1,0 +1,564 @@
+"""Tests for the read-only campaign report renderer (reports/)."""
+
+from __future__ import annotations
+
+import copy
+import json
+import math
+from collections.abc import Iterator
+from html.parser import HTMLParser
+from pathlib import Path
+from typing import Any
+
+import matplotlib.pyplot as plt
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from reports import (
+    ResultsFormatError,
+    build_report,
+    group_by_config,
+    group_failures,
+    load_results,
+    load_results_file,
+    trend_by_variant,
+    wilson_interval,
+)
+
+FIXTURE = Path(__file__).parent / "fixtures" / "reports" / "results.jsonl"
+PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
+Z95 = 1.959963984540054
+
+
+# ----------------------------------------------------------------------------- helpers
+
+
+def _trial(**overrides: Any) -> dict[str, Any]:
+    """A valid clean trial line; overrides replace top-level keys."""
+    record: dict[str, Any] = {
+        "campaign": "2026-11-22T08:00:00Z-ab12",
+        "started_at": "2026-11-22T08:00:01Z",
+        "trial": 0,
+        "tracker": "dra",
+        "variant": "gather-unchecked",
+        "config": {
+            "binders": 2,
+            "informers": 1,
+            "gatherers": 1,
+            "nodes": 2,
+            "devices_per_node": 4,
+            "noise": 0.1,
+            "mode": "free",
+            "strategy": "noise",
+            "duration": 2.0,
+        },
+        "config_key": "dra/gather-unchecked b2 i1 g1 free/noise p=0.1",
+        "seed": 123,
+        "outcome": "clean",
+        "exit_reason": "duration",
+        "time_to_violation_s": None,
+        "points_to_violation": None,
+        "points": 10000,
+        "points_per_s": 80000.0,
+        "elapsed_s": 2.0,
+        "violation": None,
+        "bundle": None,
+        "log_snippet": None,
+        "explanation": None,
+        "replay_command": None,
+    }
+    record.update(overrides)
+    return record
+
+
+def _violation(
+    message: str, invariant: str = "gather-complete", **overrides: Any
+) -> dict[str, Any]:
+    bundle = overrides.pop("bundle", "out/bundles/x.json")
+    fields: dict[str, Any] = {
+        "outcome": "violation",
+        "exit_reason": "violation",
+        "time_to_violation_s": 0.12,
+        "points_to_violation": 3456,
+        "violation": {"invariant": invariant, "message": message},
+        "bundle": bundle,
+        "log_snippet": "line 1\nline 2",
+        "explanation": "why\nbecause",
+        "replay_command": f"shmstress replay {bundle}",
+    }
+    return _trial(**{**fields, **overrides})
+
+
+def _write_jsonl(path: Path, records: list[dict[str, Any]], tail: str = "") -> Path:
+    path.write_text("".join(json.dumps(r) + "\n" for r in records) + tail, encoding="utf-8")
+    return path
+
+
+def _fixture_records() -> list[dict[str, Any]]:
+    return [json.loads(line) for line in FIXTURE.read_text(encoding="utf-8").splitlines()]
+
+
+def _wilson_by_bisection(k: int, n: int, z: float = Z95) -> tuple[float, float]:
+    """Independent Wilson bounds: roots of (k/n - p)^2 = z^2 p (1 - p) / n, found numerically."""
+    p_hat = k / n
+
+    def g(p: float) -> float:
+        return (p_hat - p) ** 2 - z * z * p * (1 - p) / n
+
+    def root(a: float, b: float) -> float:
+        for _ in range(200):
+            mid = (a + b) / 2
+            if (g(a) <= 0) == (g(mid) <= 0):
+                a = mid
+            else:
+                b = mid
+        return (a + b) / 2
+
+    low = 0.0 if k == 0 else root(0.0, p_hat)
+    high = 1.0 if k == n else root(p_hat, 1.0)
+    return low, high
+
+
+class _PageParser(HTMLParser):
+    """Checks tag nesting and collects the bits of the page the tests look at."""
+
+    VOID = frozenset({"meta", "img", "br", "hr", "link", "input", "col", "source", "wbr"})
+
+    def __init__(self) -> None:
+        super().__init__(convert_charrefs=True)
+        self.stack: list[str] = []
+        self.errors: list[str] = []
+        self.tags: list[str] = []
+        self.images: list[dict[str, str | None]] = []
+        self.tables: list[list[list[str]]] = []
+        self.codes: list[str] = []
+        self.pres: list[str] = []
+        self.sections = 0
+        self._cell: list[str] | None = None
+        self._row: list[str] | None = None
+        self._code: list[str] | None = None
+        self._pre: list[str] | None = None
+
+    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+        self.tags.append(tag)
+        if tag == "img":
+            self.images.append(dict(attrs))
+        if tag == "section":
+            self.sections += 1
+        if tag == "table":
+            self.tables.append([])
+        if tag == "tr":
+            self._row = []
+        if tag in {"td", "th"}:
+            self._cell = []
+        if tag == "code":
+            self._code = []
+        if tag == "pre":
+            self._pre = []
+        if tag not in self.VOID:
+            self.stack.append(tag)
+
+    def handle_endtag(self, tag: str) -> None:
+        if tag in self.VOID:
+            return
+        if not self.stack or self.stack[-1] != tag:
+            self.errors.append(f"</{tag}> closes {self.stack[-1:]} at {self.getpos()}")
+            return
+        self.stack.pop()
+        if tag in {"td", "th"} and self._cell is not None and self._row is not None:
+            self._row.append("".join(self._cell).strip())
+            self._cell = None
+        if tag == "tr" and self._row is not None:
+            self.tables[-1].append(self._row)
+            self._row = None
+        if tag == "code" and self._code is not None:
+            self.codes.append("".join(self._code))
+            self._code = None
+        if tag == "pre" and self._pre is not None:
+            self.pres.append("".join(self._pre))
+            self._pre = None
+
+    @property
+    def config_rows(self) -> list[list[str]]:
+        """Rows of the configuration table (the first table on the page), header first."""
+        return self.tables[0]
+
+    def handle_data(self, data: str) -> None:
+        for sink in (self._cell, self._code, self._pre):
+            if sink is not None:
+                sink.append(data)
+
+
+def _parse_page(path: Path) -> _PageParser:
+    parser = _PageParser()
+    parser.feed(path.read_text(encoding="utf-8"))
+    parser.close()
+    assert not parser.errors, parser.errors
+    assert parser.stack == [], f"unclosed tags: {parser.stack}"
+    return parser
+
+
+@pytest.fixture(scope="module")
+def fixture_report(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Any, Path]]:
+    out = tmp_path_factory.mktemp("report")
+    yield build_report([FIXTURE], out), out
+
+
+# ----------------------------------------------------------------------------- wilson
+
+
+@pytest.mark.parametrize(
+    ("k", "n", "expected"),
+    [
+        (0, 10, (0.0, 0.2775)),
+        (5, 10, (0.2366, 0.7634)),
+        (10, 10, (0.7225, 1.0)),
+        (1, 100, (0.00177, 0.0545)),
+    ],
+)
+def test_wilson_known_values(k: int, n: int, expected: tuple[float, float]) -> None:
+    low, high = wilson_interval(k, n)
+    assert low == pytest.approx(expected[0], abs=1e-3)
+    assert high == pytest.approx(expected[1], abs=1e-3)
+
+
+def test_wilson_extremes_are_exact() -> None:
+    assert wilson_interval(0, 10)[0] == 0.0
+    assert wilson_interval(10, 10)[1] == 1.0
+    assert wilson_interval(0, 0) == (0.0, 1.0)
+
+
+@given(
+    st.integers(min_value=1, max_value=2000).flatmap(
+        lambda n: st.tuples(st.integers(min_value=0, max_value=n), st.just(n))
+    )
+)
+def test_wilson_matches_independent_root_finding(kn: tuple[int, int]) -> None:
+    k, n = kn
+    low, high = wilson_interval(k, n)
+    ref_low, ref_high = _wilson_by_bisection(k, n)
+    assert low == pytest.approx(ref_low, abs=1e-9)
+    assert high == pytest.approx(ref_high, abs=1e-9)
+    assert 0.0 <= low <= k / n <= high <= 1.0
+    # Swapping successes and failures mirrors the interval.
+    mirror_low, mirror_high = wilson_interval(n - k, n)
+    assert mirror_low == pytest.approx(1 - high, abs=1e-12)
+    assert mirror_high == pytest.approx(1 - low, abs=1e-12)
+
+
+def test_wilson_other_z_is_narrower() -> None:
+    low90, high90 = wilson_interval(5, 10, z=1.6448536269514722)
+    low95, high95 = wilson_interval(5, 10)
+    assert low95 < low90 < 0.5 < high90 < high95
+
+
+@pytest.mark.parametrize(("k", "n"), [(-1, 10), (0, -1), (11, 10), (1, 0)])
+def test_wilson_rejects_impossible_counts(k: int, n: int) -> None:
+    with pytest.raises(ValueError):
+        wilson_interval(k, n)
+
+
+@pytest.mark.parametrize("z", [0.0, -1.0, math.nan, math.inf])
+def test_wilson_rejects_bad_z(z: float) -> None:
+    with pytest.raises(ValueError):
+        wilson_interval(1, 2, z=z)
+
+
+def test_wilson_rejects_non_integer_counts() -> None:
+    with pytest.raises(TypeError):
+        wilson_interval(1.0, 2)  # type: ignore[arg-type]
+    with pytest.raises(TypeError):
+        wilson_interval(True, 2)
+
+
+# ----------------------------------------------------------------------------- parsing
+
+
+def test_parse_good_file_tolerates_unknown_keys(tmp_path: Path) -> None:
+    extra = _trial(host="ci-3", future_field={"nested": [1, 2]})
+    extra["config"] = {**extra["config"], "new_knob": 7}
+    path = _write_jsonl(tmp_path / "results.jsonl", [_trial(), _violation("boom\ndetail"), extra])
+    loaded = load_results_file(path)
+    assert loaded.skipped_lines == 0
+    assert loaded.warnings == ()
+    assert [t.outcome for t in loaded.trials] == ["clean", "violation", "clean"]
+    bad = loaded.trials[1]
+    assert bad.config.workers == 4
+    assert bad.config.strategy == "noise"
+    assert bad.violation is not None
+    assert bad.violation.first_line == "boom"
+    assert bad.time_to_violation_s == pytest.approx(0.12)
+    assert bad.replay_command == "shmstress replay out/bundles/x.json"
+    assert (bad.source, bad.line) == (path, 2)
+
+
+def test_parse_fixture() -> None:
+    loaded = load_results([FIXTURE])
+    records = _fixture_records()
+    assert len(loaded.trials) == len(records) == 200
+    assert loaded.skipped_lines == 0
+    assert {t.campaign for t in loaded.trials} == {r["campaign"] for r in records}
+
+
+def test_malformed_middle_line_names_file_and_line(tmp_path: Path) -> None:
+    path = tmp_path / "results.jsonl"
+    lines = [json.dumps(_trial()), '{"campaign": "x", oops', json.dumps(_trial())]
+    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    with pytest.raises(ResultsFormatError) as info:
+        load_results_file(path)
+    assert info.value.line == 2
+    assert f"{path}:2:" in str(info.value)
+    assert isinstance(info.value, ValueError)
+
+
+@pytest.mark.parametrize(
+    ("mutate", "needle"),
+    [
+        (lambda r: r.pop("config_key"), "config_key"),
+        (lambda r: r.update(outcome="maybe"), "outcome"),
+        (lambda r: r["config"].update(binders="two"), "config.binders"),
+        (lambda r: r["config"].update(binders=True), "config.binders"),
+        (lambda r: r.update(time_to_violation_s=-1.0), "time_to_violation_s"),
+        (lambda r: r.update(violation="nope"), "violation"),
+    ],
+)
+def test_bad_field_is_an_error_even_on_last_line(tmp_path: Path, mutate: Any, needle: str) -> None:
+    # A complete but wrong record is not a truncated write, so it is never skipped.
+    broken = _trial()
+    mutate(broken)
+    path = _write_jsonl(tmp_path / "results.jsonl", [_trial(), broken])
+    with pytest.raises(ResultsFormatError, match=needle) as info:
+        load_results_file(path)
+    assert info.value.line == 2
+
+
+def test_non_object_line_is_an_error(tmp_path: Path) -> None:
+    path = tmp_path / "results.jsonl"
+    path.write_text('[1, 2]\n{"a": 1}\n', encoding="utf-8")
+    with pytest.raises(ResultsFormatError, match=r":1: expected a JSON object"):
+        load_results_file(path)
+
+
+def test_truncated_last_line_is_skipped_and_counted(tmp_path: Path) -> None:
+    full = json.dumps(_violation("boom"))
+    path = _write_jsonl(tmp_path / "results.jsonl", [_trial(), _trial()], tail=full[:57])
+    loaded = load_results_file(path)
+    assert len(loaded.trials) == 2
+    assert loaded.skipped_lines == 1
+    assert len(loaded.warnings) == 1
+    assert f"{path}:3" in loaded.warnings[0]
+
+    summary = build_report([path], tmp_path / "out")
+    assert summary.n_skipped_lines == 1
+    assert summary.n_trials == 2
+    page = summary.index_html.read_text(encoding="utf-8")
+    assert "truncated" in page
+
+
+def test_truncated_multibyte_last_line_is_skipped(tmp_path: Path) -> None:
+    partial = json.dumps(_violation("caf\u00e9 \u2014 broke"), ensure_ascii=False).encode()
+    cut = partial[: partial.index("\u2014".encode()) + 1]  # mid-character
+    path = tmp_path / "results.jsonl"
+    path.write_bytes((json.dumps(_trial()) + "\n").encode() + cut)
+    loaded = load_results_file(path)
+    assert (len(loaded.trials), loaded.skipped_lines) == (1, 1)
+
+
+def test_blank_lines_are_ignored(tmp_path: Path) -> None:
+    path = tmp_path / "results.jsonl"
+    path.write_text(f"{json.dumps(_trial())}\n\n   \n{json.dumps(_trial())}\n\n", encoding="utf-8")
+    loaded = load_results_file(path)
+    assert (len(loaded.trials), loaded.skipped_lines) == (2, 0)
+
+
+def test_same_file_twice_is_read_once(tmp_path: Path) -> None:
+    path = _write_jsonl(tmp_path / "results.jsonl", [_trial(), _trial()])
+    assert len(load_results([path, tmp_path / "." / "results.jsonl"]).trials) == 2
+
+
+# ----------------------------------------------------------------------------- aggregation
+
+
+def test_config_stats_counts_and_times(tmp_path: Path) -> None:
+    records = [
+        _violation("a", time_to_violation_s=0.5),
+        _violation("a", time_to_violation_s=0.1),
+        _violation("a", time_to_violation_s=0.3),
+        _trial(),
+        _trial(outcome="error", exit_reason="worker-crashed"),
+    ]
+    loaded = load_results_file(_write_jsonl(tmp_path / "r.jsonl", records))
+    (stat,) = group_by_config(loaded.trials)
+    assert (stat.trials, stat.failures, stat.errors) == (4, 3, 1)
+    assert stat.rate == pytest.approx(0.75)
+    assert (stat.wilson_low, stat.wilson_high) == pytest.approx(_wilson_by_bisection(3, 4))
+    assert stat.median_time_to_violation_s == pytest.approx(0.3)
+    assert stat.max_time_to_violation_s == pytest.approx(0.5)
+    assert (stat.workers, stat.strategy, stat.noise) == (4, "noise", 0.1)
+
+
+def test_failures_grouped_by_variant_invariant_and_first_line(tmp_path: Path) -> None:
+    records = [
+        _violation("gather missed device\nnode=n1 d=1", bundle="b1.json", points_to_violation=900),
+        _violation("gather missed device\nnode=n0 d=3", bundle="b2.json", points_to_violation=50),
+        _violation("gather saw stale generation", bundle="b3.json"),
+        _violation("gather missed device", invariant="other", bundle="b4.json"),
+        _violation("gather missed device", variant="bind-race", bundle="b5.json"),
+    ]
+    loaded = load_results_file(_write_jsonl(tmp_path / "r.jsonl", records))
+    groups = group_failures(loaded.trials)
+    assert len(groups) == 4
+    biggest = groups[0]
+    assert biggest.count == 2
+    assert biggest.message_first_line == "gather missed device"
+    # The quickest reproduction is offered for replay.
+    assert biggest.representative.replay_command == "shmstress replay b2.json"
+
+
+def test_trend_orders_campaigns_by_start_time(tmp_path: Path) -> None:
+    late, early = "2026-11-23T02:00:00Z-bbbb", "2026-11-21T02:00:00Z-zzzz"
+    records = [
+        _violation("x", campaign=late, started_at="2026-11-23T02:00:05Z"),
+        _trial(campaign=late, started_at="2026-11-23T02:00:06Z"),
+        _trial(campaign=early, started_at="2026-11-21T02:00:05Z"),
+    ]
+    loaded = load_results_file(_write_jsonl(tmp_path / "r.jsonl", records))
+    trend = trend_by_variant(loaded.trials)
+    points = trend["gather-unchecked"]
+    assert [p.campaign for p in points] == [early, late]
+    assert [p.rate for p in points] == [0.0, 0.5]
+
+
+# ----------------------------------------------------------------------------- build_report
+
+
+def test_build_report_writes_pngs_and_html(fixture_report: tuple[Any, Path]) -> None:
+    summary, out = fixture_report
+    assert summary.n_trials == 200
+    assert summary.n_configs == len({r["config_key"] for r in _fixture_records()})
+    assert summary.n_skipped_lines == 0
+    assert len(summary.plots) == 3
+    for plot in summary.plots:
+        assert plot.parent == out
+        assert plot.read_bytes()[:8] == PNG_MAGIC
+    assert summary.index_html == out / "index.html"
+    assert set(summary.paths) == {summary.index_html, *summary.plots}
+    assert plt.get_fignums() == [], "figures leaked"
+
+
+def test_index_html_is_well_formed_and_self_contained(fixture_report: tuple[Any, Path]) -> None:
+    summary, out = fixture_report
+    page_text = summary.index_html.read_text(encoding="utf-8")
+    page = _parse_page(summary.index_html)
+    assert "h1" in page.tags
+    assert "table" in page.tags
+    assert "script" not in page.tags
+    assert "link" not in page.tags
+    assert "http://" not in page_text
+    assert "https://" not in page_text
+    assert len(page.images) == 3
+    for image in page.images:
+        src = image.get("src")
+        assert src
+        assert not Path(src).is_absolute()
+        assert (out / src).is_file()
+        assert image.get("alt")
+    header = page.config_rows[0]
+    assert header[0] == "configuration"
+    assert any("95%" in cell for cell in header)
+
+
+def test_index_html_names_failures_and_replays(fixture_report: tuple[Any, Path]) -> None:
+    summary, _ = fixture_report
+    page_text = summary.index_html.read_text(encoding="utf-8")
+    page = _parse_page(summary.index_html)
+    records = _fixture_records()
+
+    failing_keys = {r["config_key"] for r in records if r["outcome"] == "violation"}
+    assert failing_keys
+    table_keys = {row[0] for row in page.config_rows[1:]}
+    assert failing_keys <= table_keys
+
+    # Distinct failures computed independently from the raw lines.
+    replays: dict[tuple[str, str, str], set[str]] = {}
+    for r in records:
+        if r["outcome"] == "violation":
+            first = r["violation"]["message"].splitlines()[0]
+            key = (r["variant"], r["violation"]["invariant"], first)
+            replays.setdefault(key, set()).add(r["replay_command"])
+    assert len(replays) >= 3
+    assert page.sections == len(replays)
+    codes = set(page.codes)
+    for key, commands in replays.items():
+        assert commands & codes, f"no replay command shown for {key}"
+        for part in key:
+            assert part in page_text
+
+    # Log snippets are shown verbatim inside <pre>, with markup escaped in the source.
+    assert any("<ok>" in pre for pre in page.pres)
+    assert "&lt;ok&gt;" in page_text
+    assert "<ok>" not in page_text
+
+
+def test_clean_only_variant_shows_rate_zero(fixture_report: tuple[Any, Path]) -> None:
+    summary, _ = fixture_report
+    page = _parse_page(summary.index_html)
+    correct_rows = [row for row in page.config_rows[1:] if row[0].startswith("dra/correct ")]
+    assert len(correct_rows) == 6
+    for row in correct_rows:
+        trials, failures = int(row[1]), int(row[2])
+        assert trials > 0
+        assert failures == 0
+        assert row[4].startswith("0.000 [0.000, ")
+    stats = [s for s in group_by_config(load_results([FIXTURE]).trials) if s.variant == "correct"]
+    assert stats
+    assert all(s.rate == 0.0 and s.wilson_low == 0.0 for s in stats)
+
+
+def test_build_report_over_one_file_per_campaign(tmp_path: Path) -> None:
+    by_campaign: dict[str, list[dict[str, Any]]] = {}
+    for record in _fixture_records():
+        by_campaign.setdefault(record["campaign"], []).append(record)
+    assert len(by_campaign) == 2
+    paths = [
+        _write_jsonl(tmp_path / f"night{i}.jsonl", recs)
+        for i, recs in enumerate(reversed(list(by_campaign.values())))
+    ]
+    summary = build_report(paths, tmp_path / "out")
+    assert summary.n_trials == 200
+    trend = trend_by_variant(load_results(paths).trials)
+    assert [p.campaign for p in trend["correct"]] == sorted(by_campaign)
+
+
+def test_html_escapes_hostile_text(tmp_path: Path) -> None:
+    hostile = '<script>alert("x")</script> & <b>'
+    record = _violation(f"{hostile}\nmore", variant="v<i>", log_snippet=hostile)
+    record["explanation"] = hostile
+    record["config_key"] = f"key {hostile}"
+    record["replay_command"] = f"shmstress replay '{hostile}'"
+    summary = build_report([_write_jsonl(tmp_path / "r.jsonl", [record])], tmp_path / "out")
+    page_text = summary.index_html.read_text(encoding="utf-8")
+    page = _parse_page(summary.index_html)
+    assert "script" not in page.tags
+    assert "<b>" not in page_text
+    assert "&lt;script&gt;" in page_text
+    assert record["replay_command"] in page.codes
+
+
+def test_build_report_without_violations_or_trials(tmp_path: Path) -> None:
+    clean = _write_jsonl(tmp_path / "clean.jsonl", [_trial(), copy.deepcopy(_trial())])
+    summary = build_report([clean], tmp_path / "clean-out")
+    assert summary.n_trials == 2
+    assert all(p.read_bytes()[:8] == PNG_MAGIC for p in summary.plots)
+    empty = tmp_path / "empty.jsonl"
+    empty.write_text("", encoding="utf-8")
+    summary = build_report([empty], tmp_path / "empty-out")
+    assert (summary.n_trials, summary.n_configs) == (0, 0)
+    _parse_page(summary.index_html)
+    assert plt.get_fignums() == []
+
+
+def test_build_report_needs_input(tmp_path: Path) -> None:
+    with pytest.raises(ValueError):
+        build_report([], tmp_path)

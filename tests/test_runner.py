@@ -1,0 +1,73 @@
+"""The coordinator with real processes: exit reasons, crashes, hangs, and clean teardown."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from harness.config import RunConfig
+from harness.errors import ConfigError, UnknownTrackerError, UnknownVariantError
+from harness.exit_reason import ExitReason
+from harness.noise import NoiseConfig
+from harness.runner import run
+from harness.shm import live_segments
+
+TRACKERS = Path(__file__).parent / "trackers" / "misbehaving.py"
+
+
+@pytest.mark.parametrize(
+    ("config", "error", "fragment"),
+    [
+        (RunConfig(variant="nope"), UnknownVariantError, "no variant 'nope'"),
+        (RunConfig(tracker="nope"), UnknownTrackerError, "unknown tracker 'nope'"),
+        (RunConfig(params={"devices-per-node": 0}), ConfigError, "--devices-per-node must be >= 1"),
+        (RunConfig(duration=-1), ConfigError, "--duration must be > 0"),
+        (RunConfig(counts={"binder": 0}), ConfigError, "--binders must be >= 1"),
+        (RunConfig(counts={"painter": 1}), ConfigError, "no role painter"),
+        (RunConfig(noise=NoiseConfig(1.5)), ConfigError, "--noise must be a probability"),
+        (RunConfig(checks=("made-up",)), ConfigError, "no invariant made-up"),
+    ],
+)
+def test_bad_configuration_is_rejected_before_anything_starts(
+    config: RunConfig, error: type[Exception], fragment: str
+) -> None:
+    before = live_segments()
+    with pytest.raises(error, match=fragment):
+        run(config)
+    assert live_segments() == before
+
+
+def test_crashing_worker_ends_the_run_with_its_traceback() -> None:
+    result = run(RunConfig(tracker=f"{TRACKERS}:Crashing", duration=10, seed=1))
+    assert result.exit_reason is ExitReason.WORKER_CRASHED
+    assert result.exit_code == 4
+    assert any("worker broke on purpose" in crash for crash in result.crashes)
+    assert result.elapsed_s < 10
+
+
+def test_hung_worker_is_killed_after_the_stop_timeout() -> None:
+    result = run(
+        RunConfig(tracker=f"{TRACKERS}:Stubborn", duration=0.2, stop_timeout=0.5,
+                  drain_timeout=0.1, seed=1)
+    )
+    assert result.exit_reason is ExitReason.TIMEOUT
+    assert result.exit_code == 4
+    assert len(result.forced_pids) == 2
+
+
+def test_clean_run_reports_points_and_every_worker() -> None:
+    result = run(RunConfig(variant="fixed", duration=0.3, seed=2))
+    assert result.exit_reason is ExitReason.DURATION_REACHED
+    assert result.exit_code == 0
+    assert result.violation_count == 0
+    assert [w.role for w in result.workers] == ["binder", "binder", "informer", "gatherer"]
+    assert all(w.pid > 0 for w in result.workers)
+    assert sum(result.worker_points.values()) == result.points > 0
+
+
+def test_points_budget_ends_the_run() -> None:
+    result = run(RunConfig(variant="fixed", duration=30, max_points=5000, seed=3))
+    assert result.exit_reason is ExitReason.POINTS_REACHED
+    assert result.points >= 5000
+    assert result.elapsed_s < 30

@@ -1,0 +1,62 @@
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+
+import pytest
+
+from harness.errors import ArenaFrozenError, SegmentError
+from harness.shm import SHM_DIR, Arena, live_segments, segment_name, sweep_stale_segments
+
+
+def test_arena_names_segments_after_owner_and_unlinks_them() -> None:
+    with Arena(segment_bytes=4096) as arena:
+        a = arena.array("a", 10, fill=7)
+        b = arena.array("b", 1000)  # does not fit next to a: a second segment
+        assert list(a.np) == [7] * 10
+        a.mv[3] = 42
+        assert a.np[3] == 42
+        assert b.np.sum() == 0
+        names = [s.name for s in arena.segments]
+        assert names == [segment_name(os.getpid(), 0), segment_name(os.getpid(), 1)]
+        assert all((SHM_DIR / n).exists() for n in names)
+    assert not any((SHM_DIR / n).exists() for n in names)
+
+
+def test_arena_rejects_duplicates_bad_lengths_and_late_allocation() -> None:
+    with Arena() as arena:
+        arena.array("x", 1)
+        with pytest.raises(SegmentError):
+            arena.array("x", 1)
+        with pytest.raises(SegmentError):
+            arena.array("y", 0)
+        arena.freeze()
+        with pytest.raises(ArenaFrozenError):
+            arena.array("z", 1)
+
+
+def test_forked_child_sees_writes_through_shared_memory() -> None:
+    with Arena() as arena:
+        cell = arena.array("cell", 1)
+        pid = os.fork()
+        if pid == 0:
+            cell.mv[0] = 1234
+            os._exit(0)
+        os.waitpid(pid, 0)
+        assert cell.mv[0] == 1234
+
+
+def test_sweeper_removes_segments_of_dead_owners_only() -> None:
+    dead = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"],
+                          capture_output=True, text=True, check=True)
+    dead_pid = int(dead.stdout)
+    stale = SHM_DIR / segment_name(dead_pid, 0)
+    stale.write_bytes(b"x")
+    with Arena() as arena:
+        arena.array("live", 1)
+        live_name = arena.segments[0].name
+        removed = sweep_stale_segments()
+        assert stale.name in removed
+        assert not stale.exists()
+        assert live_name in live_segments()

@@ -1,0 +1,1 @@
+"""Trackers shipped with shmstress, each registered under the ``shmstress.trackers`` group."""

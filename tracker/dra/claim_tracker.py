@@ -1,0 +1,105 @@
+"""The claim tracker: the operations the scheduler plugin calls (upstream ``dra_manager.go``).
+
+``gather_allocated_state`` is where the seed's race lives: it reads allocated
+devices and in-flight claims under different locks. The checked variant
+compares the revision afterwards and retries; the unchecked one trusts its
+two reads. Online, every gather is compared with the coverage ghost state:
+a device allocated for the whole gather must be in its result.
+"""
+
+from __future__ import annotations
+
+from contextlib import AbstractContextManager, nullcontext
+
+import numpy as np
+
+from harness.locks import InstrumentedLock
+from harness.runtime import Runtime
+from tracker.dra.allocated_devices import AllocatedDevices
+from tracker.dra.assume_cache import AssumeCache
+from tracker.dra.coverage import Coverage
+from tracker.dra.in_flight import InFlightClaims
+
+
+class ConcurrentModification(Exception):  # noqa: N818 - upstream's name
+    """The allocated devices changed during a gather; the caller retries."""
+
+
+class ClaimTracker:
+    def __init__(
+        self,
+        runtime: Runtime,
+        cache: AssumeCache,
+        in_flight: InFlightClaims,
+        allocated: AllocatedDevices,
+        coverage: Coverage,
+        checked_gather: bool,
+        single_lock: InstrumentedLock | None,
+    ) -> None:
+        self._runtime = runtime
+        self.cache = cache
+        self.in_flight = in_flight
+        self.allocated = allocated
+        self._coverage = coverage
+        self._checked = checked_gather
+        self._single_lock = single_lock
+        self._last_revision = -1
+        cache.add_event_handler(allocated.handle_event)
+
+    def _atomically(self, label: str) -> AbstractContextManager[object]:
+        """Under the single-lock variant, an operation's steps run under the one lock."""
+        if self._single_lock is None:
+            return nullcontext()
+        return self._single_lock.held(label)
+
+    def gather_allocated_state(self) -> np.ndarray:
+        """Bool per device: allocated per the informers or in flight. Retries on conflict."""
+        while True:
+            try:
+                return self._gather_once()
+            except ConcurrentModification:
+                self._runtime.point("conflicting concurrent modification, retrying")
+
+    def _gather_once(self) -> np.ndarray:
+        runtime = self._runtime
+        with self._atomically("Starting GatherAllocatedState"):
+            start = runtime.point("Starting GatherAllocatedState")
+            allocated, revision = self.allocated.get()
+            if revision < self._last_revision:
+                runtime.violation(
+                    "revision-monotonic", kind=0, previous=self._last_revision, current=revision
+                )
+            self._last_revision = revision
+            allocated[self.in_flight.devices()] = True
+            if self._checked and self.allocated.revision() != revision:
+                raise ConcurrentModification
+            runtime.point("Finished GatherAllocatedState", allocatedDevices=int(allocated.sum()))
+        for device, claim in self._coverage.missed(allocated, start):
+            runtime.violation(
+                "gather-complete",
+                device=device,
+                claim=claim,
+                gatherer=runtime.worker_id,
+                start=start,
+            )
+        return allocated
+
+    def signal_claim_pending_allocation(self, claim: int, device: int) -> None:
+        with self._atomically("Signal claim pending allocation"):
+            self.in_flight.store(claim, device)
+
+    def remove_claim_pending_allocation(self, claim: int) -> bool:
+        with self._atomically("Removed in-flight claim"):
+            return self.in_flight.remove(claim)
+
+    def assume_claim_after_api_call(self, claim: int, device: int, rv: int) -> None:
+        with self._atomically("Claim stored in assume cache"):
+            self.cache.assume(claim, device, rv)
+
+    def informer_update(self, claim: int, device: int, rv: int) -> bool:
+        with self._atomically("informer update"):
+            return self.cache.update(claim, device, rv)
+
+    def assumed_claim_restore(self, claim: int) -> None:
+        with self._atomically("restore claim"):
+            self.cache.restore(claim)

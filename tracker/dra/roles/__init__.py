@@ -1,0 +1,1 @@
+"""The DRA tracker's roles, one module each."""

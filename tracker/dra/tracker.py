@@ -1,0 +1,107 @@
+"""The DRA claim tracker: the structures of upstream's scheduler plugin, wired per variant."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import ClassVar
+
+from harness.errors import UnknownVariantError
+from harness.runtime import Runtime
+from harness.shm import Arena
+from harness.tracker_api import FoundViolation, Invariant, Parameter, Role
+from tracker.dra.allocated_devices import AllocatedDevices
+from tracker.dra.api_server import ApiServer
+from tracker.dra.assume_cache import AssumeCache
+from tracker.dra.claim_tracker import ClaimTracker
+from tracker.dra.coverage import Coverage
+from tracker.dra.in_flight import InFlightClaims
+from tracker.dra.invariants import INVARIANTS, QuiescentAgreement
+from tracker.dra.names import Naming
+from tracker.dra.pod_queue import PodQueue
+from tracker.dra.roles.binder import Binder
+from tracker.dra.roles.gatherer import Gatherer
+from tracker.dra.roles.informer import Informer
+from tracker.dra.variants import VARIANTS
+
+
+class DraTracker:
+    """Kubernetes DRA scheduler claim tracker: assume cache, in-flight claims, allocated devices."""
+
+    name: ClassVar[str] = "dra"
+    summary: ClassVar[str] = (
+        "Kubernetes DRA scheduler claim tracker: assume cache + in-flight claims + "
+        "allocated devices with a revision"
+    )
+    variants: ClassVar[Mapping[str, str]] = {name: text for name, (_, text) in VARIANTS.items()}
+    roles: ClassVar[Mapping[str, str]] = {
+        "binder": "binding cycle: API update with conflict retry, assume, drop in-flight; "
+        "releases claims after a hold",
+        "informer": "watches the API event log and feeds the assume cache",
+        "gatherer": "scheduling cycle: gather allocated state, reserve a free device",
+    }
+    default_counts: ClassVar[Mapping[str, int]] = {"binder": 2, "informer": 1, "gatherer": 1}
+    parameters: ClassVar[Mapping[str, Parameter]] = {
+        "nodes": Parameter(2, "nodes, each with its own pool of devices", minimum=1),
+        "devices-per-node": Parameter(4, "devices per node; one claim per device", minimum=1),
+        "hold-steps": Parameter(3, "binder steps a bound claim is held before release"),
+        "api-error-percent": Parameter(
+            5, "chance in percent that a status update fails and takes Unreserve", maximum=100
+        ),
+    }
+    invariants: ClassVar[tuple[Invariant, ...]] = INVARIANTS
+
+    def __init__(
+        self, runtime: Runtime, arena: Arena, variant: str, params: Mapping[str, int]
+    ) -> None:
+        if variant not in VARIANTS:
+            raise UnknownVariantError(
+                f"tracker dra has no variant {variant!r}; choose from {', '.join(VARIANTS)}"
+            )
+        traits = VARIANTS[variant][0]
+        self.runtime = runtime
+        self.variant = variant
+        self.naming = Naming(params["nodes"], params["devices-per-node"])
+        self.devices = params["nodes"] * params["devices-per-node"]
+        self.claims_count = self.devices
+        self.hold_steps = params["hold-steps"]
+        self.api_error_percent = params["api-error-percent"]
+
+        one = runtime.lock("claim tracker") if traits.single_lock else None
+        self.scheduling_lock = runtime.lock("scheduling cycle")
+        self.coverage = Coverage(arena, runtime.control, self.devices)
+        self.api = ApiServer(
+            runtime, arena, runtime.lock("api server"), self.claims_count, self.devices
+        )
+        self.cache = AssumeCache(
+            arena,
+            one or runtime.lock("assume cache"),
+            (one or runtime.lock("assume cache events")) if traits.ordered_events else None,
+            self.coverage,
+            self.claims_count,
+        )
+        self.in_flight = InFlightClaims(
+            arena, one or runtime.lock("in-flight claims"), self.coverage, self.claims_count
+        )
+        self.allocated = AllocatedDevices(
+            arena, one or runtime.lock("allocated devices"), self.devices
+        )
+        self.claims = ClaimTracker(
+            runtime, self.cache, self.in_flight, self.allocated, self.coverage,
+            traits.checked_gather, one,
+        )
+        self.pods = PodQueue(arena, runtime.lock("pods"), self.claims_count)
+
+    def role(self, name: str, index: int) -> Role:
+        if name == "gatherer":
+            return Gatherer(self)
+        if name == "binder":
+            return Binder(self)
+        if name == "informer":
+            return Informer(self)
+        raise ValueError(f"dra has no role {name!r}")
+
+    def drained(self) -> bool:
+        return self.pods.all_bound()
+
+    def final_violations(self) -> list[FoundViolation]:
+        return QuiescentAgreement().check(self)
