@@ -1,0 +1,1 @@
+"""The Kubernetes DRA scheduler claim tracker (see ``tracker.dra.tracker.DraTracker``)."""
