@@ -10,7 +10,7 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import asdict
 from pathlib import Path
 
@@ -225,7 +225,17 @@ def build_parser() -> argparse.ArgumentParser:
     bench.add_argument("--variant", action="append", help="racy variant(s) to time (all)")
     bench.add_argument("--json", metavar="PATH", help="also write the figures as JSON")
     bench.set_defaults(handler=_cmd_bench)
+    for register in _registrars():
+        register(sub)
     return parser
+
+
+Registrar = Callable[["argparse._SubParsersAction[argparse.ArgumentParser]"], None]
+
+
+def _registrars() -> list[Registrar]:
+    """Subcommands that live in modules of their own; each adds its parser and handler."""
+    return []
 
 
 def main(argv: Sequence[str] | None = None) -> int:
