@@ -30,6 +30,9 @@ class RunConfig:
     stop_timeout: float = 10.0
     max_violations: int = 64
     checks: tuple[str, ...] | None = None  # invariants checked; None: all of the tracker's
+    record: bool = True
+    ring_size: int = 16384  # records kept per worker (older ones are counted as lost)
+    tape_size: int = 1 << 20  # points whose schedule is kept for replay
 
 
 def resolve(config: RunConfig, tracker: type[Tracker]) -> RunConfig:
@@ -78,6 +81,8 @@ def resolve(config: RunConfig, tracker: type[Tracker]) -> RunConfig:
             f"tracker {tracker.name} has no invariant {', '.join(unknown_checks)}; "
             f"its invariants are {', '.join(invariant_names)}"
         )
+    if config.ring_size < 16 or config.tape_size < 16:
+        problems.append("--ring-size and --tape-size must be >= 16")
     problems += config.noise.validate()
     if problems:
         raise ConfigError("; ".join(problems))

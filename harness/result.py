@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 
 from harness.config import RunConfig
 from harness.exit_reason import ExitReason
+from harness.recording import Recording
 from harness.tracker_api import WorkerInfo
 
 
@@ -36,6 +37,7 @@ class RunResult:
     crashes: tuple[str, ...] = ()
     drain_timed_out: bool = False
     forced_pids: tuple[int, ...] = ()
+    recording: Recording | None = None
 
     @property
     def points_per_s(self) -> float:

@@ -12,7 +12,7 @@ import os
 import signal
 import time
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from multiprocessing.connection import Connection, wait
 from multiprocessing.process import BaseProcess
 from types import FrameType
@@ -22,6 +22,7 @@ from harness.config import RunConfig, resolve
 from harness.control import FORK, W_PID, W_POINTS, W_STATE, ControlBlock, Phase, WorkerState
 from harness.exit_reason import ExitReason
 from harness.procs import dump_stacks, reap
+from harness.recording import Recorder
 from harness.result import RunResult, Violation
 from harness.runtime import Runtime
 from harness.shm import Arena, sweep_stale_segments
@@ -70,6 +71,7 @@ def run(config: RunConfig, progress: ProgressFn | None = None) -> RunResult:
     workers = _assign_workers(config, tracker_cls)
     arena = Arena()
     started = _Started([], [])
+    recorder: Recorder | None = None
     try:
         control = ControlBlock(arena, len(workers), config.max_violations, _MAX_LOCKS)
         runtime = Runtime(
@@ -80,6 +82,9 @@ def run(config: RunConfig, progress: ProgressFn | None = None) -> RunResult:
         )
         for invariant in tracker_cls.invariants:
             runtime.declare_invariant_fields(invariant.name, invariant.fields)
+        if config.record:
+            recorder = Recorder(arena, len(workers), config.ring_size, config.tape_size)
+            runtime.sink = recorder.record
         runtime.role_workers = {
             role: tuple(w.worker_id for w in workers if w.role == role)
             for role in tracker_cls.roles
@@ -95,10 +100,13 @@ def run(config: RunConfig, progress: ProgressFn | None = None) -> RunResult:
                 reason, drain_timed_out = ExitReason.INTERRUPTED, False
             forced = reap(started.processes, grace=0.5 if reason.exit_code else 2.0)
         elapsed = time.monotonic() - t0
-        return _result(
+        result = _result(
             config, tracker_cls, tracker, control, workers, started, reason,
             drain_timed_out, forced, elapsed,
         )
+        if recorder is not None:
+            result = replace(result, recording=recorder.collect(result.points))
+        return result
     finally:
         reap(started.processes, grace=0.5)
         for conn in started.reports:
@@ -106,6 +114,8 @@ def run(config: RunConfig, progress: ProgressFn | None = None) -> RunResult:
         for process in started.processes:
             with contextlib.suppress(ValueError):
                 process.close()
+        if recorder is not None:
+            recorder.release()
         arena.close()
 
 

@@ -145,10 +145,10 @@ class AssumeCache:
     # -- reads ----------------------------------------------------------------------------
     def unallocated(self) -> np.ndarray:
         """Bool per claim: not allocated in the latest object (the claim lister's view)."""
-        with self.lock.held("list claims"):
+        with self.lock.held("list assumed claims"):
             unallocated: np.ndarray = self.latest_device.np == NONE
             return unallocated
 
     def get(self, claim: int) -> tuple[int, int]:
-        with self.lock.held("get claim", claim=claim):
+        with self.lock.held("get assumed claim", claim=claim):
             return self.latest_device.mv[claim], self.latest_rv.mv[claim]
