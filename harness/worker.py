@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import sys
 import traceback
 from multiprocessing.connection import Connection
@@ -26,7 +27,7 @@ def worker_main(
     control = runtime.control
     runtime.attach(info.worker_id, seed, noise)
     me = info.worker_id
-    control.set_worker_slot(me, W_PID, _pid())
+    control.set_worker_slot(me, W_PID, os.getpid())
     control.set_worker_slot(me, W_STATE, WorkerState.RUNNING)
     state = WorkerState.FINISHED
     crash = ""
@@ -49,8 +50,3 @@ def worker_main(
         sys.stderr.flush()
         sys.exit(1)
 
-
-def _pid() -> int:
-    import os
-
-    return os.getpid()

@@ -8,7 +8,7 @@ API, and every claim allocated to exactly one device of its own.
 from __future__ import annotations
 
 import enum
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -89,6 +89,5 @@ class QuiescentAgreement:
         return found
 
 
-def _claim_or_none(name: object, claim: int) -> str:
-    assert callable(name)
-    return "no claim" if claim == NONE else str(name(claim))
+def _claim_or_none(name: Callable[[int], str], claim: int) -> str:
+    return "no claim" if claim == NONE else name(claim)
