@@ -108,7 +108,8 @@ class Recorder:
             "recording.rings", max(1, workers) * ring_size * RECORD_WORDS
         )
         self.ring_written: SharedArray = arena.array("recording.ring_written", max(1, workers))
-        self.tape: SharedArray = arena.array("recording.tape", tape_size, -1)
+        # entry + 1 per sequence number, so that 0 (a fresh page) means "not written"
+        self.tape: SharedArray = arena.array("recording.tape", tape_size)
         self.clock: SharedArray = arena.array("recording.clock", 2)
         self.clock.mv[0] = time.monotonic_ns()
         self.clock.mv[1] = time.time_ns()
@@ -173,7 +174,7 @@ class Recorder:
         if label_id is None:
             label_id = self.intern(label, call_site=True)
         if seq < self.tape_size:
-            self.tape.mv[seq] = (worker << _TAPE_WORKER_SHIFT) | label_id
+            self.tape.mv[seq] = ((worker << _TAPE_WORKER_SHIFT) | label_id) + 1
         packed = [0] * (2 * MAX_FIELDS)
         count = 0
         for key, raw in fields.items():
@@ -221,10 +222,10 @@ class Recorder:
                 records.append(_decode_record(values, labels))
         records.sort(key=lambda r: r.seq)
         tape = self.tape.np
-        end = int(np.argmax(tape < 0)) if bool((tape < 0).any()) else len(tape)
+        end = int(np.argmax(tape == 0)) if bool((tape == 0).any()) else len(tape)
         steps = tuple(
-            Step(int(entry) >> _TAPE_WORKER_SHIFT,
-                 labels[int(entry) & 0xFFFFFFFF].text)
+            Step((int(entry) - 1) >> _TAPE_WORKER_SHIFT,
+                 labels[(int(entry) - 1) & 0xFFFFFFFF].text)
             for entry in tape[:end]
         )
         return Recording(

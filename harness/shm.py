@@ -107,7 +107,8 @@ class Arena:
         self._offset = start + (nbytes + _ALIGN - 1) // _ALIGN * _ALIGN
         view = memoryview(segment.mapping)[start : start + nbytes]
         arr = np.frombuffer(view, dtype=np.int64, count=length)
-        arr[:] = fill
+        if fill:  # new segments are zero-filled by ftruncate; skip touching every page
+            arr[:] = fill
         shared = SharedArray(name=name, np=arr, mv=view.cast("q"))
         self.arrays[name] = shared
         return shared
