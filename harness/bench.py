@@ -11,6 +11,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 
 from harness.config import RunConfig
+from harness.controlled.bench import ControlledBench, render_controlled_bench, run_controlled_bench
 from harness.noise import NoiseConfig
 from harness.runner import run
 
@@ -27,6 +28,7 @@ class BenchOptions:
     noise: float = 0.1
     seed: int = 0
     variants: tuple[str, ...] | None = None
+    sections: tuple[str, ...] = ("free", "detection", "clean", "controlled")
 
 
 @dataclass(frozen=True)
@@ -56,8 +58,11 @@ class CleanRun:
 class BenchReport:
     free_points_per_s: float = 0.0
     free_points: int = 0
+    unrecorded_points_per_s: float = 0.0  # the same free run with recording off
+    recording_ns_per_event: float = 0.0
     detections: list[Detection] = field(default_factory=list)
     clean: list[CleanRun] = field(default_factory=list)
+    controlled: ControlledBench | None = None
 
 
 _MODES: dict[str, tuple[bool, tuple[str, ...] | None]] = {
@@ -72,12 +77,9 @@ def run_bench(options: BenchOptions, log: Callable[[str], None]) -> BenchReport:
     report = BenchReport()
     base = RunConfig(tracker="dra", noise=NoiseConfig(options.noise), seed=options.seed)
 
-    log(f"free mode: fixed variant, {options.free_seconds:g} s")
-    free = run(replace(base, variant="fixed", duration=options.free_seconds))
-    report.free_points_per_s = free.points_per_s
-    report.free_points = free.points
-
-    for variant in options.variants or RACY_DRA:
+    if "free" in options.sections:
+        _free_mode(options, base, report, log)
+    for variant in (options.variants or RACY_DRA) if "detection" in options.sections else ():
         for mode, (noisy, checks) in _MODES.items():
             log(f"detection: {variant}, {mode}, {options.trials} trials")
             times = []
@@ -108,7 +110,7 @@ def run_bench(options: BenchOptions, log: Callable[[str], None]) -> BenchReport:
                 )
             )
 
-    for variant in CORRECT_DRA:
+    for variant in CORRECT_DRA if "clean" in options.sections else ():
         log(f"clean: {variant}, {options.clean_points:,} points")
         result = run(
             replace(
@@ -123,13 +125,44 @@ def run_bench(options: BenchOptions, log: Callable[[str], None]) -> BenchReport:
             CleanRun(variant, result.points, result.violation_count, result.elapsed_s,
                      result.exit_reason.value)
         )
+    if "controlled" in options.sections:
+        report.controlled = run_controlled_bench(min(options.trials, 10), options.seed, log)
     return report
 
 
+def _free_mode(
+    options: BenchOptions, base: RunConfig, report: BenchReport, log: Callable[[str], None]
+) -> None:
+    """Points/s with recording on and off in one run, and the cost per event.
+
+    The runs go on, off, off, on, so that a machine getting busier or quieter
+    during the bench weighs on both sides alike.
+    """
+    from harness.bench_recording import recording_ns_per_event
+
+    log(f"free mode: fixed variant, 4 x {options.free_seconds:g} s, recording on/off/off/on")
+    totals = {True: [0, 0.0], False: [0, 0.0]}
+    for record in (True, False, False, True):
+        result = run(replace(base, variant="fixed", duration=options.free_seconds,
+                             record=record))
+        totals[record][0] += result.points
+        totals[record][1] += result.elapsed_s
+    report.free_points = int(totals[True][0])
+    report.free_points_per_s = totals[True][0] / totals[True][1]
+    report.unrecorded_points_per_s = totals[False][0] / totals[False][1]
+    log("recording cost per event")
+    report.recording_ns_per_event = recording_ns_per_event()
+
+
 def render_bench(report: BenchReport) -> str:
+    ratio = (report.free_points_per_s / report.unrecorded_points_per_s
+             if report.unrecorded_points_per_s else 0.0)
     lines = [
-        f"free mode (fixed, noise on): {report.free_points_per_s:,.0f} points/s "
+        f"free mode (fixed, recording on): {report.free_points_per_s:,.0f} points/s "
         f"({report.free_points:,} points)",
+        f"  recording off: {report.unrecorded_points_per_s:,.0f} points/s; recording on is "
+        f"{ratio:.0%} of it (goal >= 70%)",
+        f"  recording cost: {report.recording_ns_per_event:,.0f} ns per event",
         "",
         "time to first violation, from run start incl. process start-up "
         "(missed trials count as the budget):",
@@ -160,4 +193,6 @@ def render_bench(report: BenchReport) -> str:
             f"  {c.variant:18} {c.points:>12,} points in {c.elapsed_s:6.1f} s: "
             f"{c.violations} violations ({c.exit_reason})"
         )
+    if report.controlled is not None:
+        lines += ["", *render_controlled_bench(report.controlled)]
     return "\n".join(lines)

@@ -14,8 +14,9 @@ from collections.abc import Callable, Sequence
 from dataclasses import asdict
 from pathlib import Path
 
-from harness import registry
+from harness import cli_log, registry
 from harness.config import DEFAULT_NOISE, RunConfig
+from harness.controlled import cli as controlled_cli
 from harness.errors import ConfigError, ShmstressError
 from harness.exit_reason import ExitReason
 from harness.noise import NOISE_KINDS, NoiseConfig
@@ -26,8 +27,8 @@ from harness.shm import sweep_stale_segments
 from harness.summary import render_summary
 
 _EPILOG = """\
-exit codes: 0 clean, 1 invariant violation found, 2 usage or configuration error,
-4 a worker crashed or hung, 130 interrupted.
+exit codes: 0 clean, 1 invariant violation (or deadlock) found, 2 usage or configuration
+error, 3 a replay diverged, 4 a worker crashed or hung, 130 interrupted.
 """
 
 
@@ -113,14 +114,22 @@ def config_from_args(args: argparse.Namespace) -> RunConfig:
         stop_timeout=args.stop_timeout,
         max_violations=args.max_violations,
         checks=tuple(args.check) if args.check else None,
+        ring_size=args.ring_size,
     )
 
 
 def _cmd_run(args: argparse.Namespace) -> int:
+    cli_log.check_run_log_options(args)
     config = config_from_args(args)
+    if args.mode == "controlled":
+        return controlled_cli.cmd_run_controlled(args, config)
     with RunProgress(config.duration, enabled=not args.quiet) as progress:
         result = run(config, progress=progress.update)
     print(render_summary(result))
+    for line in cli_log.report_run_log(args, result):
+        print(line)
+    for line in controlled_cli.free_run_bundle_lines(args, result):
+        print(line)
     if args.json:
         _write_json(Path(args.json), result_to_json(result))
     return result.exit_code
@@ -128,6 +137,13 @@ def _cmd_run(args: argparse.Namespace) -> int:
 
 def result_to_json(result: RunResult) -> dict[str, object]:
     data: dict[str, object] = asdict(result)
+    if result.recording is not None:  # every record would make the JSON huge: counts only
+        recording = result.recording
+        data["recording"] = {
+            "records": len(recording.records), "logs": len(recording.logs),
+            "ring_lost": recording.ring_lost, "steps": len(recording.steps),
+            "tape_lost": recording.tape_lost,
+        }
     data["exit_reason"] = result.exit_reason.value
     data["points_per_s"] = result.points_per_s
     return data
@@ -174,6 +190,7 @@ def _cmd_bench(args: argparse.Namespace) -> int:
         trials=args.trials, budget_s=args.budget, free_seconds=args.free_seconds,
         clean_points=args.clean_points, noise=args.noise, seed=args.seed,
         variants=tuple(args.variant) if args.variant else None,
+        sections=tuple(args.section) if args.section else BenchOptions.sections,
     )
     report = run_bench(options, log=lambda line: print(line, file=sys.stderr, flush=True))
     print(render_bench(report))
@@ -198,6 +215,8 @@ def build_parser() -> argparse.ArgumentParser:
         epilog=_EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     _add_run_options(run_parser)
+    cli_log.add_run_log_options(run_parser)
+    controlled_cli.add_run_options(run_parser)
     run_parser.add_argument("--json", metavar="PATH", help="also write the result as JSON")
     run_parser.add_argument("--quiet", action="store_true", help="no progress bar")
     run_parser.set_defaults(handler=_cmd_run)
@@ -223,6 +242,9 @@ def build_parser() -> argparse.ArgumentParser:
                        help=f"noise probability of the detection runs ({DEFAULT_NOISE})")
     bench.add_argument("--seed", type=int, default=0, help="base seed (0)")
     bench.add_argument("--variant", action="append", help="racy variant(s) to time (all)")
+    bench.add_argument("--section", action="append",
+                       choices=("free", "detection", "clean", "controlled"),
+                       help="measure only these sections (repeatable; default all)")
     bench.add_argument("--json", metavar="PATH", help="also write the figures as JSON")
     bench.set_defaults(handler=_cmd_bench)
     for register in _registrars():
@@ -235,7 +257,9 @@ Registrar = Callable[["argparse._SubParsersAction[argparse.ArgumentParser]"], No
 
 def _registrars() -> list[Registrar]:
     """Subcommands that live in modules of their own; each adds its parser and handler."""
-    return []
+    from harness import cli_campaign, cli_check, cli_replay
+
+    return [cli_campaign.register, cli_check.register, cli_log.register, cli_replay.register]
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -22,6 +22,7 @@ PHASE = 1
 ABORT = 2
 VIOLATIONS = 3
 T0_NS = 4
+PHASE_POINTS = 5  # points handed out when DRAIN, then STOP, began (+1; 0: not yet)
 _CONTROL_LEN = 8
 
 # per-worker slots
@@ -114,7 +115,16 @@ class ControlBlock:
         return Phase(self.control.mv[PHASE])
 
     def set_phase(self, phase: Phase) -> None:
-        self.control.mv[PHASE] = int(phase)
+        mv = self.control.mv
+        if phase > mv[PHASE]:  # noted so that a replay can switch phases at the same point
+            mv[PHASE_POINTS + phase - 1] = mv[SEQ] + 1
+        mv[PHASE] = int(phase)
+
+    @property
+    def phase_points(self) -> tuple[int, ...]:
+        """Points handed out when DRAIN and STOP began, as far as the run got."""
+        mv = self.control.mv
+        return tuple(mv[PHASE_POINTS + i] - 1 for i in range(2) if mv[PHASE_POINTS + i])
 
     @property
     def aborted(self) -> bool:

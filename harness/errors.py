@@ -47,3 +47,13 @@ class RunTimeoutError(ShmstressError):
     """Workers did not stop within the grace period; their stacks were dumped."""
 
     exit_code = 4
+
+
+class BundleError(ConfigError):
+    """A repro bundle cannot be read: not JSON, not a bundle, or from an incompatible format."""
+
+
+class ReplayDivergedError(ShmstressError):
+    """A replay could not follow its recorded schedule, so it cannot stand for the recording."""
+
+    exit_code = 3

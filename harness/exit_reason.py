@@ -12,13 +12,19 @@ class ExitReason(enum.Enum):
     WORKER_CRASHED = "worker-crashed"
     TIMEOUT = "timeout"
     INTERRUPTED = "interrupted"
+    # controlled mode
+    DEADLOCK = "deadlock"
+    EXECUTIONS_DONE = "executions-done"
+    STEP_BOUND = "step-bound"
+    DIVERGED = "diverged"
 
     def describe(self) -> str:
         return _DESCRIPTIONS[self]
 
     @property
     def exit_code(self) -> int:
-        """0 clean, 1 violation, 4 the run itself broke, 130 interrupted (as shells do)."""
+        """0 clean, 1 violation or deadlock, 3 a replay diverged, 4 the run itself broke,
+        130 interrupted (as shells do)."""
         return _EXIT_CODES[self]
 
 
@@ -29,6 +35,10 @@ _DESCRIPTIONS = {
     ExitReason.WORKER_CRASHED: "a worker process crashed",
     ExitReason.TIMEOUT: "workers did not stop in time; stacks dumped, workers killed",
     ExitReason.INTERRUPTED: "interrupted (Ctrl-C or SIGTERM); workers torn down",
+    ExitReason.DEADLOCK: "every unfinished worker waits for a lock another one holds",
+    ExitReason.EXECUTIONS_DONE: "ran every execution (or the whole bounded search) to the end",
+    ExitReason.STEP_BOUND: "ran every execution; some reached --max-steps before finishing",
+    ExitReason.DIVERGED: "the replay left the recorded schedule",
 }
 
 _EXIT_CODES = {
@@ -38,4 +48,8 @@ _EXIT_CODES = {
     ExitReason.WORKER_CRASHED: 4,
     ExitReason.TIMEOUT: 4,
     ExitReason.INTERRUPTED: 130,
+    ExitReason.DEADLOCK: 1,
+    ExitReason.EXECUTIONS_DONE: 0,
+    ExitReason.STEP_BOUND: 0,
+    ExitReason.DIVERGED: 3,
 }

@@ -24,6 +24,7 @@ class InstrumentedLock:
 
     def __init__(self, runtime: Runtime, name: str, slot: int) -> None:
         self.name = name
+        self.slot = slot
         self.label = f"acquire {name}"
         self._runtime = runtime
         self._lock: MpLock = FORK.Lock()
@@ -43,7 +44,7 @@ class InstrumentedLock:
             table[self._depth] += 1
             return
         point_label = label or self.label
-        runtime.before_point(point_label)
+        runtime.before_acquire(point_label, self.slot)
         self._lock.acquire()
         table[self._owner] = runtime.worker_id
         table[self._depth] = 1

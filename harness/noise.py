@@ -40,7 +40,10 @@ class NoiseConfig:
 class NoiseGate:
     """Free-mode gate: at each point, maybe yield the CPU or sleep a little."""
 
-    def __init__(self, config: NoiseConfig, rng: random.Random) -> None:
+    def __init__(self, config: NoiseConfig, rng: random.Random, act: bool = True) -> None:
+        """``act=False`` makes the same draws without sleeping or yielding: a controlled
+        replay of a free run must consume the worker's RNG exactly as the run did."""
+        self._act = act
         self._p = config.probability
         self._rng = rng
         self._sleep = "sleep" in config.kinds
@@ -50,6 +53,8 @@ class NoiseGate:
     def before_point(self, label: str) -> None:
         if self._p and self._rng.random() < self._p:
             if self._sleep and (not self._yield or self._rng.random() < 0.5):
-                time.sleep(self._rng.random() * self._max_sleep_s)
-            else:
+                pause = self._rng.random() * self._max_sleep_s
+                if self._act:
+                    time.sleep(pause)
+            elif self._act:
                 os.sched_yield()

@@ -16,6 +16,11 @@ workers are gone, whatever way they ended:
 
 A label names one call site: two places that share a label share one
 ``file:line`` in the log.
+
+A tracker's log call that is not a point (``Runtime.log``) is a ring record
+too, stamped with the sequence number of the worker's last point and a
+sub-index (1, 2, ...), so merging by (seq, sub) puts it right after the point
+it follows; it takes no sequence number and is not a step of the schedule.
 """
 
 from __future__ import annotations
@@ -24,6 +29,7 @@ import os
 import struct
 import sys
 import time
+from collections.abc import Mapping
 from dataclasses import dataclass
 from multiprocessing.synchronize import Lock as MpLock
 from types import FrameType
@@ -34,8 +40,13 @@ from harness.control import FORK
 from harness.shm import Arena, SharedArray
 
 MAX_FIELDS = 4
-_RECORD = struct.Struct(f"{5 + 2 * MAX_FIELDS}q")
-RECORD_WORDS = 16  # 13 used, padded to 128 bytes
+_RECORD = struct.Struct(f"{5 + 2 * MAX_FIELDS + 2}q")  # ..., fields, sub, level
+RECORD_WORDS = 16  # 15 used, padded to 128 bytes
+_RECORD_BYTES = RECORD_WORDS * 8
+_COUNTER_STRIDE = 16  # words between two workers' ring counters
+_NO_FIELDS = (0,) * (1 + 2 * MAX_FIELDS + 2)  # count, fields, sub, level of a bare point
+_monotonic_ns = time.monotonic_ns
+LEVELS = "IWE"  # a record's level is an index into this (klog's severity letters)
 _STRING_BYTES = 96
 _STRING_WORDS = _STRING_BYTES // 8
 _STRING_ENTRY_WORDS = 2 + 2 * _STRING_WORDS  # length, line, text, file
@@ -63,6 +74,8 @@ class Record:
     worker: int
     label: int
     fields: tuple[tuple[str, object], ...]
+    sub: int = 0  # 0: a point; k >= 1: the k-th log call after point ``seq`` of this worker
+    level: int = 0  # index into LEVELS
 
 
 @dataclass(frozen=True)
@@ -84,6 +97,7 @@ class Recording:
     tape_lost: int  # points past the end of the tape (not replayable)
     mono0_ns: int
     wall0_ns: int
+    logs: tuple[Record, ...] = ()  # log calls between points, in (seq, sub) order
 
     def wall_time(self, t_ns: int) -> float:
         """Wall-clock seconds of a record's monotonic timestamp."""
@@ -107,7 +121,11 @@ class Recorder:
         self.rings: SharedArray = arena.array(
             "recording.rings", max(1, workers) * ring_size * RECORD_WORDS
         )
-        self.ring_written: SharedArray = arena.array("recording.ring_written", max(1, workers))
+        # one counter per 128 bytes: workers bump theirs at every point, and counters
+        # sharing a cache line would bounce it between the CPUs
+        self.ring_written: SharedArray = arena.array(
+            "recording.ring_written", max(1, workers) * _COUNTER_STRIDE
+        )
         # entry + 1 per sequence number, so that 0 (a fresh page) means "not written"
         self.tape: SharedArray = arena.array("recording.tape", tape_size)
         self.clock: SharedArray = arena.array("recording.clock", 2)
@@ -115,7 +133,10 @@ class Recorder:
         self.clock.mv[1] = time.time_ns()
         self._lock: MpLock = FORK.Lock()
         self._ids: dict[str, int] = {}
+        self._last_log = (-1, -1, 0)  # (worker, seq, sub) of this process's latest log call
         self._ring_bytes = self.rings.mv.cast("B")
+        self._tape_mv = self.tape.mv
+        self._written_mv = self.ring_written.mv
 
     # -- interning ------------------------------------------------------------------------
     def intern(self, text: str, call_site: bool = False) -> int:
@@ -155,6 +176,10 @@ class Recorder:
         self.string_count.mv[0] = ident + 1
         return ident
 
+    def label(self, ident: int) -> Label:
+        """The interned string ``ident`` (the controlled-mode coordinator reads parked labels)."""
+        return self._decode_string(ident)
+
     def _decode_string(self, ident: int) -> Label:
         base = ident * _STRING_ENTRY_WORDS
         lengths = self.strings.mv[base]
@@ -169,13 +194,45 @@ class Recorder:
     # -- hot path -------------------------------------------------------------------------
     def record(self, seq: int, worker: int, label: str, fields: dict[str, object]) -> None:
         """The runtime's point sink: one ring record and one tape entry, no formatting."""
-        ids = self._ids
-        label_id = ids.get(label)
+        label_id = self._ids.get(label)
         if label_id is None:
             label_id = self.intern(label, call_site=True)
         if seq < self.tape_size:
-            self.tape.mv[seq] = ((worker << _TAPE_WORKER_SHIFT) | label_id) + 1
-        packed = [0] * (2 * MAX_FIELDS)
+            self._tape_mv[seq] = ((worker << _TAPE_WORKER_SHIFT) | label_id) + 1
+        written_mv = self._written_mv
+        written = written_mv[worker * _COUNTER_STRIDE]
+        written_mv[worker * _COUNTER_STRIDE] = written + 1
+        offset = (worker * self.ring_size + written % self.ring_size) * _RECORD_BYTES
+        if fields:
+            _RECORD.pack_into(self._ring_bytes, offset, seq, _monotonic_ns(), worker, label_id,
+                              *self._pack(fields), 0, 0)
+        else:
+            _RECORD.pack_into(self._ring_bytes, offset, seq, _monotonic_ns(), worker, label_id,
+                              *_NO_FIELDS)
+
+    def log(
+        self, seq: int, worker: int, message: str, level: int, fields: Mapping[str, object]
+    ) -> None:
+        """The runtime's log sink: a ring record after point ``seq``; no tape entry."""
+        if worker < 0:
+            return
+        last_worker, last_seq, last_sub = self._last_log
+        sub = last_sub + 1 if (last_worker, last_seq) == (worker, seq) else 1
+        self._last_log = (worker, seq, sub)
+        label_id = self._ids.get(message)
+        if label_id is None:
+            label_id = self.intern(message, call_site=True)
+        written_mv = self._written_mv
+        written = written_mv[worker * _COUNTER_STRIDE]
+        written_mv[worker * _COUNTER_STRIDE] = written + 1
+        offset = (worker * self.ring_size + written % self.ring_size) * _RECORD_BYTES
+        _RECORD.pack_into(self._ring_bytes, offset, seq, _monotonic_ns(), worker, label_id,
+                          *self._pack(fields), sub, level)
+
+    def _pack(self, fields: Mapping[str, object]) -> list[int]:
+        """Field count, then (key id with its type flag, value word) per field, zero-padded."""
+        ids = self._ids
+        packed = [0] * (1 + 2 * MAX_FIELDS)
         count = 0
         for key, raw in fields.items():
             if count == MAX_FIELDS:
@@ -183,44 +240,42 @@ class Recorder:
             key_id = ids.get(key)
             if key_id is None:
                 key_id = self.intern(key)
-            if isinstance(raw, bool):
+            if type(raw) is int:  # the common case first; bool is an int subclass
+                value = raw
+            elif isinstance(raw, bool):
                 key_id |= BOOL_FLAG
                 value = int(raw)
-            elif isinstance(raw, int):
-                value = raw
             else:
                 try:
                     value = int(raw)  # type: ignore[call-overload]
                 except (TypeError, ValueError):
                     key_id |= STRING_FLAG
                     value = self.intern(str(raw))
-            packed[2 * count] = key_id
-            packed[2 * count + 1] = value
             count += 1
-        written = self.ring_written.mv[worker]
-        self.ring_written.mv[worker] = written + 1
-        slot = worker * self.ring_size + written % self.ring_size
-        _RECORD.pack_into(
-            self._ring_bytes, slot * RECORD_WORDS * 8,
-            seq, time.monotonic_ns(), worker, label_id, count, *packed,
-        )
+            packed[2 * count - 1] = key_id
+            packed[2 * count] = value
+        packed[0] = count
+        return packed
 
     # -- after the run --------------------------------------------------------------------
     def collect(self, points: int) -> Recording:
         """Decode everything; ``points`` is how many sequence numbers the run handed out."""
         labels = tuple(self._decode_string(i) for i in range(self.string_count.mv[0]))
         records: list[Record] = []
+        logs: list[Record] = []
         lost: dict[int, int] = {}
         for worker in range(self.workers):
-            written = self.ring_written.mv[worker]
+            written = self.ring_written.mv[worker * _COUNTER_STRIDE]
             if written > self.ring_size:
                 lost[worker] = written - self.ring_size
             first = max(0, written - self.ring_size)
             for index in range(first, written):
                 slot = worker * self.ring_size + index % self.ring_size
                 values = _RECORD.unpack_from(self._ring_bytes, slot * RECORD_WORDS * 8)
-                records.append(_decode_record(values, labels))
+                decoded = _decode_record(values, labels)
+                (logs if decoded.sub else records).append(decoded)
         records.sort(key=lambda r: r.seq)
+        logs.sort(key=lambda r: (r.seq, r.sub))
         tape = self.tape.np
         end = int(np.argmax(tape == 0)) if bool((tape == 0).any()) else len(tape)
         steps = tuple(
@@ -236,6 +291,7 @@ class Recorder:
             tape_lost=max(0, points - self.tape_size),
             mono0_ns=int(self.clock.mv[0]),
             wall0_ns=int(self.clock.mv[1]),
+            logs=tuple(logs),
         )
 
     def release(self) -> None:
@@ -245,6 +301,7 @@ class Recorder:
 
 def _decode_record(values: tuple[int, ...], labels: tuple[Label, ...]) -> Record:
     seq, t_ns, worker, label, count = values[:5]
+    sub, level = values[5 + 2 * MAX_FIELDS :]
     fields: list[tuple[str, object]] = []
     for i in range(count):
         key_id, value = values[5 + 2 * i], values[6 + 2 * i]
@@ -255,14 +312,19 @@ def _decode_record(values: tuple[int, ...], labels: tuple[Label, ...]) -> Record
             fields.append((key, bool(value)))
         else:
             fields.append((key, value))
-    return Record(seq, t_ns, worker, label, tuple(fields))
+    return Record(seq, t_ns, worker, label, tuple(fields), sub, level)
+
+
+def _in_harness(filename: str) -> bool:
+    """Is ``filename`` in the harness package or one of its subpackages (controlled mode's)?"""
+    return os.path.abspath(filename).startswith(_HARNESS_DIR + os.sep)
 
 
 def _call_site() -> tuple[str, int]:
     """The first frame outside the harness package: the tracker line that made the point."""
     frame: FrameType | None = sys._getframe(1)
     while frame is not None:
-        if os.path.dirname(os.path.abspath(frame.f_code.co_filename)) != _HARNESS_DIR:
+        if not _in_harness(frame.f_code.co_filename):
             return os.path.basename(frame.f_code.co_filename), frame.f_lineno
         frame = frame.f_back
     return "", 0

@@ -10,9 +10,9 @@ import importlib.util
 import sys
 from importlib.metadata import entry_points
 from pathlib import Path
-from typing import cast
 
 from harness.errors import PluginError, UnknownTrackerError
+from harness.plugin_check import check_class, one_line
 from harness.tracker_api import Tracker
 
 ENTRY_POINT_GROUP = "shmstress.trackers"
@@ -24,17 +24,29 @@ def available() -> dict[str, str]:
 
 
 def load(spec: str) -> type[Tracker]:
-    """A tracker class from an installed name or ``file.py:ClassName``."""
+    """A checked tracker class from an installed name or ``file.py:ClassName``.
+
+    The class attributes are validated here (``plugin_check.check_class``), so
+    a malformed plugin fails with one line before anything is built.
+    """
     if ":" in spec and spec.split(":", 1)[0].endswith(".py"):
-        return _load_from_path(spec)
+        return check_class(_load_from_path(spec), f"tracker {spec}")
+    if spec.endswith(".py"):
+        raise UnknownTrackerError(f"name the tracker class too: --tracker {spec}:ClassName")
     for ep in entry_points(group=ENTRY_POINT_GROUP):
         if ep.name == spec:
-            return cast(type[Tracker], ep.load())
+            try:
+                loaded = ep.load()
+            except Exception as exc:
+                raise PluginError(
+                    f"tracker {spec} ({ep.value}) failed to load: {one_line(exc)}"
+                ) from exc
+            return check_class(loaded, f"tracker {spec} ({ep.value})")
     names = ", ".join(sorted(available())) or "none installed"
     raise UnknownTrackerError(f"unknown tracker {spec!r}; available: {names}")
 
 
-def _load_from_path(spec: str) -> type[Tracker]:
+def _load_from_path(spec: str) -> object:
     path_text, _, class_name = spec.partition(":")
     path = Path(path_text)
     if not path.is_file():
@@ -48,8 +60,8 @@ def _load_from_path(spec: str) -> type[Tracker]:
     try:
         module_spec.loader.exec_module(module)
     except Exception as exc:
-        raise PluginError(f"importing {path} failed: {type(exc).__name__}: {exc}") from exc
+        raise PluginError(f"importing {path} failed: {one_line(exc)}") from exc
     tracker = getattr(module, class_name, None)
     if tracker is None:
         raise PluginError(f"{path} defines no {class_name!r}")
-    return cast(type[Tracker], tracker)
+    return tracker

@@ -38,6 +38,7 @@ class RunResult:
     drain_timed_out: bool = False
     forced_pids: tuple[int, ...] = ()
     recording: Recording | None = None
+    phase_points: tuple[int, ...] = ()  # points handed out when DRAIN, then STOP, began
 
     @property
     def points_per_s(self) -> float:
@@ -53,6 +54,6 @@ class RunResult:
     @property
     def exit_code(self) -> int:
         if self.exit_reason in (ExitReason.INTERRUPTED, ExitReason.WORKER_CRASHED,
-                                ExitReason.TIMEOUT):
+                                ExitReason.TIMEOUT, ExitReason.DIVERGED):
             return self.exit_reason.exit_code
         return 1 if self.violation_count else 0

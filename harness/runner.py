@@ -17,7 +17,7 @@ from multiprocessing.connection import Connection, wait
 from multiprocessing.process import BaseProcess
 from types import FrameType
 
-from harness import registry
+from harness import plugin_check, registry
 from harness.config import RunConfig, resolve
 from harness.control import FORK, W_PID, W_POINTS, W_STATE, ControlBlock, Phase, WorkerState
 from harness.exit_reason import ExitReason
@@ -39,18 +39,32 @@ class _Interrupted(Exception):  # noqa: N818
     """SIGTERM turned into an exception so the coordinator tears down like on Ctrl-C."""
 
 
+@dataclass
+class _Sigterm:
+    """Remembers a SIGTERM: its exception is lost if it lands where Python swallows
+    exceptions (e.g. an at-fork callback), so the watch loop checks ``fired`` too.
+    Once disarmed (teardown has begun) it only records, so reaping is never cut short."""
+
+    fired: bool = False
+    armed: bool = True
+
+
 @contextlib.contextmanager
-def _sigterm_as_interrupt() -> Iterator[None]:
+def _sigterm_as_interrupt() -> Iterator[_Sigterm]:
+    sigterm = _Sigterm()
+
     def handler(signum: int, frame: FrameType | None) -> None:
-        raise _Interrupted
+        sigterm.fired = True
+        if sigterm.armed:
+            raise _Interrupted
 
     try:
         previous = signal.signal(signal.SIGTERM, handler)
     except ValueError:  # not the main thread: leave signals alone
-        yield
+        yield sigterm
         return
     try:
-        yield
+        yield sigterm
     finally:
         signal.signal(signal.SIGTERM, previous)
 
@@ -66,6 +80,8 @@ def run(config: RunConfig, progress: ProgressFn | None = None) -> RunResult:
     tracker_cls = registry.load(config.tracker)
     config = resolve(config, tracker_cls)
     assert config.seed is not None and config.variant is not None
+    plugin_check.probe(tracker_cls, config.variant, config.params, config.counts,
+                       origin=f"tracker {config.tracker}")
     sweep_stale_segments()
     t0 = time.monotonic()
     workers = _assign_workers(config, tracker_cls)
@@ -85,19 +101,23 @@ def run(config: RunConfig, progress: ProgressFn | None = None) -> RunResult:
         if config.record:
             recorder = Recorder(arena, len(workers), config.ring_size, config.tape_size)
             runtime.sink = recorder.record
+            runtime.log_sink = recorder.log
         runtime.role_workers = {
             role: tuple(w.worker_id for w in workers if w.role == role)
             for role in tracker_cls.roles
         }
         tracker = tracker_cls(runtime, arena, config.variant, config.params)
         arena.freeze()
-        with _sigterm_as_interrupt():
+        with _sigterm_as_interrupt() as sigterm:
             try:
                 _start(config, runtime, tracker, workers, started)
-                reason, drain_timed_out = _watch(config, control, tracker, started, t0, progress)
+                reason, drain_timed_out = _watch(
+                    config, control, tracker, started, t0, progress, sigterm
+                )
             except (KeyboardInterrupt, _Interrupted):
                 control.abort()
                 reason, drain_timed_out = ExitReason.INTERRUPTED, False
+            sigterm.armed = False
             forced = reap(started.processes, grace=0.5 if reason.exit_code else 2.0)
         elapsed = time.monotonic() - t0
         result = _result(
@@ -157,6 +177,7 @@ def _watch(
     started: _Started,
     t0: float,
     progress: ProgressFn | None,
+    sigterm: _Sigterm,
 ) -> tuple[ExitReason, bool]:
     """Drive the phases until the run ends; returns why, and whether settling timed out."""
     deadline = t0 + config.duration
@@ -168,6 +189,8 @@ def _watch(
     while True:
         wait([p.sentinel for p in processes if p.exitcode is None], timeout=_POLL_S)
         now = time.monotonic()
+        if sigterm.fired:
+            raise _Interrupted
         if control.aborted:
             return ExitReason.VIOLATION, False
         if any(p.exitcode not in (None, 0) for p in processes) or any(
@@ -281,4 +304,5 @@ def _result(
         crashes=tuple(crashes),
         drain_timed_out=drain_timed_out,
         forced_pids=tuple(forced),
+        phase_points=control.phase_points,
     )

@@ -27,10 +27,32 @@ class PointGate(Protocol):
     def before_point(self, label: str) -> None: ...
 
 
+class AcquireGate(Protocol):
+    """A gate that must know when a point is the outer acquire of an instrumented lock.
+
+    Controlled mode needs it: a worker whose lock is held by another worker is
+    blocked there, so the coordinator must run someone else. Gates without it
+    (free mode's noise, test gates) see lock acquires as plain points.
+    """
+
+    def before_acquire(self, label: str, lock: int) -> None: ...
+
+
 class PointSink(Protocol):
     """Receives every point after its sequence number is taken (recording, tracing)."""
 
     def __call__(self, seq: int, worker: int, label: str, fields: dict[str, object]) -> None: ...
+
+
+class LogSink(Protocol):
+    """Receives a tracker's log call between points (recording); ``level`` indexes "IWE"."""
+
+    def __call__(
+        self, seq: int, worker: int, message: str, level: int, fields: dict[str, object]
+    ) -> None: ...
+
+
+_LOG_LEVELS = {"I": 0, "W": 1, "E": 2}
 
 
 class _NoGate:
@@ -57,7 +79,9 @@ class Runtime:
         self.worker_id = -1
         self.rng = random.Random(0)
         self.gate: PointGate = _NoGate()
+        self.acquire_gate: AcquireGate | None = None
         self.sink: PointSink | None = None
+        self.log_sink: LogSink | None = None
         self.last_seq = -1
         self.points = 0
         self._invariant_index = {name: i for i, name in enumerate(invariant_names)}
@@ -73,6 +97,7 @@ class Runtime:
         self.worker_id = worker_id
         self.rng = worker_rng(seed, worker_id)
         self.gate = NoiseGate(noise, self.rng) if noise and noise.probability else _NoGate()
+        self.acquire_gate = None
 
     def become(self, worker_id: int) -> None:
         """Switch identity only (sequential runs drive several roles from one process)."""
@@ -103,6 +128,15 @@ class Runtime:
             raise StopRun
         self.gate.before_point(label)
 
+    def before_acquire(self, label: str, lock: int) -> None:
+        """``before_point`` for the outer acquire of instrumented lock slot ``lock``."""
+        if self._abort_mv[2]:
+            raise StopRun
+        if self.acquire_gate is None:
+            self.gate.before_point(label)
+        else:
+            self.acquire_gate.before_acquire(label, lock)
+
     def commit_point(self, label: str, fields: dict[str, object]) -> int:
         """Take the global sequence number (inside the lock just acquired, if any) and record."""
         seq = self.control.next_seq()
@@ -116,6 +150,16 @@ class Runtime:
         """Mark a step that touches shared state without a lock; returns its sequence number."""
         self.before_point(label)
         return self.commit_point(label, fields)
+
+    def log(self, message: str, level: str = "I", **fields: object) -> None:
+        """A log line that is not a point: no scheduling decision, no sequence number.
+
+        For what a step saw rather than did (upstream logs each in-flight device
+        it ranges over): it is recorded after the worker's last point, so a replay
+        need not match it, and costs nothing when recording is off.
+        """
+        if self.log_sink is not None:
+            self.log_sink(self.last_seq, self.worker_id, message, _LOG_LEVELS[level], fields)
 
     # -- violations -----------------------------------------------------------------------
     def violation(self, invariant: str, **fields: int) -> None:

@@ -16,6 +16,7 @@ import contextlib
 import mmap
 import os
 import re
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -82,6 +83,13 @@ class SharedArray:
         return len(self.mv)
 
 
+@dataclass(frozen=True)
+class ArenaSnapshot:
+    """The bytes of some of an arena's arrays, as (segment index, offset, bytes) ranges."""
+
+    ranges: tuple[tuple[int, int, bytes], ...]
+
+
 @dataclass
 class Arena:
     """Allocates shared arrays from segments owned by this process, then frees them all at once."""
@@ -90,6 +98,7 @@ class Arena:
     segment_bytes: int = _DEFAULT_SEGMENT_BYTES
     segments: list[Segment] = field(default_factory=list)
     arrays: dict[str, SharedArray] = field(default_factory=dict)
+    _places: dict[str, tuple[int, int, int]] = field(default_factory=dict)
     _offset: int = 0
     _frozen: bool = False
 
@@ -105,6 +114,7 @@ class Arena:
         segment = self._segment_with_room(nbytes)
         start = self._offset
         self._offset = start + (nbytes + _ALIGN - 1) // _ALIGN * _ALIGN
+        self._places[name] = (len(self.segments) - 1, start, nbytes)
         view = memoryview(segment.mapping)[start : start + nbytes]
         arr = np.frombuffer(view, dtype=np.int64, count=length)
         if fill:  # new segments are zero-filled by ftruncate; skip touching every page
@@ -121,6 +131,32 @@ class Arena:
         self.segments.append(segment)
         self._offset = 0
         return segment
+
+    def snapshot(self, keep: Callable[[str], bool]) -> ArenaSnapshot:
+        """Copy the arrays whose names ``keep`` accepts; adjacent ones become one range.
+
+        Controlled mode restores a tracker's state in place between executions
+        instead of forking fresh workers, which is what makes hundreds of
+        executions per second possible.
+        """
+        ranges: list[tuple[int, int, int]] = []
+        for name, (segment, start, nbytes) in sorted(self._places.items(), key=lambda p: p[1]):
+            if not keep(name):
+                continue
+            if ranges and ranges[-1][0] == segment and ranges[-1][2] == start:
+                ranges[-1] = (segment, ranges[-1][1], start + nbytes)
+            else:
+                ranges.append((segment, start, start + nbytes))
+            ranges[-1] = (segment, ranges[-1][1], (ranges[-1][2] + _ALIGN - 1) // _ALIGN * _ALIGN)
+        return ArenaSnapshot(tuple(
+            (segment, start, bytes(self.segments[segment].mapping[start:end]))
+            for segment, start, end in ranges
+        ))
+
+    def restore(self, snapshot: ArenaSnapshot) -> None:
+        """Write a snapshot's bytes back in place (no process may be touching them)."""
+        for segment, start, data in snapshot.ranges:
+            self.segments[segment].mapping[start : start + len(data)] = data
 
     def freeze(self) -> None:
         """Forbid further allocation: workers forked from here on would not see it."""

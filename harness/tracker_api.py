@@ -6,6 +6,10 @@ role object inside each worker, polls ``drained()`` while the run settles,
 and finally asks for the violations only visible at rest. Everything else a
 tracker does goes through the ``Runtime`` it was given: ``point()``,
 ``lock()``, ``violation()``.
+
+``harness.plugin_check`` validates a tracker class against this protocol
+before any worker starts, and ``examples/README.md`` documents it for plugin
+authors, with the point discipline every shared access must follow.
 """
 
 from __future__ import annotations
@@ -90,7 +94,13 @@ class Role(Protocol):
 
 
 class Tracker(Protocol):
-    """A data structure in shared memory, its variants, roles and invariants."""
+    """A data structure in shared memory, its variants, roles and invariants.
+
+    Optional: a classmethod ``log_words(params) -> harness.log_words.LogWords``
+    gives the words logs and explanations use for the tracker's points (names
+    for its int fields, verbosity per point, a phrase per step, what a
+    violation is about). Without it every point renders as its label.
+    """
 
     name: ClassVar[str]
     summary: ClassVar[str]

@@ -45,10 +45,14 @@ class TrialConfig:
     nodes: int | None = None
     devices_per_node: int | None = None
     duration: float | None = None
+    roles: tuple[tuple[str, int], ...] = ()
+    """Worker count per role, for trackers whose roles are not binder/informer/gatherer."""
 
     @property
     def workers(self) -> int:
         """Total worker processes; contention scales with this, not with the role mix."""
+        if self.roles:
+            return sum(n for _, n in self.roles)
         return self.binders + self.informers + self.gatherers
 
 
@@ -203,6 +207,13 @@ class _Fields:
         value = self._float(key, required=True, non_negative=non_negative)
         return 0.0 if value is None else value
 
+    def int_map(self, key: str) -> tuple[tuple[str, int], ...]:
+        """An optional object of integers, e.g. ``config.roles``."""
+        fields = self.object(key, required=False)
+        if fields is None:
+            return ()
+        return tuple((name, fields.req_int(name)) for name in fields._obj)
+
     def object(self, key: str, required: bool) -> _Fields | None:
         value = self._get(key, required)
         if value is None:
@@ -237,6 +248,7 @@ def parse_trial(obj: object, source: Path, line: int) -> Trial:
         nodes=cfg_fields.opt_int("nodes"),
         devices_per_node=cfg_fields.opt_int("devices_per_node"),
         duration=cfg_fields.opt_float("duration"),
+        roles=cfg_fields.int_map("roles"),
     )
 
     violation: Violation | None = None

@@ -11,6 +11,14 @@ from harness.procs import live_children
 from harness.shm import live_segments
 
 
+@pytest.fixture(autouse=True, scope="session")
+def failure_artifacts_in_tmp(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
+    """Failing `shmstress run`s write bundles and run.log into --out: not into the tree."""
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv("SHMSTRESS_OUT", str(tmp_path_factory.mktemp("shmstress-out")))
+        yield
+
+
 @pytest.fixture(autouse=True)
 def no_leaks() -> Iterator[None]:
     segments_before = set(live_segments())

@@ -38,7 +38,7 @@ def _gather_racing_the_seed_interleaving(variant: str) -> tuple[SequentialRun, n
     _put_in_flight(run)
     # gatherer #1 copies allocated devices; binder assumes and removes from in-flight;
     # gatherer #1 then checks in-flight.
-    run.set_gate(InjectAt(run.runtime, GATHERER, "Device is in flight for allocation",
+    run.set_gate(InjectAt(run.runtime, GATHERER, "check in-flight claims",
                           lambda: _bind(run)))
     run.runtime.become(GATHERER)
     seen = run.tracker.claims.gather_allocated_state()

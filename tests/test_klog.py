@@ -48,7 +48,7 @@ def test_golden_plain_message() -> None:
         fields=(),
     )
     assert format_event(event) == (
-        "dra_manager.go:263: I0115 15:11:04.407714      18778] scheduler: "
+        "dra_manager.go:263: I0115 15:11:04.407714   18778] scheduler: "
         "Starting GatherAllocatedState"
     )
 
@@ -68,7 +68,7 @@ def test_golden_string_fields() -> None:
         ),
     )
     assert format_event(event) == (
-        "allocateddevices.go:189: I0115 15:11:04.407945      18066] scheduler: "
+        "allocateddevices.go:189: I0115 15:11:04.407945   18066] scheduler: "
         'Observed device allocation device="testdra-all-usesallresources-hvs5d.driver/'
         'worker-5/worker-5-device-094" claim="testdra-all-usesallresources-hvs5d/claim-0553"'
     )
@@ -91,7 +91,7 @@ def test_golden_raw_value() -> None:
     )
     line = format_event(event)
     assert line == (
-        "dra_manager.go:201: I0115 15:11:04.408008      89109] scheduler: "
+        "dra_manager.go:201: I0115 15:11:04.408008   89109] scheduler: "
         'Removed in-flight claim claim="testdra-all-usesallresources-hvs5d/claim-0553" '
         'uid=<types.UID>: a84d3c4d-f752-4cfd-8993-f4ce58643685 version="1211"'
     )
@@ -170,7 +170,7 @@ def test_golden_multi_line_value() -> None:
     )
     line = format_event(event)
     assert line == (
-        "dynamicresources.go:1157: I0115 15:11:04.408044      89109] scheduler: "
+        "dynamicresources.go:1157: I0115 15:11:04.408044   89109] scheduler: "
         'Removed claim from in-flight claims pod="testdra-all-usesallresources-hvs5d/my-pod-0553" '
         'claim="testdra-all-usesallresources-hvs5d/claim-0553" '
         "uid=<types.UID>: a84d3c4d-f752-4cfd-8993-f4ce58643685 "
@@ -186,7 +186,7 @@ def test_explicit_time_zone_and_datetime_time() -> None:
     plus_one = timezone(timedelta(hours=1))
     by_float = KlogEvent("a.go", 1, "W", instant.timestamp(), 7, "s", "m")
     by_datetime = KlogEvent("a.go", 1, "W", instant, 7, "s", "m")
-    expected = "a.go:1: W0115 15:11:04.407714          7] s: m"
+    expected = "a.go:1: W0115 15:11:04.407714       7] s: m"
     assert format_event(by_float, tz=plus_one) == expected
     assert format_event(by_datetime, tz=plus_one) == expected
     naive = KlogEvent("a.go", 1, "E", datetime(2026, 1, 15, 15, 11, 4, 407714), 7, "s", "m")
@@ -199,11 +199,10 @@ def test_explicit_time_zone_and_datetime_time() -> None:
 @pytest.mark.parametrize(
     ("pid", "column"),
     [
-        (1, "          1]"),
-        (18778, "      18778]"),
-        (4194304, "    4194304]"),  # Linux pid_max upper bound, 7 digits
-        (1234567890, " 1234567890]"),
-        (12345678901, " 12345678901]"),  # wider than the column: still one separating space
+        (1, "       1]"),
+        (18778, "   18778]"),
+        (4194304, " 4194304]"),  # Linux pid_max upper bound, 7 digits: exactly the column
+        (12345678, " 12345678]"),  # wider than the column: still one separating space
     ],
 )
 def test_pid_column(pid: int, column: str) -> None:
@@ -212,9 +211,12 @@ def test_pid_column(pid: int, column: str) -> None:
     assert parse_line(line).pid == pid
 
 
-def test_pid_width_matches_reference_spacing() -> None:
-    # Six spaces before a five-digit pid in the reference log: a separator plus width 10.
-    assert PID_WIDTH == 10
+def test_pid_width_follows_the_design() -> None:
+    # DESIGN section 4: "<pid right-aligned in 7>", three spaces before a five-digit pid.
+    assert PID_WIDTH == 7
+    line = format_event(KlogEvent("dra_manager.go", 263, "I", local_ts(407714), 18778,
+                                  "scheduler", "Starting GatherAllocatedState"))
+    assert "15:11:04.407714   18778] " in line
 
 
 # --- value rendering ----------------------------------------------------------------------
@@ -304,7 +306,7 @@ def test_multi_line_layout() -> None:
     line = format_event(
         KlogEvent("m.go", 9, "E", local_ts(0), 5, "m", "boom", (("tb", "a\nb\n"), ("n", 3)))
     )
-    assert line == "m.go:9: E0115 15:11:04.000000          5] m: boom tb=<\n\ta\n\tb\n\t\n > n=3"
+    assert line == "m.go:9: E0115 15:11:04.000000       5] m: boom tb=<\n\ta\n\tb\n\t\n > n=3"
     assert parse_line(line).fields == {"tb": "a\nb\n", "n": 3}
 
 
@@ -313,7 +315,7 @@ def test_multi_line_layout() -> None:
 
 def test_parse_header() -> None:
     line = (
-        "allocateddevices.go:189: W0115 15:11:04.407945      18066] scheduler: "
+        "allocateddevices.go:189: W0115 15:11:04.407945   18066] scheduler: "
         'Observed device allocation device="d" claim="c"\n'
     )
     parsed = parse_line(line)
@@ -332,7 +334,7 @@ def test_parse_header() -> None:
 
 
 def test_parse_ambiguity_rule() -> None:
-    head = "x.go:1: I0115 15:11:04.000000          1] lg: "
+    head = "x.go:1: I0115 15:11:04.000000       1] lg: "
     # The message ends at the first " key=" that starts a valid run of fields.
     assert parse_line(head + "set a=1 done").message == "set"
     assert parse_line(head + "set a=1 done").fields == {"a": Raw("1 done")}
@@ -349,7 +351,7 @@ def test_parse_rejects_non_klog_text() -> None:
     with pytest.raises(ValueError, match="not a klog line"):
         parse_line("hello world")
     with pytest.raises(ValueError, match="continues"):
-        parse_line("x.go:1: I0115 15:11:04.000000          1] lg: m\nstray")
+        parse_line("x.go:1: I0115 15:11:04.000000       1] lg: m\nstray")
 
 
 def test_message_line_break_is_escaped() -> None:

@@ -2,7 +2,8 @@
 
 Upstream keeps this in a ``sync.Map``; a Range sees one entry at a time. Here a
 range is one point that copies the whole map, which is enough for the races
-between structures this tracker is about.
+between structures this tracker is about; like upstream it logs each device it
+finds in flight (a log call, not a point).
 """
 
 from __future__ import annotations
@@ -10,6 +11,7 @@ from __future__ import annotations
 import numpy as np
 
 from harness.locks import InstrumentedLock
+from harness.runtime import Runtime
 from harness.shm import Arena
 from tracker.dra.coverage import Coverage
 from tracker.dra.names import NONE
@@ -17,8 +19,14 @@ from tracker.dra.names import NONE
 
 class InFlightClaims:
     def __init__(
-        self, arena: Arena, lock: InstrumentedLock, coverage: Coverage, claims: int
+        self,
+        runtime: Runtime,
+        arena: Arena,
+        lock: InstrumentedLock,
+        coverage: Coverage,
+        claims: int,
     ) -> None:
+        self._runtime = runtime
         self.lock = lock
         self.device = arena.array("dra.inflight.device", claims, NONE)
         self._coverage = coverage
@@ -44,6 +52,11 @@ class InFlightClaims:
 
     def devices(self) -> np.ndarray:
         """Devices of every in-flight claim (the Range of upstream's gather)."""
-        with self.lock.held("Device is in flight for allocation"):
+        with self.lock.held("check in-flight claims"):
             held = self.device.np
-            return held[held >= 0].copy()
+            claims = np.flatnonzero(held >= 0)
+            for claim in claims:
+                self._runtime.log(
+                    "Device is in flight for allocation", device=int(held[claim]), claim=int(claim)
+                )
+            return held[claims].copy()

@@ -6,6 +6,7 @@ from collections.abc import Mapping
 from typing import ClassVar
 
 from harness.errors import UnknownVariantError
+from harness.log_words import LogWords
 from harness.runtime import Runtime
 from harness.shm import Arena
 from harness.tracker_api import FoundViolation, Invariant, Parameter, Role
@@ -16,6 +17,7 @@ from tracker.dra.claim_tracker import ClaimTracker
 from tracker.dra.coverage import Coverage
 from tracker.dra.in_flight import InFlightClaims
 from tracker.dra.invariants import INVARIANTS, QuiescentAgreement
+from tracker.dra.log_words import DraLogWords
 from tracker.dra.names import Naming
 from tracker.dra.pod_queue import PodQueue
 from tracker.dra.roles.binder import Binder
@@ -80,7 +82,8 @@ class DraTracker:
             self.claims_count,
         )
         self.in_flight = InFlightClaims(
-            arena, one or runtime.lock("in-flight claims"), self.coverage, self.claims_count
+            runtime, arena, one or runtime.lock("in-flight claims"), self.coverage,
+            self.claims_count,
         )
         self.allocated = AllocatedDevices(
             arena, one or runtime.lock("allocated devices"), self.devices
@@ -90,6 +93,11 @@ class DraTracker:
             traits.checked_gather, one,
         )
         self.pods = PodQueue(arena, runtime.lock("pods"), self.claims_count)
+
+    @classmethod
+    def log_words(cls, params: Mapping[str, int]) -> LogWords:
+        """Upstream's messages and names for logs, and the words of explanations."""
+        return DraLogWords(Naming(params["nodes"], params["devices-per-node"]))
 
     def role(self, name: str, index: int) -> Role:
         if name == "gatherer":

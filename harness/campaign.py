@@ -1,0 +1,207 @@
+"""Campaigns: run every trial of a grid and append one record per trial to ``results.jsonl``.
+
+A campaign directory holds ``campaign.json`` (the grid, with its ID and base seed)
+and ``results.jsonl`` (every campaign run there, appended; nightly history is just
+more campaigns in the same file). A SIGTERM or Ctrl-C stops the campaign after the
+runner has torn down the trial in flight; that trial is not recorded, every finished
+one is already on disk, and ``resume_spec`` + ``run_campaign`` finish the grid.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import signal
+from collections.abc import Iterator
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from pathlib import Path
+from types import FrameType
+
+from harness import registry
+from harness.campaign_progress import CampaignProgress
+from harness.config import resolve
+from harness.errors import ConfigError
+from harness.exit_reason import ExitReason
+from harness.grid import GridSpec, TrialSpec, complete, expand
+from harness.results_file import Repair, ResultsFile
+from harness.runner import run
+from harness.trial_record import trial_record
+
+STATE_FILE = "campaign.json"
+RESULTS_FILE = "results.jsonl"
+
+
+@dataclass(frozen=True)
+class CampaignSummary:
+    """What one invocation did, and what the campaign as a whole has found so far."""
+
+    spec: GridSpec
+    results: Path
+    total: int
+    already_done: int
+    ran: int
+    outcomes: dict[str, int]
+    interrupted: bool
+    unexpected_violations: tuple[str, ...] = ()
+    repaired: Repair | None = None
+
+    @property
+    def remaining(self) -> int:
+        return self.total - self.already_done - self.ran
+
+
+@dataclass
+class _StopRequest:
+    """Set by SIGTERM between trials; during a trial the runner turns SIGTERM into INTERRUPTED."""
+
+    requested: bool = False
+
+
+@contextlib.contextmanager
+def _stop_on_sigterm() -> Iterator[_StopRequest]:
+    stop = _StopRequest()
+
+    def handler(signum: int, frame: FrameType | None) -> None:
+        stop.requested = True
+
+    try:
+        previous = signal.signal(signal.SIGTERM, handler)
+    except ValueError:  # not the main thread (e.g. inside an execnet gateway): leave it alone
+        yield stop
+        return
+    try:
+        yield stop
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+
+
+def utc_now() -> str:
+    return datetime.now(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+
+
+def prepare(spec: GridSpec) -> GridSpec:
+    """Complete the grid from its tracker and check every configuration before anything runs."""
+    tracker = registry.load(spec.tracker)
+    spec = complete(spec, tracker)
+    checked: set[str] = set()
+    for trial in expand(spec):
+        if trial.config_key not in checked:
+            checked.add(trial.config_key)
+            resolve(trial.run_config(), tracker)
+    return spec
+
+
+def save_spec(spec: GridSpec, out_dir: Path) -> Path:
+    path = out_dir / STATE_FILE
+    tmp = path.with_suffix(".json.tmp")
+    try:
+        out_dir.mkdir(parents=True, exist_ok=True)
+        tmp.write_text(spec.to_json() + "\n", encoding="utf-8")
+        os.replace(tmp, path)
+    except OSError as exc:
+        raise ConfigError(f"cannot write {path}: {exc.strerror}") from exc
+    return path
+
+
+def resume_spec(out_dir: Path) -> GridSpec:
+    """The grid of the campaign last started in ``out_dir``."""
+    path = out_dir / STATE_FILE
+    try:
+        text = path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise ConfigError(f"nothing to resume: {path} does not exist") from None
+    except OSError as exc:
+        raise ConfigError(f"cannot read {path}: {exc.strerror}") from exc
+    return GridSpec.from_json(text)
+
+
+def pending_trials(spec: GridSpec, results: ResultsFile) -> tuple[list[TrialSpec], int]:
+    """Trials of the grid not yet in the results file, and how many already are."""
+    done = results.finished_trials(spec.campaign)
+    trials = expand(spec)
+    todo = [t for t in trials if t.trial_id not in done]
+    return todo, len(trials) - len(todo)
+
+
+def unexpected_violations(spec: GridSpec, results: ResultsFile) -> tuple[str, ...]:
+    """Configurations of variants declared correct that nevertheless saw a violation."""
+    if not spec.expect_clean:
+        return ()
+    keys = {
+        str(r.get("config_key"))
+        for r in results.records()
+        if r.get("campaign") == spec.campaign
+        and r.get("variant") in spec.expect_clean
+        and r.get("outcome") == "violation"
+    }
+    return tuple(sorted(keys))
+
+
+def run_campaign(
+    spec: GridSpec,
+    out_dir: Path,
+    *,
+    progress_enabled: bool = True,
+    heartbeat_s: float = 30.0,
+) -> CampaignSummary:
+    """Run the grid's pending trials in order, appending each finished one; stop on SIGTERM."""
+    spec = prepare(spec)
+    save_spec(spec, out_dir)
+    results = ResultsFile(out_dir / RESULTS_FILE)
+    repaired = results.repair_tail()
+    todo, already_done = pending_trials(spec, results)
+    outcomes = {"violation": 0, "clean": 0, "error": 0}
+    interrupted = False
+    total = len(todo) + already_done
+    progress = CampaignProgress(
+        total, already_done, enabled=progress_enabled, heartbeat_s=heartbeat_s
+    )
+    with _stop_on_sigterm() as stop, progress:
+        for trial in todo:
+            if stop.requested:
+                interrupted = True
+                break
+            progress.start_trial(f"{trial.config_key} #{trial.trial}")
+            started_at = utc_now()
+            try:
+                result = run(trial.run_config(), progress=progress.tick)
+            except KeyboardInterrupt:
+                interrupted = True
+                break
+            if result.exit_reason is ExitReason.INTERRUPTED:
+                interrupted = True  # torn down mid-trial: no verdict, resume reruns it
+                break
+            record = trial_record(
+                result,
+                campaign=spec.campaign,
+                trial=trial.trial,
+                started_at=started_at,
+                key=trial.config_key,
+                mode=trial.mode,
+            )
+            results.append(record)
+            outcome = str(record["outcome"])
+            outcomes[outcome] += 1
+            progress.trial_done(outcome)
+    return CampaignSummary(
+        spec=spec,
+        results=results.path,
+        total=total,
+        already_done=already_done,
+        ran=sum(outcomes.values()),
+        outcomes=outcomes,
+        interrupted=interrupted,
+        unexpected_violations=unexpected_violations(spec, results),
+        repaired=repaired,
+    )
+
+
+def campaign_outcomes(campaign: str, results: ResultsFile) -> dict[str, int]:
+    """Outcome counts over everything recorded for one campaign, across resumes and hosts."""
+    counts = {"violation": 0, "clean": 0, "error": 0}
+    for record in results.records():
+        outcome = record.get("outcome")
+        if record.get("campaign") == campaign and isinstance(outcome, str):
+            counts[outcome] = counts.get(outcome, 0) + 1
+    return counts

@@ -1,0 +1,281 @@
+"""``shmstress campaign`` and ``shmstress report``: argument parsing and exit codes only."""
+
+from __future__ import annotations
+
+import argparse
+import itertools
+import secrets
+import sys
+from pathlib import Path
+from typing import Any
+
+from harness.campaign import (
+    RESULTS_FILE,
+    CampaignSummary,
+    campaign_outcomes,
+    prepare,
+    resume_spec,
+    run_campaign,
+    save_spec,
+)
+from harness.errors import ConfigError
+from harness.exit_reason import ExitReason
+from harness.grid import (
+    DEFAULT_DURATION_S,
+    DEFAULT_NOISES,
+    DEFAULT_TRIALS,
+    FREE,
+    MODES,
+    GridSpec,
+    new_campaign_id,
+)
+from harness.results_file import ResultsFile
+
+DEFAULT_OUT = Path("shmstress-out/campaign")
+DEFAULT_REPORT_OUT = Path("shmstress-out/report")
+_ROLE_OPTIONS = {"binders": "binder", "informers": "informer", "gatherers": "gatherer"}
+
+
+def _split(text: str) -> list[str]:
+    return [part.strip() for part in text.split(",") if part.strip()]
+
+
+def _int_list(text: str) -> tuple[int, ...]:
+    try:
+        return tuple(int(part) for part in _split(text))
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected integers like 1,2, got {text!r}") from None
+
+
+def _float_list(text: str) -> tuple[float, ...]:
+    try:
+        return tuple(float(part) for part in _split(text))
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected numbers like 0.1,0, got {text!r}") from None
+
+
+def _role_counts(text: str) -> tuple[str, tuple[int, ...]]:
+    role, sep, counts = text.partition("=")
+    if not sep or not role:
+        raise argparse.ArgumentTypeError(f"expected ROLE=N[,N...], got {text!r}")
+    return role, _int_list(counts)
+
+
+def _worker_grid(args: argparse.Namespace) -> tuple[dict[str, int], ...]:
+    """The product of every role's count list; empty means the tracker's default grid."""
+    per_role: dict[str, tuple[int, ...]] = dict(args.workers)
+    for option, role in _ROLE_OPTIONS.items():
+        value = getattr(args, option)
+        if value is not None:
+            per_role[role] = value
+    if not per_role:
+        return ()
+    roles = list(per_role)
+    return tuple(
+        dict(zip(roles, combo, strict=True)) for combo in itertools.product(*per_role.values())
+    )
+
+
+_GRID_OPTIONS = (
+    "tracker", "variant", "binders", "informers", "gatherers", "workers", "noise", "mode",
+    "trials", "duration", "nodes", "devices_per_node", "param", "seed", "expect_clean",
+)
+
+
+def _grid_from_args(args: argparse.Namespace) -> GridSpec:
+    params = dict(args.param or [])
+    if args.nodes is not None:
+        params["nodes"] = args.nodes
+    if args.devices_per_node is not None:
+        params["devices-per-node"] = args.devices_per_node
+    return GridSpec(
+        campaign=new_campaign_id(),
+        seed=args.seed if args.seed is not None else secrets.randbelow(2**32),
+        tracker=args.tracker or "dra",
+        variants=tuple(v for text in args.variant or [] for v in _split(text)),
+        workers=_worker_grid(args),
+        noises=args.noise if args.noise is not None else DEFAULT_NOISES,
+        modes=tuple(m for text in args.mode or [FREE] for m in _split(text)),
+        trials=args.trials if args.trials is not None else DEFAULT_TRIALS,
+        duration=args.duration if args.duration is not None else DEFAULT_DURATION_S,
+        params=params,
+        expect_clean=tuple(v for text in args.expect_clean or [] for v in _split(text)),
+    )
+
+
+def _given_grid_options(args: argparse.Namespace) -> list[str]:
+    given = []
+    for name in _GRID_OPTIONS:
+        value = getattr(args, name)
+        if value not in (None, []):
+            given.append("--" + name.replace("_", "-"))
+    return given
+
+
+def _cmd_campaign(args: argparse.Namespace) -> int:
+    out_dir: Path = args.out
+    if args.resume:
+        given = _given_grid_options(args)
+        if given:
+            raise ConfigError(
+                f"--resume continues the grid saved in {out_dir}; drop {', '.join(given)}"
+            )
+        spec = resume_spec(out_dir)
+    else:
+        spec = _grid_from_args(args)
+    if args.tx:
+        if args.resume:
+            raise ConfigError("--resume is for local campaigns; rerun a distributed one instead")
+        return _distributed(prepare(spec), out_dir, args.tx)
+    summary = run_campaign(
+        spec, out_dir, progress_enabled=not args.quiet, heartbeat_s=args.heartbeat
+    )
+    return _report_summary(summary, out_dir)
+
+
+def _distributed(spec: GridSpec, out_dir: Path, gateways: list[str]) -> int:
+    from harness.distributed import run_distributed
+
+    save_spec(spec, out_dir)
+    code = run_distributed(spec, out_dir, gateways)
+    results = ResultsFile(out_dir / RESULTS_FILE)
+    counts = campaign_outcomes(spec.campaign, results)
+    print(
+        f"campaign {spec.campaign}: {sum(counts.values())} trials over {len(gateways)} "
+        f"gateway(s) in {results.path} ({_outcomes(counts)})"
+    )
+    print(f"  report: {out_dir / 'index.html'}")
+    if code == ExitReason.INTERRUPTED.exit_code:
+        print("shmstress: distributed campaign interrupted; the finished trials are recorded",
+              file=sys.stderr)
+    return code
+
+
+def _outcomes(counts: dict[str, int]) -> str:
+    return ", ".join(f"{counts.get(k, 0)} {k}" for k in ("violation", "clean", "error"))
+
+
+def _report_summary(summary: CampaignSummary, out_dir: Path) -> int:
+    spec = summary.spec
+    recorded = summary.already_done + summary.ran
+    print(
+        f"campaign {spec.campaign}: {recorded}/{summary.total} trials in {summary.results} "
+        f"(this run: {_outcomes(summary.outcomes)})"
+    )
+    if summary.already_done:
+        print(f"  {summary.already_done} trials were already recorded before this run")
+    if summary.repaired is not None:
+        print(
+            f"  removed a partial last line ({summary.repaired.removed_bytes} bytes) "
+            "left by a kill",
+            file=sys.stderr,
+        )
+    if summary.interrupted:
+        print(
+            f"shmstress: campaign interrupted with {summary.remaining} trials left; finish it "
+            f"with: shmstress campaign --out {out_dir} --resume",
+            file=sys.stderr,
+        )
+        return ExitReason.INTERRUPTED.exit_code
+    print(f"  report: shmstress report {summary.results} -o {DEFAULT_REPORT_OUT}")
+    if summary.unexpected_violations:
+        print(
+            "shmstress: violations in variants expected to be clean: "
+            + "; ".join(summary.unexpected_violations),
+            file=sys.stderr,
+        )
+        return 1
+    return 0
+
+
+def _cmd_report(args: argparse.Namespace) -> int:
+    from reports import ResultsFormatError, build_report
+
+    try:
+        summary = build_report(list(args.results), args.out)
+    except FileNotFoundError as exc:
+        raise ConfigError(f"no such results file: {exc.filename}") from None
+    except ResultsFormatError as exc:
+        raise ConfigError(str(exc)) from None
+    except OSError as exc:
+        raise ConfigError(f"cannot write the report: {exc}") from None
+    for warning in summary.warnings:
+        print(f"shmstress: warning: {warning}", file=sys.stderr)
+    print(
+        f"{summary.n_trials} trials, {summary.n_configs} configurations, "
+        f"{summary.n_failures} distinct failures -> {summary.index_html}"
+    )
+    return 0
+
+
+def register(sub: Any) -> None:
+    campaign = sub.add_parser(
+        "campaign",
+        help="run a grid of configurations x trials, one results.jsonl line per trial",
+        description="Run variant x worker counts x mode x noise, each for --trials trials, and "
+        "append one JSON line per finished trial to OUT/results.jsonl (fsynced: a killed "
+        "campaign loses at most the trial in flight; --resume finishes it). Exit codes: 0 "
+        "done, 1 a variant named by --expect-clean saw a violation (or, with --tx, a trial "
+        "failed), 2 usage or configuration error, 130 interrupted.",
+    )
+    campaign.add_argument("--out", type=Path, default=DEFAULT_OUT, metavar="DIR",
+                          help=f"campaign directory: campaign.json + results.jsonl "
+                          f"(default {DEFAULT_OUT}; reuse it across nights to keep history)")
+    campaign.add_argument("--resume", action="store_true",
+                          help="finish the campaign last started in --out (same grid and seeds)")
+    grid = campaign.add_argument_group("grid (defaults: every variant of the tracker, its "
+                                       "default worker counts, noise 0.1 and 0, 5 trials, 2 s)")
+    grid.add_argument("--tracker", help="installed tracker name or file.py:Class (default dra)")
+    grid.add_argument("--variant", action="append", metavar="V[,V]",
+                      help="variants to run (repeatable; default all)")
+    for option, role in _ROLE_OPTIONS.items():
+        grid.add_argument(f"--{option}", type=_int_list, metavar="N[,N]",
+                          help=f"{role} counts to try (dra default grid: 1 and 2 binders)")
+    grid.add_argument("--workers", type=_role_counts, action="append", default=[],
+                      metavar="ROLE=N[,N]", help="counts to try for any role of any tracker")
+    grid.add_argument("--noise", type=_float_list, metavar="P[,P]",
+                      help="noise probabilities to try (default 0.1,0)")
+    grid.add_argument("--mode", action="append", metavar="MODE",
+                      help=f"run modes to try: {', '.join(MODES)} (default free)")
+    grid.add_argument("--trials", type=int, metavar="N", help="trials per configuration (5)")
+    grid.add_argument("--duration", type=float, metavar="S",
+                      help="seconds each trial may run before it counts as clean (2)")
+    grid.add_argument("--nodes", type=int, metavar="N", help="dra: nodes")
+    grid.add_argument("--devices-per-node", type=int, metavar="N", help="dra: devices per node")
+    grid.add_argument("--param", type=_param, action="append", metavar="NAME=VALUE",
+                      help="any tracker parameter, fixed for the whole grid")
+    grid.add_argument("--seed", type=int, help="base seed; each trial's seed derives from it")
+    grid.add_argument("--expect-clean", action="append", metavar="V[,V]",
+                      help="variants that must never fail: exit 1 if one does (nightly alarm)")
+    campaign.add_argument("--tx", action="append", metavar="SPEC",
+                          help="spread trials over pytest-xdist gateways instead of running "
+                          "locally, e.g. socket=host:8888, ssh=user@host//python=python3, "
+                          "popen (repeatable; see README)")
+    campaign.add_argument("--quiet", action="store_true", help="no progress bar or heartbeat")
+    campaign.add_argument("--heartbeat", type=float, default=30.0, metavar="S",
+                          help="seconds between progress lines when stderr is not a terminal "
+                          "(default 30)")
+    campaign.set_defaults(handler=_cmd_campaign)
+
+    report = sub.add_parser(
+        "report",
+        help="render results.jsonl files into PNG charts and an index.html",
+        description="Failure rate per configuration (95%% Wilson intervals), time-to-detection "
+        "CDF per strategy, the trend across campaigns, and each distinct failure with its log "
+        "snippet, explanation and replay command.",
+    )
+    report.add_argument("results", nargs="+", type=Path, metavar="RESULTS",
+                        help="results.jsonl file(s); several campaigns make the trend")
+    report.add_argument("-o", "--out", type=Path, default=DEFAULT_REPORT_OUT, metavar="DIR",
+                        help=f"output directory (default {DEFAULT_REPORT_OUT})")
+    report.set_defaults(handler=_cmd_report)
+
+
+def _param(text: str) -> tuple[str, int]:
+    name, sep, value = text.partition("=")
+    if not sep or not name:
+        raise argparse.ArgumentTypeError(f"expected NAME=INTEGER, got {text!r}")
+    try:
+        return name, int(value)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{name}: {value!r} is not an integer") from None

@@ -1,0 +1,132 @@
+"""``shmstress log`` and the log options of ``shmstress run``: argument handling only.
+
+``run --log PATH`` writes the merged klog text of every worker; a failing run
+also writes ``<out>/run.log`` next to its bundle, and the run's report quotes
+the snippet and the explanation. ``log`` filters a recorded log by the
+objects a failure is about.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+from pathlib import Path
+
+from harness.errors import ConfigError
+from harness.explain import explain, render_explanation
+from harness.log_words import MAX_VERBOSITY
+from harness.logfilter import EventFilter, filter_events
+from harness.logview import render_snippet, write_log
+from harness.result import RunResult
+
+RUN_LOG = "run.log"
+
+
+def add_run_log_options(parser: argparse.ArgumentParser) -> None:
+    group = parser.add_argument_group("log")
+    group.add_argument("--log", metavar="PATH",
+                       help="write the merged klog-style log of every worker to PATH "
+                       "(a failing run also writes run.log into its --out directory)")
+    group.add_argument("--log-level", type=int, default=MAX_VERBOSITY, metavar="V",
+                       help=f"verbosity of the written log, like klog's -v: 0 only the "
+                       f"tracker's main messages ... {MAX_VERBOSITY} every point "
+                       f"(default {MAX_VERBOSITY})")
+    group.add_argument("--ring-size", type=int, default=16384, metavar="N",
+                       help="records kept per worker; older ones are overwritten and "
+                       "counted (default 16384)")
+
+
+def check_run_log_options(args: argparse.Namespace) -> None:
+    """Usage errors before anything starts."""
+    if not 0 <= args.log_level <= MAX_VERBOSITY:
+        raise ConfigError(f"--log-level must be 0..{MAX_VERBOSITY}, got {args.log_level}")
+
+
+def report_run_log(args: argparse.Namespace, result: RunResult) -> list[str]:
+    """Write the run's log where asked; the report lines: snippet, explanation, paths."""
+    lines: list[str] = []
+    recording = result.recording
+    if recording is None:
+        return lines
+    if recording.ring_lost:
+        lost = sum(recording.ring_lost.values())
+        lines.append(f"  log: {lost:,} records overwritten in the workers' rings "
+                     "(older events are missing; raise --ring-size)")
+    if result.violation_count:
+        snippet = render_snippet(result)
+        explanation = explain(result)
+        if snippet:
+            lines += ["  log snippet:", _indent(snippet, "    ")]
+        if explanation is not None:
+            lines += ["  explanation:", _indent(render_explanation(explanation), "    ")]
+    targets: list[Path] = []
+    if args.log:
+        targets.append(Path(args.log))
+    out = getattr(args, "out", None)  # the bundle directory, when the run has one
+    if result.violation_count and out:
+        targets.append(Path(out) / RUN_LOG)
+    for path in dict.fromkeys(targets):
+        write_log(result, path, args.log_level)
+        lines.append(f"  log: {path}")
+    return lines
+
+
+def _indent(text: str, prefix: str) -> str:
+    return "\n".join(prefix + line if line else "" for line in text.split("\n"))
+
+
+def _cmd_log(args: argparse.Namespace) -> int:
+    text = _read_log(Path(args.source))
+    wanted = EventFilter(claims=tuple(args.claim), devices=tuple(args.device),
+                         pids=tuple(args.pid))
+    try:
+        for event in filter_events(text, wanted):
+            sys.stdout.write(event + "\n")
+        sys.stdout.flush()
+    except BrokenPipeError:  # `shmstress log ... | head`: the reader has all it wanted
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+    return 0
+
+
+def _read_log(source: Path) -> str:
+    """The log of a run directory, of a bundle (embedded or beside it), or a log file."""
+    if source.is_dir():
+        return _read(source / RUN_LOG)
+    if source.suffix == ".json":
+        try:
+            bundle = json.loads(_read(source))
+        except json.JSONDecodeError as exc:
+            raise ConfigError(f"{source} is not a JSON bundle: {exc}") from exc
+        embedded = bundle.get("log") if isinstance(bundle, dict) else None
+        if isinstance(embedded, str):
+            return embedded
+        return _read(source.parent / RUN_LOG)
+    return _read(source)
+
+
+def _read(path: Path) -> str:
+    try:
+        return path.read_text(encoding="utf-8")
+    except OSError as exc:
+        raise ConfigError(f"cannot read {path}: {exc.strerror or exc}") from exc
+
+
+def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    parser = sub.add_parser(
+        "log", help="show a recorded log, filtered by claim, device or worker pid",
+        description="Print the events of a recorded klog-style log (a run's --out directory, "
+        "its bundle, or a log file) that name any of the given objects; no filter prints all. "
+        "A name matches a field value equal to it, ending in /NAME, or, for a number, "
+        "ending in that number (--claim 553 matches claim=\"ns/claim-0553\").",
+    )
+    parser.add_argument("source", metavar="BUNDLE_OR_DIR",
+                        help="a directory with run.log, a bundle (.json) or a log file")
+    parser.add_argument("--claim", action="append", default=[], metavar="X",
+                        help="events whose claim field names X (repeatable)")
+    parser.add_argument("--device", action="append", default=[], metavar="Y",
+                        help="events whose device field names Y (repeatable)")
+    parser.add_argument("--pid", action="append", default=[], type=int, metavar="PID",
+                        help="events of this worker process (repeatable)")
+    parser.set_defaults(handler=_cmd_log)

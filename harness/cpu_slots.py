@@ -1,0 +1,66 @@
+"""A machine-wide count of stress runs allowed at once, kept with ``flock`` on slot files.
+
+One DRA run keeps about four worker processes busy; two of them at once on a
+2-core machine halve each other's parallelism and with it the races they can
+find. pytest-xdist workers (and the trials of a campaign spread over hosts) take
+a slot before a run, so a host never runs more than its cores allow, whatever
+the scheduling mode. The kernel drops a dead holder's lock, so nothing goes stale.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import os
+import tempfile
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+CORES_PER_RUN = 4
+"""Busy processes of one default DRA run (2 binders, 1 informer, 1 gatherer)."""
+
+
+def usable_cores() -> int:
+    return len(os.sched_getaffinity(0))
+
+
+def default_slots() -> int:
+    return max(1, usable_cores() // CORES_PER_RUN)
+
+
+@contextlib.contextmanager
+def cpu_slot(directory: Path, slots: int, poll_s: float = 0.02) -> Iterator[int]:
+    """Hold one of ``slots`` slots in ``directory`` for the duration of the block."""
+    directory.mkdir(parents=True, exist_ok=True)
+    while True:
+        for index in range(max(1, slots)):
+            fd = os.open(directory / f"slot-{index}", os.O_CREAT | os.O_RDWR, 0o600)
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except BlockingIOError:
+                os.close(fd)
+                continue
+            try:
+                yield index
+            finally:
+                fcntl.flock(fd, fcntl.LOCK_UN)
+                os.close(fd)
+            return
+        time.sleep(poll_s)
+
+
+def xdist_slot_directory(testrunuid: str) -> Path:
+    """One directory per xdist run, so separate sessions never wait on each other."""
+    return Path(tempfile.gettempdir()) / f"shmstress-cpu-slots-{testrunuid}"
+
+
+@contextlib.contextmanager
+def xdist_cpu_slot(slots: int) -> Iterator[None]:
+    """A slot when running in a pytest-xdist worker; nothing to share otherwise."""
+    testrunuid = os.environ.get("PYTEST_XDIST_TESTRUNUID")
+    if testrunuid is None:
+        yield
+        return
+    with cpu_slot(xdist_slot_directory(testrunuid), slots):
+        yield

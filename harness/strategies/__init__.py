@@ -1,0 +1,51 @@
+"""Scheduling strategies for controlled mode, one module each behind ``base.Strategy``."""
+
+from __future__ import annotations
+
+from harness.errors import ConfigError
+from harness.strategies.base import (
+    ScheduleDiverged,
+    ScheduleEnded,
+    SchedulerView,
+    Strategy,
+    StrategySpec,
+)
+from harness.strategies.exhaustive import Exhaustive
+from harness.strategies.guided import Guided
+from harness.strategies.pct import Pct
+from harness.strategies.random_walk import RandomWalk
+from harness.strategies.replay import Replay
+
+EXPLORING = ("pct", "random_walk", "exhaustive")
+
+
+def exploring_strategy(spec: StrategySpec, seed: int, workers: int, expected_steps: int
+                       ) -> Strategy:
+    """A strategy that searches for failures (replay and guided are built from a schedule)."""
+    if spec.name == "pct":
+        if spec.depth < 1:
+            raise ConfigError(f"--depth must be >= 1, got {spec.depth}")
+        return Pct(seed, spec.depth, workers, expected_steps)
+    if spec.name == "random_walk":
+        return RandomWalk(seed)
+    if spec.name == "exhaustive":
+        if spec.bound < 0:
+            raise ConfigError(f"--bound must be >= 0, got {spec.bound}")
+        return Exhaustive(seed, spec.bound)
+    raise ConfigError(f"unknown strategy {spec.name!r}; choose from {', '.join(EXPLORING)}")
+
+
+__all__ = [
+    "EXPLORING",
+    "Exhaustive",
+    "Guided",
+    "Pct",
+    "RandomWalk",
+    "Replay",
+    "ScheduleDiverged",
+    "ScheduleEnded",
+    "SchedulerView",
+    "Strategy",
+    "StrategySpec",
+    "exploring_strategy",
+]

@@ -1,0 +1,90 @@
+"""What the ``shmstress_run`` fixture hands a test: run a configuration, fail with the story.
+
+Session options win over the test's own numbers: ``--stress-duration`` stretches
+every run for a nightly job, ``--stress-seed`` pins the seed a failure printed.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+
+import pytest
+
+from harness.config import DEFAULT_NOISE, RunConfig
+from harness.noise import NoiseConfig
+from harness.result import RunResult
+from harness.runner import run
+from harness.stress_failure import Expectation, judge, render_verdict
+from harness.trial_record import result_config_key, trial_record
+
+TRIAL_PROPERTY = "shmstress_trial"
+"""``user_properties`` key that carries a trial record from an xdist worker to the controller."""
+
+
+@dataclass(frozen=True)
+class StressOptions:
+    """The session's ``--stress-*`` options."""
+
+    duration: float | None = None
+    seed: int | None = None
+    record: bool = False
+    campaign: str = ""
+
+
+@dataclass
+class StressRunner:
+    """Callable fixture value; one per test, so it can number that test's runs."""
+
+    options: StressOptions
+    test_id: str
+    user_properties: list[tuple[str, object]]
+    clock: Callable[[], str]
+    runs: int = 0
+
+    def __call__(
+        self,
+        variant: str | None = None,
+        *,
+        expect: Expectation = "clean",
+        tracker: str = "dra",
+        duration: float = 2.0,
+        seed: int | None = None,
+        noise: float = DEFAULT_NOISE,
+        counts: Mapping[str, int] | None = None,
+        params: Mapping[str, int] | None = None,
+        max_points: int | None = None,
+        checks: tuple[str, ...] | None = None,
+    ) -> RunResult:
+        """Run once; fail the test unless the outcome is ``expect`` ("clean" or "violation")."""
+        if expect not in ("clean", "violation"):
+            raise ValueError(f"expect must be 'clean' or 'violation', got {expect!r}")
+        config = RunConfig(
+            tracker=tracker,
+            variant=variant,
+            counts=dict(counts or {}),
+            params=dict(params or {}),
+            duration=self.options.duration or duration,
+            max_points=max_points,
+            seed=self.options.seed if self.options.seed is not None else seed,
+            noise=NoiseConfig(noise),
+            checks=checks,
+        )
+        started_at = self.clock()
+        result = run(config)
+        if self.options.record:
+            record = trial_record(
+                result,
+                campaign=self.options.campaign,
+                trial=self.runs,
+                started_at=started_at,
+                key=result_config_key(result, params=params),
+                extra={"test": self.test_id},
+            )
+            self.user_properties.append((TRIAL_PROPERTY, json.dumps(record, default=str)))
+        self.runs += 1
+        verdict = judge(result, expect)
+        if not verdict.ok:
+            pytest.fail(render_verdict(verdict, self.test_id), pytrace=False)
+        return result

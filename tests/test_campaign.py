@@ -1,0 +1,323 @@
+"""Campaigns: one fsynced line per trial, SIGTERM keeps what finished, --resume completes it,
+and the report built from a real campaign tells racy variants from fixed ones."""
+
+from __future__ import annotations
+
+import io
+import json
+import signal
+import subprocess
+import sys
+import time
+from dataclasses import replace
+from pathlib import Path
+
+import pytest
+
+from harness import registry
+from harness.campaign import RESULTS_FILE, prepare, resume_spec, run_campaign, save_spec
+from harness.campaign_progress import CampaignProgress
+from harness.cli import main
+from harness.errors import ConfigError
+from harness.grid import GridSpec, complete, derive_seed, expand
+from harness.results_file import ResultsFile
+from reports import (
+    ResultsFormatError,
+    build_report,
+    group_by_config,
+    load_results_file,
+    parse_trial,
+)
+
+SHMSTRESS = [sys.executable, "-m", "harness.cli"]
+FIXTURE = Path(__file__).parent / "fixtures" / "reports" / "results.jsonl"
+PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
+ONE_WORKER_SET = ({"binder": 1, "informer": 1, "gatherer": 1},)
+RACY_BUDGET_S = 15.0  # the stress suite's budget: a racy variant is caught well within it
+
+
+def _spec(**fields: object) -> GridSpec:
+    base = GridSpec(campaign="2026-11-22T08:00:00Z-test", seed=42)
+    return replace(base, **fields)  # type: ignore[arg-type]
+
+
+def _lines(path: Path) -> list[dict[str, object]]:
+    return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line]
+
+
+# ----------------------------------------------------------------------------- the grid
+
+
+def test_grid_expands_every_configuration_trial_major_with_stable_seeds() -> None:
+    spec = complete(
+        _spec(variants=("fixed", "gather-unchecked"), noises=(0.1, 0.0), trials=3),
+        registry.load("dra"),
+    )
+    trials = expand(spec)
+    assert len(trials) == 2 * 2 * 2 * 3  # variants x default worker sets x noises x trials
+    assert len({t.trial_id for t in trials}) == len(trials)
+    assert len({t.config_key for t in trials}) == 8
+    assert [t.trial for t in trials[:8]] == [0] * 8  # a cut-short campaign saw every config
+    assert [t.seed for t in expand(spec)] == [t.seed for t in trials]
+    assert len({t.seed for t in trials}) == len(trials)
+    first = trials[0]
+    assert first.seed == derive_seed(42, first.config_key, 0)
+    assert first.config_key == "dra/fixed b1 i1 g1 free/noise p=0.1"
+    assert {t.strategy for t in trials} == {"noise", "no-noise"}
+
+
+def test_grid_survives_json_round_trip() -> None:
+    spec = complete(_spec(params={"nodes": 3}, expect_clean=("fixed",)), registry.load("dra"))
+    again = GridSpec.from_json(spec.to_json())
+    assert again == spec
+    assert expand(again) == expand(spec)
+
+
+def test_bad_grid_is_rejected_before_anything_runs() -> None:
+    with pytest.raises(ConfigError) as info:
+        prepare(_spec(variants=("nope",), noises=(1.5,), trials=0))
+    text = str(info.value)
+    assert "no variant nope" in text
+    assert "noise must be in [0, 1]" in text
+    assert "--trials must be >= 1" in text
+
+
+@pytest.mark.parametrize(
+    ("args", "fragment"),
+    [
+        (["--variant", "nope"], "no variant nope"),
+        (["--binders", "0"], "binder count must be >= 1"),
+        (["--devices-per-node", "0"], "--devices-per-node must be >= 1"),
+        (["--mode", "warp"], "mode must be among free"),
+    ],
+)
+def test_campaign_config_errors_are_one_line_exit_2(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], args: list[str], fragment: str
+) -> None:
+    assert main(["campaign", "--out", str(tmp_path), "--quiet", *args]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and fragment in err
+    assert not (tmp_path / RESULTS_FILE).exists()
+
+
+def test_resume_refuses_a_new_grid(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    save_spec(prepare(_spec(variants=("fixed",))), tmp_path)
+    assert main(["campaign", "--out", str(tmp_path), "--resume", "--trials", "9"]) == 2
+    assert "drop --trials" in capsys.readouterr().err
+    assert main(["campaign", "--out", str(tmp_path / "empty"), "--resume"]) == 2
+    assert "nothing to resume" in capsys.readouterr().err
+
+
+# ----------------------------------------------------------------------------- running
+
+
+def test_campaign_writes_one_record_per_trial(tmp_path: Path) -> None:
+    spec = _spec(
+        variants=("gather-unchecked", "events-unordered"), workers=ONE_WORKER_SET,
+        noises=(0.1,), trials=2, duration=RACY_BUDGET_S,
+    )
+    summary = run_campaign(spec, tmp_path, progress_enabled=False)
+    assert (summary.total, summary.ran, summary.interrupted) == (4, 4, False)
+    records = _lines(tmp_path / RESULTS_FILE)
+    assert len(records) == 4
+    expected = {t.trial_id: t for t in expand(summary.spec)}
+    for number, record in enumerate(records, start=1):
+        trial = parse_trial(record, tmp_path / RESULTS_FILE, number)  # the report's own parser
+        spec_of = expected.pop((trial.config_key, trial.trial or 0))
+        assert trial.campaign == spec.campaign
+        assert trial.seed == spec_of.seed
+        assert trial.config.duration == RACY_BUDGET_S
+        assert trial.outcome == "violation", "a racy variant must be caught in every trial"
+        assert trial.violation is not None and trial.violation.invariant
+        assert trial.time_to_violation_s is not None and trial.elapsed_s is not None
+        assert trial.time_to_violation_s <= trial.elapsed_s
+        assert trial.points_to_violation is not None and trial.points is not None
+        assert 0 < trial.points_to_violation <= trial.points
+        assert trial.explanation is not None and "\n=> " in trial.explanation
+        assert trial.log_snippet
+        assert trial.replay_command is not None
+        assert f"--seed {spec_of.seed}" in trial.replay_command
+        assert f"--variant {spec_of.variant}" in trial.replay_command
+    assert not expected
+
+
+def test_report_tells_racy_from_fixed_on_a_real_campaign(tmp_path: Path) -> None:
+    spec = _spec(
+        variants=("gather-unchecked", "fixed"), workers=({"binder": 2},), noises=(0.1,),
+        trials=3, duration=0.5,
+    )
+    results = run_campaign(spec, tmp_path / "c", progress_enabled=False).results
+    summary = build_report([results], tmp_path / "report")
+    stats = {s.variant: s for s in group_by_config(load_results_file(results).trials)}
+    assert stats["gather-unchecked"].rate > 0
+    assert stats["fixed"].trials == 3
+    assert stats["fixed"].failures == 0 and stats["fixed"].rate == 0.0
+    page = summary.index_html.read_text(encoding="utf-8")
+    assert "dra/gather-unchecked b2 i1 g1 free/noise p=0.1" in page
+    assert "gather-unchecked: " in page  # a distinct-failure section for the racy variant
+    assert "fixed: " not in page
+    assert "shmstress run --tracker dra --variant gather-unchecked" in page
+    for png in summary.plots:
+        assert png.read_bytes()[:8] == PNG_MAGIC
+
+
+def test_sigterm_keeps_finished_trials_and_resume_completes(tmp_path: Path) -> None:
+    out = tmp_path / "campaign"
+    args = [
+        *SHMSTRESS, "campaign", "--out", str(out), "--variant", "fixed", "--binders", "1",
+        "--noise", "0.1", "--trials", "6", "--duration", "0.5", "--seed", "3",
+        "--heartbeat", "0.2",
+    ]
+    results = out / RESULTS_FILE
+    proc = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        deadline = time.monotonic() + 60
+        while not results.exists() or len(results.read_bytes().splitlines()) < 2:
+            assert proc.poll() is None, proc.communicate()
+            assert time.monotonic() < deadline, "no trial finished within 60 s"
+            time.sleep(0.05)
+        proc.send_signal(signal.SIGTERM)
+        _, stderr = proc.communicate(timeout=60)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.communicate()
+    assert proc.returncode == 130, stderr
+    assert "--resume" in stderr
+    assert "\r" not in stderr  # not a terminal: heartbeat lines, no progress bar
+    assert "shmstress campaign: " in stderr
+    kept = results.read_bytes()
+    first_part = _lines(results)
+    assert 2 <= len(first_part) < 6
+    campaign = first_part[0]["campaign"]
+
+    resumed = subprocess.run(
+        [*SHMSTRESS, "campaign", "--out", str(out), "--resume", "--quiet"],
+        capture_output=True, text=True, timeout=120, check=False,
+    )
+    assert resumed.returncode == 0, resumed.stderr
+    assert f"{len(first_part)} trials were already recorded" in resumed.stdout
+    assert results.read_bytes().startswith(kept)  # finished trials untouched
+    records = _lines(results)
+    assert len(records) == 6
+    assert {r["campaign"] for r in records} == {campaign}
+    spec = resume_spec(out)
+    assert sorted((str(r["config_key"]), int(str(r["trial"]))) for r in records) == sorted(
+        t.trial_id for t in expand(spec)
+    )
+
+
+def test_resume_drops_a_partial_last_line_and_finishes(tmp_path: Path) -> None:
+    spec = prepare(
+        _spec(variants=("gather-unchecked",), workers=ONE_WORKER_SET, noises=(0.1,), trials=2,
+              duration=RACY_BUDGET_S)
+    )
+    run_campaign(replace(spec, trials=1), tmp_path, progress_enabled=False)
+    results = tmp_path / RESULTS_FILE
+    with results.open("ab") as handle:
+        handle.write(b'{"campaign": "' + spec.campaign.encode() + b'", "trial": 1, "outc')
+    save_spec(spec, tmp_path)
+    summary = run_campaign(resume_spec(tmp_path), tmp_path, progress_enabled=False)
+    assert summary.repaired is not None and summary.repaired.removed_bytes > 0
+    assert (summary.already_done, summary.ran) == (1, 1)
+    loaded = load_results_file(results)
+    assert len(loaded.trials) == 2 and loaded.skipped_lines == 0
+    again = run_campaign(resume_spec(tmp_path), tmp_path, progress_enabled=False)
+    assert (again.already_done, again.ran, again.total) == (2, 0, 2)
+    assert len(load_results_file(results).trials) == 2
+
+
+def test_expect_clean_variant_that_fails_exits_1(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    code = main([
+        "campaign", "--out", str(tmp_path), "--quiet", "--variant", "gather-unchecked",
+        "--expect-clean", "gather-unchecked", "--binders", "2", "--noise", "0.1",
+        "--trials", "1", "--duration", str(RACY_BUDGET_S),
+    ])
+    assert code == 1
+    assert "expected to be clean: dra/gather-unchecked b2 i1 g1" in capsys.readouterr().err
+
+
+def test_heartbeat_is_plain_lines_when_not_a_terminal() -> None:
+    stream = io.StringIO()
+    with CampaignProgress(3, enabled=True, heartbeat_s=0.0, stream=stream) as progress:
+        progress.start_trial("dra/fixed b1 i1 g1 free/noise p=0.1 #0")
+        progress.trial_done("violation")
+        progress.tick(1.0, 100)
+    text = stream.getvalue()
+    assert "\r" not in text
+    lines = text.splitlines()
+    assert len(lines) == 3
+    assert lines[-1].startswith("shmstress campaign: 1/3 trials done (violations: 1, errors: 0)")
+    quiet = io.StringIO()
+    with CampaignProgress(3, enabled=True, heartbeat_s=3600.0, stream=quiet) as progress:
+        progress.trial_done("clean")
+    assert quiet.getvalue() == ""
+
+
+def test_results_file_appends_whole_lines(tmp_path: Path) -> None:
+    results = ResultsFile(tmp_path / "deep" / "results.jsonl")
+    results.append({"campaign": "a", "config_key": "k", "trial": 0, "text": "caf\u00e9\nline"})
+    results.append({"campaign": "b", "config_key": "k", "trial": 0})
+    raw = results.path.read_bytes()
+    assert raw.count(b"\n") == 2 and raw.endswith(b"\n")
+    assert results.finished_trials("a") == {("k", 0)}
+    assert results.repair_tail() is None
+
+
+# ----------------------------------------------------------------------------- report CLI
+
+
+def test_report_command_renders_the_fixture(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert main(["report", str(FIXTURE), "-o", str(tmp_path / "out")]) == 0
+    assert "200 trials" in capsys.readouterr().out
+    for name in ("failure_rate.png", "time_to_detection.png", "trend.png"):
+        assert (tmp_path / "out" / name).read_bytes()[:8] == PNG_MAGIC
+    page = (tmp_path / "out" / "index.html").read_text(encoding="utf-8")
+    assert page.startswith("<!DOCTYPE html>")
+    failing = {
+        str(r["config_key"]) for r in _lines(FIXTURE) if r["outcome"] == "violation"
+    }
+    assert failing
+    for key in failing:
+        assert key in page
+
+
+@pytest.mark.parametrize(
+    ("content", "fragment"),
+    [(None, "no such results file"), ('{"x": 1}\n{"y": 2}\n', ":1: missing required field")],
+)
+def test_report_command_errors_are_one_line_exit_2(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], content: str | None, fragment: str
+) -> None:
+    path = tmp_path / "results.jsonl"
+    if content is not None:
+        path.write_text(content, encoding="utf-8")
+    assert main(["report", str(path), "-o", str(tmp_path / "out")]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and fragment in err
+
+
+def test_campaign_help_documents_every_option(capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit):
+        main(["campaign", "--help"])
+    text = capsys.readouterr().out
+    for option in ("--out", "--resume", "--variant", "--binders", "--noise", "--trials",
+                   "--duration", "--expect-clean", "--tx", "--heartbeat"):
+        assert option in text
+
+
+def test_report_counts_workers_of_any_tracker_from_roles(tmp_path: Path) -> None:
+    record = {
+        "campaign": "c", "tracker": "other", "variant": "v", "outcome": "clean",
+        "config_key": "other/v kubelet=1 cleanup=2 free/noise p=0.1",
+        "config": {"binders": 0, "informers": 0, "gatherers": 0, "noise": 0.1,
+                   "strategy": "noise", "roles": {"kubelet": 1, "cleanup": 2}},
+    }
+    assert parse_trial(record, tmp_path / "r.jsonl", 1).config.workers == 3
+    record["config"]["roles"] = {"kubelet": "one"}  # type: ignore[index]
+    with pytest.raises(ResultsFormatError, match=r"roles\.kubelet"):
+        parse_trial(record, tmp_path / "r.jsonl", 1)

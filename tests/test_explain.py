@@ -1,0 +1,184 @@
+"""The explanation: derived from the recorded steps, in the seed's form, hand-made and real."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import replace
+
+import pytest
+
+from harness.cli import main
+from harness.explain import Explanation, explain, render_explanation
+from harness.result import Violation
+from tests.recorded_race import CLAIM, DEVICE, recorded_seed_race
+from tracker.dra.names import NONE, Naming
+from tracker.dra.tracker import DraTracker
+
+NAMES = Naming(DraTracker.parameters["nodes"].default,
+               DraTracker.parameters["devices-per-node"].default)
+CLAIM_NAME = NAMES.claim(CLAIM)
+DEVICE_NAME = NAMES.device(DEVICE)
+
+
+def test_seed_race_explained_in_the_seed_form() -> None:
+    with recorded_seed_race() as result:
+        explanation = explain(result)
+    assert explanation is not None
+    assert render_explanation(explanation) == "\n".join([
+        f'Initial state: claim "{CLAIM_NAME}" is in flight; device "{DEVICE_NAME}" is not in '
+        "allocated devices",
+        "- gatherer #1: starts GatherAllocatedState, copies allocated devices",
+        "- binder #1: stores the claim in the assume cache, adds the device to allocated "
+        "devices, removes the claim from in-flight",
+        "- gatherer #1: checks in-flight claims",
+        "",
+        f'=> device "{DEVICE_NAME}" never seen as allocated by this GatherAllocatedState',
+    ])
+    # The window is the gather: from its start to the point the violation was seen at.
+    violation = result.violations[0]
+    assert (explanation.start, explanation.end) == (violation.fields["start"], violation.seq)
+    assert explanation.notes == ()
+
+
+def test_steps_of_uninvolved_workers_are_left_out() -> None:
+    # The informer updates another claim inside the gather window; it is not part of the story.
+    with recorded_seed_race() as result:
+        explanation = explain(result)
+    assert explanation is not None
+    assert [run.worker for run in explanation.runs] == ["gatherer #1", "binder #1", "gatherer #1"]
+
+
+def test_initial_state_only_states_what_the_kept_records_show() -> None:
+    # binder #2's ring overflows before the race: whether the device was ever observed in
+    # allocated devices before that is unknown, so only "in flight" (recorded later) is stated.
+    with recorded_seed_race(ring_size=16, noise_points=40) as result:
+        assert result.recording is not None and result.recording.ring_lost
+        explanation = explain(result)
+    assert explanation is not None
+    assert explanation.initial_state == (f'claim "{CLAIM_NAME}" is in flight',)
+    assert [run.steps[0] for run in explanation.runs] == [
+        "starts GatherAllocatedState",
+        "stores the claim in the assume cache",
+        "checks in-flight claims",
+    ]
+
+
+def test_a_step_missing_from_the_rings_comes_from_the_schedule_tape() -> None:
+    # An overwritten record still has its step on the tape (worker and label, no fields),
+    # so the gatherer's own steps are all there.
+    with recorded_seed_race() as result:
+        recording = result.recording
+        assert recording is not None
+        copy = [r for r in recording.records
+                if recording.labels[r.label].text == "copy allocated devices"]
+        assert len(copy) == 1
+        without = replace(recording, records=tuple(r for r in recording.records
+                                                   if r is not copy[0]))
+        explanation = explain(replace(result, recording=without))
+    assert explanation is not None
+    assert explanation.runs[0].steps == ("starts GatherAllocatedState",
+                                         "copies allocated devices")
+
+
+def test_no_recording_or_no_violation_means_no_explanation() -> None:
+    with recorded_seed_race() as result:
+        assert explain(replace(result, recording=None)) is None
+        assert explain(replace(result, violations=(), violation_count=0)) is None
+
+
+def test_fixed_variant_retries_instead_of_violating() -> None:
+    with recorded_seed_race("fixed") as result:
+        assert result.violations == ()
+        assert explain(result) is None
+
+
+# --- real processes ---------------------------------------------------------------------
+
+_RUN_LINE = re.compile(r"^    - (?P<worker>\w+ #\d+) \(pid \d+\): (?P<steps>.*)$")
+
+
+def _explanation_runs(output: str) -> list[tuple[str, list[str]]]:
+    runs = []
+    for line in output.splitlines():
+        match = _RUN_LINE.match(line)
+        if match:
+            runs.append((match["worker"], match["steps"].split(", ")))
+    return runs
+
+
+def _position(lines: list[str], needle: str, after: int = -1) -> int:
+    for index, line in enumerate(lines):
+        if index > after and needle in line:
+            return index
+    raise AssertionError(f"{needle!r} not found after line {after} in:\n" + "\n".join(lines))
+
+
+@pytest.mark.stress
+@pytest.mark.parametrize("seed", [1, 2, 3])
+def test_free_run_failure_shows_snippet_and_ordered_explanation(
+    seed: int, capsys: pytest.CaptureFixture[str]
+) -> None:
+    code = main(["run", "--variant", "gather-unchecked", "--seed", str(seed), "--quiet",
+                 "--duration", "20"])
+    output = capsys.readouterr().out
+    assert code == 1, output
+    assert "gather-complete" in output
+    claim = re.search(r"although claim (\S+) held it", output)
+    assert claim is not None, output
+    gatherer_pid = re.search(r"gather-complete \[gatherer #1 \(pid (\d+)\)\]", output)
+    assert gatherer_pid is not None, output
+
+    snippet = output.split("  log snippet:\n", 1)[1].split("  explanation:\n", 1)[0]
+    lines = snippet.splitlines()
+    pid = f" {gatherer_pid[1]}] "
+    start = _position(lines, pid + "scheduler: Starting GatherAllocatedState")
+    removed = _position(lines, f'Removed in-flight claim claim="{claim[1]}"', start)
+    _position(lines, pid + "scheduler: Finished GatherAllocatedState", removed)
+
+    runs = _explanation_runs(output)
+    assert runs, output
+    steps = [(worker, step) for worker, run_steps in runs for step in run_steps]
+    assert runs[0][0] == "gatherer #1" and runs[0][1][0] == "starts GatherAllocatedState"
+    assert runs[-1] == ("gatherer #1", ["checks in-flight claims"])
+    copied = steps.index(("gatherer #1", "copies allocated devices"))
+    removal = [i for i, (w, s) in enumerate(steps)
+               if s == "removes the claim from in-flight" and w != "gatherer #1"]
+    added = [i for i, (_, s) in enumerate(steps) if s == "adds the device to allocated devices"]
+    # The race itself: the device reaches allocated devices only after the copy, and the
+    # claim leaves in-flight before the gatherer looks there.
+    assert removal and all(copied < i < len(steps) - 1 for i in removal), output
+    assert all(copied < i for i in added), output
+    assert re.search(r'Initial state: claim "\S+" is in flight; device "\S+" is not in '
+                     "allocated devices", output), output
+    assert "=> device " in output
+
+
+def test_explanation_is_plain_data() -> None:
+    with recorded_seed_race() as result:
+        explanation = explain(result)
+    assert isinstance(explanation, Explanation)
+    assert explanation.invariant == "gather-complete"
+    assert [len(run.steps) for run in explanation.runs] == [2, 3, 1]
+    assert explanation.runs[0].first_seq == explanation.start
+
+
+def test_an_at_rest_violation_is_explained_from_its_objects_last_events() -> None:
+    # Claim 7 was put in flight with device 0 and never left: what quiescent-agreement
+    # reports at rest. The window is the objects' last events; no worker is the protagonist.
+    with recorded_seed_race() as result:
+        at_rest = Violation(
+            invariant="quiescent-agreement", message="claim 7 is still in flight at rest",
+            fields={"kind": 0, "claim": 7, "device": 0, "a": NONE, "b": NONE},
+            worker=None, seq=None, elapsed_s=None, at_rest=True,
+        )
+        explanation = explain(result, at_rest)
+    assert explanation is not None
+    assert explanation.initial_state == (
+        f'claim "{NAMES.claim(7)}" is not in flight',
+        f'device "{NAMES.device(0)}" is not in allocated devices',
+    )
+    assert [(run.worker, run.steps) for run in explanation.runs] == [
+        ("gatherer #1", ("puts the claim in flight",)),
+        ("informer #1", ("adds the device to allocated devices",)),
+    ]
+    assert explanation.outcome == "claim 7 is still in flight at rest"

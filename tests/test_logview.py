@@ -1,0 +1,298 @@
+"""Recorded logs as klog text: round trip, DRA words, merge order, overflow, snippet, filter."""
+
+from __future__ import annotations
+
+import io
+import logging
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from harness.cli import main
+from harness.config import RunConfig
+from harness.control import ControlBlock
+from harness.exit_reason import ExitReason
+from harness.klog import KlogFormatter, parse_line
+from harness.logfilter import split_events
+from harness.logview import CUT, log_lines, render_snippet, to_log_records, write_log
+from harness.recording import Recorder
+from harness.result import RunResult
+from harness.runner import run
+from harness.runtime import Runtime
+from harness.shm import Arena
+from harness.tracker_api import WorkerInfo
+from tests.recorded_race import CLAIM, DEVICE, recorded_seed_race
+from tracker.dra.log_words import DraLogWords
+from tracker.dra.names import NONE, Naming
+
+WORKERS = 4
+
+
+class _Recorded:
+    def __init__(self, ring_size: int = 64) -> None:
+        self.arena = Arena()
+        control = ControlBlock(self.arena, workers=WORKERS, max_violations=1, max_locks=1)
+        self.runtime = Runtime(control)
+        self.recorder = Recorder(self.arena, WORKERS, ring_size, tape_size=256)
+        self.runtime.sink = self.recorder.record
+        self.runtime.log_sink = self.recorder.log
+
+    def result(self, tracker: str = "no-such-tracker") -> RunResult:
+        return RunResult(
+            config=RunConfig(tracker=tracker, variant="v", seed=0),
+            exit_reason=ExitReason.DURATION_REACHED,
+            violations=(),
+            violation_count=0,
+            elapsed_s=0.0,
+            points=self.runtime.control.points,
+            workers=tuple(WorkerInfo(w, "role", w, 1000 + w) for w in range(WORKERS)),
+            recording=self.recorder.collect(self.runtime.control.points),
+        )
+
+
+@pytest.fixture
+def recorded() -> Iterator[_Recorded]:
+    made = _Recorded()
+    try:
+        yield made
+    finally:
+        made.recorder.release()
+        made.arena.close()
+
+
+def test_round_trip_record_to_text_to_fields(recorded: _Recorded) -> None:
+    runtime = recorded.runtime
+    runtime.become(2)
+    before = time.time()
+    line = sys._getframe().f_lineno + 1
+    runtime.point("Observed something", count=-7, ok=True, name='a "quoted" name')
+    runtime.log("a warning after it", level="W", n=3)
+    after = time.time()
+    result = recorded.result()
+    first, second = (parse_line(text) for text in log_lines(result))
+    assert (first.file, first.line, first.level, first.pid) == ("test_logview.py", line, "I",
+                                                                1002)
+    assert first.logger == "shmstress"  # a tracker without words of its own
+    assert first.message == "Observed something"
+    assert first.fields == {"count": -7, "ok": True, "name": 'a "quoted" name'}
+    stamp = time.localtime(before)
+    assert (first.month, first.day) == (stamp.tm_mon, stamp.tm_mday)
+    assert abs((first.hh * 3600 + first.mm * 60 + first.ss + first.micro / 1e6)
+               - _seconds_of_day(before)) <= (after - before) + 1e-3
+    assert (second.level, second.message, second.fields) == ("W", "a warning after it", {"n": 3})
+    assert second.line == line + 1
+
+
+def _seconds_of_day(epoch: float) -> float:
+    local = time.localtime(epoch)
+    return local.tm_hour * 3600 + local.tm_min * 60 + local.tm_sec + epoch % 1
+
+
+def test_log_calls_sit_right_after_the_point_they_follow(recorded: _Recorded) -> None:
+    runtime = recorded.runtime
+    for worker in (0, 1):
+        runtime.become(worker)
+        runtime.point(f"point of {worker}")
+        runtime.log("first", w=worker)
+        runtime.log("second", w=worker)
+    lines = [parse_line(text) for text in log_lines(recorded.result())]
+    assert [(e.pid, e.message) for e in lines] == [
+        (1000, "point of 0"), (1000, "first"), (1000, "second"),
+        (1001, "point of 1"), (1001, "first"), (1001, "second"),
+    ]
+
+
+def test_dra_words_render_upstream_messages_and_names() -> None:
+    words = DraLogWords(Naming(nodes=8, devices_per_node=100))
+    assert words.event("Observed device allocation", (("claim", 553), ("device", 594),
+                                                      ("old", NONE))) == (
+        "Observed device allocation",
+        (("device", "driver.example.com/worker-5/worker-5-device-094"),
+         ("claim", "shmstress/claim-0553")),
+    )
+    assert words.event("Observed device allocation", (("claim", 553), ("device", NONE),
+                                                      ("old", 594)))[0] == (
+        "Observed device deallocation"
+    )
+    assert words.event("Claim stored in assume cache", (("claim", 553), ("device", 594),
+                                                        ("resourceVersion", 5680)))[1] == (
+        ("pod", "shmstress/my-pod-0553"), ("claim", "shmstress/claim-0553"),
+        ("device", "driver.example.com/worker-5/worker-5-device-094"),
+        ("resourceVersion", "5680"),
+    )
+    assert words.event("Attempting to bind pod to node", (("pod", 553), ("device", 594)))[1] == (
+        ("pod", "shmstress/my-pod-0553"), ("node", "worker-5"),
+    )
+    assert words.verbosity("Starting GatherAllocatedState") == 0
+    assert words.verbosity("pick pod") > words.verbosity("update claim status") > 0
+
+
+def test_merged_log_follows_the_schedule_across_five_workers(tmp_path: Path) -> None:
+    result = run(RunConfig(variant="fixed", counts={"binder": 3}, max_points=3000,
+                           duration=30, seed=5))
+    assert result.recording is not None and not result.recording.ring_lost
+    path = write_log(result, tmp_path / "run.log")
+    events = [parse_line(e) for e in split_events(path.read_text())]
+    pid_of = {w.worker_id: w.pid for w in result.workers}
+    points = [e for e in events if e.message != "Device is in flight for allocation"]
+    assert [e.pid for e in points] == [pid_of[s.worker] for s in result.recording.steps]
+    assert len({e.pid for e in events}) == len(result.workers) >= 4
+    assert len(events) == len(result.recording.records) + len(result.recording.logs)
+
+
+def test_ring_overflow_is_reported_in_the_run_and_the_log(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    log = tmp_path / "run.log"
+    code = main(["run", "--variant", "fixed", "--points", "2000", "--seed", "3", "--quiet",
+                 "--ring-size", "16", "--log", str(log)])
+    output = capsys.readouterr().out
+    assert code == 0, output
+    assert "records overwritten in the workers' rings" in output
+    assert f"log: {log}" in output
+    first = parse_line(next(split_events(log.read_text())))
+    assert (first.level, first.message) == ("W", "Ring overflow: oldest records overwritten")
+    assert isinstance(first.fields["lost"], int) and first.fields["lost"] > 0
+
+
+def test_log_level_keeps_every_point_only_at_the_most_verbose(tmp_path: Path) -> None:
+    with recorded_seed_race() as result:
+        assert result.recording is not None
+        everything = list(log_lines(result))
+        quiet = [parse_line(e).message for e in log_lines(result, verbosity=0)]
+        points, logs = len(result.recording.records), len(result.recording.logs)
+    assert len(everything) == points + logs
+    assert "pop event" not in quiet and "update claim status" not in quiet
+    assert quiet[0] == "Starting GatherAllocatedState"
+    assert "Removed in-flight claim" in quiet
+
+
+def test_snippet_shows_the_gather_the_claim_and_cuts_the_rest() -> None:
+    with recorded_seed_race() as result:
+        snippet = render_snippet(result)
+    names = Naming(2, 4)
+    lines = snippet.split("\n")
+    messages = [parse_line(line).message if line != CUT else CUT for line in lines]
+    assert messages == [
+        "Signal claim pending allocation",  # how the claim got in flight
+        CUT,  # the gatherer's other claim
+        "Starting GatherAllocatedState",
+        CUT,  # the informer's update of an unrelated claim
+        "update claim status",
+        "Claim stored in assume cache",
+        "Observed device allocation",
+        "Removed in-flight claim",
+        "Device is in flight for allocation",  # the other claim, still in flight
+        "Finished GatherAllocatedState",
+    ]
+    assert f'claim="{names.claim(CLAIM)}"' in lines[-3]
+    assert f'device="{names.device(DEVICE)}"' in lines[6]
+
+
+def test_logging_records_format_like_run_log() -> None:
+    with recorded_seed_race() as result:
+        expected = list(log_lines(result))
+        records = to_log_records(result)
+    stream = io.StringIO()
+    handler = logging.StreamHandler(stream)
+    handler.setFormatter(KlogFormatter())
+    for record in records:
+        handler.handle(record)
+    assert list(split_events(stream.getvalue())) == expected
+
+
+def test_log_command_filters_by_claim_device_and_pid(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    with recorded_seed_race() as result:
+        write_log(result, tmp_path / "run.log")
+    names = Naming(2, 4)
+    assert main(["log", str(tmp_path), "--claim", str(CLAIM)]) == 0
+    by_claim = list(split_events(capsys.readouterr().out))
+    assert by_claim and all(parse_line(e).fields["claim"] == names.claim(CLAIM)
+                            for e in by_claim)
+    assert main(["log", str(tmp_path), "--device", names.device(DEVICE).split("/")[-1]]) == 0
+    by_device = list(split_events(capsys.readouterr().out))
+    assert {parse_line(e).message for e in by_device} == {
+        "Signal claim pending allocation", "update claim status",
+        "Claim stored in assume cache", "Observed device allocation",
+    }
+    assert main(["log", str(tmp_path / "run.log")]) == 0
+    assert len(list(split_events(capsys.readouterr().out))) == len(list(log_lines(result)))
+
+
+def test_log_command_reads_a_bundle_beside_its_log(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    (tmp_path / "run.log").write_text(
+        'x.py:1: I0115 15:11:04.000000       7] s: one claim="ns/claim-0001"\n'
+        'x.py:2: I0115 15:11:04.000001       8] s: two claim="ns/claim-0002"\n'
+    )
+    (tmp_path / "bundle.json").write_text("{}")
+    assert main(["log", str(tmp_path / "bundle.json"), "--claim", "claim-0002"]) == 0
+    assert capsys.readouterr().out == (
+        'x.py:2: I0115 15:11:04.000001       8] s: two claim="ns/claim-0002"\n'
+    )
+    assert main(["log", str(tmp_path), "--pid", "7"]) == 0
+    assert "one" in capsys.readouterr().out
+
+
+def test_log_command_errors_are_one_line(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert main(["log", str(tmp_path / "missing")]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("shmstress: error: cannot read") and err.count("\n") == 1
+    assert main(["run", "--log-level", "12"]) == 2
+    assert "--log-level" in capsys.readouterr().err
+
+
+def test_bench_measures_recording_on_against_off() -> None:
+    from harness.bench import BenchOptions, render_bench, run_bench
+
+    report = run_bench(BenchOptions(free_seconds=0.3, sections=("free",)), log=lambda _: None)
+    assert report.free_points_per_s > 0 and report.unrecorded_points_per_s > 0
+    assert report.recording_ns_per_event > 0
+    assert report.detections == [] and report.clean == []
+    text = render_bench(report)
+    assert "recording off:" in text and "ns per event" in text
+
+
+def test_recorded_dra_events_render_in_the_seed_shape() -> None:
+    with recorded_seed_race() as result:
+        lines = [_without_time(line) for line in log_lines(result, verbosity=0)]
+    names = Naming(2, 4)
+    claim, device = names.claim(CLAIM), names.device(DEVICE)
+    start = _site("claim_tracker.py", 'point("Starting GatherAllocatedState")')
+    observed = _site("allocated_devices.py", '"Observed device allocation"')
+    stored = _site("assume_cache.py", '"Claim stored in assume cache"')
+    removed = _site("in_flight.py", '"Removed in-flight claim"')
+    assert f"{start}: I<time>       0] scheduler: Starting GatherAllocatedState" in lines
+    assert (
+        f"{observed}: I<time>       0] scheduler: Observed device allocation "
+        f'device="{device}" claim="{claim}"'
+    ) in lines
+    assert (
+        f"{stored}: I<time>       0] scheduler: Claim stored in assume cache "
+        f'pod="{names.pod(CLAIM)}" claim="{claim}" device="{device}" resourceVersion="9"'
+    ) in lines
+    assert f'{removed}: I<time>       0] scheduler: Removed in-flight claim claim="{claim}"' in (
+        lines
+    )
+
+
+def _site(file: str, needle: str) -> str:
+    """``file:line`` of the call holding ``needle`` (its first line): what the log must show."""
+    source = (Path(__file__).parents[1] / "tracker" / "dra" / file).read_text().splitlines()
+    (line,) = [n for n, text in enumerate(source, 1) if needle in text]
+    while not any(call in source[line - 1] for call in ("held(", "point(")):
+        line -= 1
+    return f"{file}:{line}"
+
+
+def _without_time(line: str) -> str:
+    head, rest = line.split(": I", 1)
+    return f"{head}: I<time>{rest[len('0115 15:11:04.407714'):]}"

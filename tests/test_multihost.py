@@ -1,0 +1,111 @@
+"""A campaign spread over two "hosts" (execnet socket servers on loopback) by pytest-xdist,
+merged by the controller into one results.jsonl and one report."""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from harness.campaign import RESULTS_FILE, resume_spec
+from harness.cli import main
+from harness.grid import expand
+from reports import group_by_config, load_results_file
+
+SHMSTRESS = [sys.executable, "-m", "harness.cli"]
+PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
+
+
+def _free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return int(probe.getsockname()[1])
+
+
+def _wait_listening(port: int, server: subprocess.Popen[bytes], timeout_s: float = 20) -> None:
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        assert server.poll() is None, "socket server exited"
+        with contextlib.suppress(OSError), socket.create_connection(("127.0.0.1", port), 0.2):
+            return
+        time.sleep(0.05)
+    raise AssertionError(f"socket server on port {port} never listened")
+
+
+@pytest.fixture
+def two_hosts(tmp_path: Path) -> Iterator[list[str]]:
+    """Two execnet socket servers, as `python -m execnet.script.socketserver` runs on a host."""
+    servers: list[subprocess.Popen[bytes]] = []
+    specs = []
+    try:
+        for name in ("host-a", "host-b"):
+            home = tmp_path / name
+            home.mkdir()
+            port = _free_port()
+            server = subprocess.Popen(
+                [sys.executable, "-m", "execnet.script.socketserver", f"127.0.0.1:{port}"],
+                cwd=home, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+            )
+            servers.append(server)
+            _wait_listening(port, server)
+            specs.append(f"socket=127.0.0.1:{port}")
+        yield specs
+    finally:
+        for server in servers:
+            server.terminate()
+        for server in servers:
+            try:
+                server.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                server.kill()
+                server.wait()
+
+
+def test_campaign_over_two_socket_gateways_merges_into_one_report(
+    tmp_path: Path, two_hosts: list[str]
+) -> None:
+    out = tmp_path / "campaign"
+    done = subprocess.run(
+        [
+            *SHMSTRESS, "campaign", "--out", str(out), "--variant", "gather-unchecked,fixed",
+            "--binders", "2", "--noise", "0.1", "--trials", "3", "--duration", "0.5",
+            "--seed", "5", *(f"--tx={spec}" for spec in two_hosts),
+        ],
+        capture_output=True, text=True, timeout=180, check=False,
+    )
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "6 trials over 2 gateway(s)" in done.stdout
+
+    spec = resume_spec(out)
+    records = [json.loads(line) for line in (out / RESULTS_FILE).read_text().splitlines()]
+    assert len(records) == 6
+    assert {r["campaign"] for r in records} == {spec.campaign}
+    assert {r["runner"] for r in records} == {"gw0", "gw1"}  # both hosts ran trials
+    expected = {t.trial_id: t.seed for t in expand(spec)}
+    assert {(r["config_key"], r["trial"]): r["seed"] for r in records} == expected
+
+    stats = {s.variant: s for s in group_by_config(load_results_file(out / RESULTS_FILE).trials)}
+    assert stats["gather-unchecked"].rate > 0
+    assert (stats["fixed"].trials, stats["fixed"].failures) == (3, 0)
+    page = (out / "index.html").read_text(encoding="utf-8")
+    assert "dra/gather-unchecked b2 i1 g1 free/noise p=0.1" in page
+    assert (out / "failure_rate.png").read_bytes()[:8] == PNG_MAGIC
+    assert (out / "junit-campaign.xml").is_file()
+
+
+def test_distributed_campaign_cannot_resume(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert main([
+        "campaign", "--out", str(tmp_path), "--variant", "fixed", "--quiet", "--trials", "1",
+        "--duration", "0.1", "--binders", "1", "--noise", "0",
+    ]) == 0
+    assert main(["campaign", "--out", str(tmp_path), "--resume", "--tx", "popen"]) == 2
+    assert "--resume is for local campaigns" in capsys.readouterr().err

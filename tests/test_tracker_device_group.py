@@ -1,0 +1,206 @@
+"""The device group tracker: PreBind's check-then-act as hand-written interleavings, the two
+mutations of the seed's code, then stress.
+
+Pods 2p and 2p+1 belong to group p. Binders are workers 1 and 2.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from harness.config import RunConfig
+from harness.exit_reason import ExitReason
+from harness.runner import run as run_for_real
+from harness.sequential import SequentialRun
+from harness.tracker_api import WorkerInfo
+from tests.helpers import InjectAt
+from tests.tracker_stress import (
+    BUDGET_S,
+    assert_caught_at_rest_every_trial,
+    assert_caught_every_trial,
+    assert_silent_over_long_run,
+)
+from tracker.device_group.device_tracker import ReleaseProblem
+from tracker.device_group.invariants import GroupOnOneNode, NoSharedDevice, RollbackRestoresFree
+from tracker.device_group.names import NONE
+from tracker.device_group.tracker import DeviceGroupTracker
+from tracker.device_group.variants import CORRECT, RACY
+
+SCHEDULER, BINDER_1, BINDER_2, KUBELET = 0, 1, 2, 3
+NO_SHARED, ONE_NODE, ROLLBACK = 0, 1, 2
+NO_ERRORS = {"api-error-percent": 0, "bind-error-percent": 0}
+DEVICES = 4
+
+
+def _build(variant: str, **params: int) -> SequentialRun:
+    return SequentialRun.build(DeviceGroupTracker, variant, params=NO_ERRORS | params, seed=0)
+
+
+def _pre_bind(run: SequentialRun, binder: int, pod: int, node: int) -> bool:
+    run.runtime.become(binder)
+    return run.tracker.plugin.pre_bind(pod, node, run.runtime.rng)
+
+
+def _violations(run: SequentialRun, invariant: int) -> list[tuple[int, ...]]:
+    return [r.fields for r in run.control.violation_records() if r.invariant == invariant]
+
+
+def _race_between_select_and_allocate(
+    variant: str, other_pod: int, other_node: int
+) -> tuple[SequentialRun, InjectAt]:
+    """Binder 1 PreBinds pod 0 on node 0; binder 2's PreBind runs where binder 1 would allocate."""
+    run = _build(variant)
+
+    def binder_2_pre_binds() -> None:
+        assert _pre_bind(run, BINDER_2, other_pod, other_node)
+
+    inject = InjectAt(run.runtime, BINDER_1, "Allocate devices", binder_2_pre_binds)
+    run.set_gate(inject)
+    assert _pre_bind(run, BINDER_1, 0, 0)
+    return run, inject
+
+
+def test_select_then_allocate_gives_two_groups_the_same_devices() -> None:
+    run, inject = _race_between_select_and_allocate("select-then-allocate", 2, 0)
+    try:
+        assert inject.fired
+        assert _violations(run, NO_SHARED) == [(0, 0, 0, 1, BINDER_1), (0, 1, 0, 1, BINDER_1)]
+    finally:
+        run.close()
+
+
+def test_select_then_allocate_binds_one_group_to_two_nodes() -> None:
+    run, inject = _race_between_select_and_allocate("select-then-allocate", 1, 1)
+    try:
+        assert inject.fired
+        assert _violations(run, ONE_NODE) == [(0, 0, 1, BINDER_1)]
+    finally:
+        run.close()
+
+
+def test_atomic_prebind_has_no_point_between_select_and_allocate() -> None:
+    run, inject = _race_between_select_and_allocate("atomic", 2, 0)
+    try:
+        assert not inject.fired  # nowhere for another binder to run in between
+        binder_1 = [label for worker, label in run.trace if worker == BINDER_1]
+        assert "Claim group devices" in binder_1
+        assert "Select devices" not in binder_1 and "Allocate devices" not in binder_1
+        assert _pre_bind(run, BINDER_2, 2, 0)
+        owners = list(run.tracker.devices.owner.np[:DEVICES])
+        assert owners == [0, 0, 1, 1]
+        assert run.control.violation_count == 0
+    finally:
+        run.close()
+
+
+def _bind_then(variant: str, undo: str) -> SequentialRun:
+    """Pod 0 PreBinds on node 0, then finishes (``finish``) or is rolled back (``unreserve``)."""
+    run = _build(variant)
+    assert _pre_bind(run, BINDER_1, 0, 0)
+    if undo == "finish":
+        run.runtime.become(KUBELET)
+        run.tracker.plugin.pod_finished(0)
+    else:
+        run.tracker.plugin.unreserve(0)
+    return run
+
+
+def test_padded_release_list_gives_back_a_device_twice() -> None:
+    run = _bind_then("mutant-padded-release", "finish")
+    try:
+        [first, *_] = _violations(run, ROLLBACK)
+        assert first[:5] == (ReleaseProblem.NOT_HELD, 0, 0, 0, NONE)
+        assert first[-1] == KUBELET
+    finally:
+        run.close()
+
+
+def test_unreserve_returning_early_leaks_the_groups_devices() -> None:
+    run = _bind_then("mutant-unreserve-returns-early", "unreserve")
+    try:
+        found = run.tracker.final_violations()
+        leaked = [f.fields["device"] for f in found if f.fields["kind"] == ReleaseProblem.LEAKED]
+        assert leaked == [0, 1]
+        assert any(f.fields["kind"] == ReleaseProblem.FREE_COUNT for f in found)
+    finally:
+        run.close()
+
+
+@pytest.mark.parametrize("undo", ["finish", "unreserve"])
+def test_atomic_release_restores_every_device_and_the_free_count(undo: str) -> None:
+    run = _bind_then("atomic", undo)
+    try:
+        assert run.control.violation_count == 0
+        assert run.tracker.final_violations() == []
+        assert list(run.tracker.devices.free.np) == [DEVICES, DEVICES]
+    finally:
+        run.close()
+
+
+def test_failed_annotation_rolls_back_the_allocation() -> None:
+    with _build("atomic", **{"api-error-percent": 100}) as run:
+        assert not _pre_bind(run, BINDER_1, 0, 0)
+        assert run.control.violation_count == 0
+        assert run.tracker.final_violations() == []
+        assert run.tracker.devices.group_node.mv[0] == NONE
+
+
+@pytest.mark.parametrize("variant", [*RACY, *CORRECT])
+def test_a_sequential_run_is_clean_and_settles(variant: str) -> None:
+    with SequentialRun.build(DeviceGroupTracker, variant, seed=5) as run:
+        assert run.run(3000) == []
+        assert run.control.violation_count == 0
+        assert run.tracker.drained()
+
+
+def test_violations_render_as_one_line_naming_devices_groups_and_workers() -> None:
+    workers = [WorkerInfo(0, "scheduler", 0, 31), WorkerInfo(1, "binder", 0, 32),
+               WorkerInfo(2, "binder", 1, 33), WorkerInfo(3, "kubelet", 0, 34)]
+    params = {"pods-per-group": 2}
+    shared = NoSharedDevice().render(
+        {"node": 1, "device": 2, "group": 0, "other": 2, "worker": 2}, workers, params)
+    assert shared == ("device node-1/example.com/gpu/2 was allocated to group-0 by binder #2 "
+                      "(pid 33) while group-2 held it")
+    bound = GroupOnOneNode().render(
+        {"group": 1, "node": 0, "other": 1, "worker": 1}, workers, params)
+    assert bound == ("binder #1 (pid 32) bound group-1 to node-0 while another PreBind had "
+                     "bound it to node-1")
+    released = RollbackRestoresFree().render(
+        {"kind": ReleaseProblem.NOT_HELD, "node": 0, "device": 0, "group": 1, "holder": NONE,
+         "free": NONE, "actual": NONE, "worker": 3}, workers, params)
+    assert released == ("kubelet #1 (pid 34) released device node-0/example.com/gpu/0 for "
+                        "group-1, but it was already free")
+
+
+@pytest.mark.stress
+@pytest.mark.parametrize("variant", RACY)
+def test_racy_variant_is_caught_in_every_trial(variant: str) -> None:
+    assert_caught_every_trial("device-group", variant, ["no-shared-device", "group-on-one-node"])
+
+
+@pytest.mark.stress
+@pytest.mark.parametrize("variant", RACY)
+def test_racy_variant_shares_a_device_between_groups_of_one_pod(variant: str) -> None:
+    """With one pod per group only the race between groups is left: no-shared-device."""
+    result = run_for_real(RunConfig(tracker="device-group", variant=variant,
+                                    params={"pods-per-group": 1}, duration=BUDGET_S * 2,
+                                    seed=7))
+    assert result.exit_reason is ExitReason.VIOLATION
+    assert "while group-" in result.violations[0].message
+
+
+@pytest.mark.stress
+def test_padded_release_mutant_is_caught_in_every_trial() -> None:
+    assert_caught_every_trial("device-group", "mutant-padded-release", ["rollback-restores-free"])
+
+
+@pytest.mark.stress
+def test_unreserve_mutant_is_caught_at_rest_in_every_trial() -> None:
+    assert_caught_at_rest_every_trial("device-group", "mutant-unreserve-returns-early",
+                                      "rollback-restores-free", duration=0.5)
+
+
+@pytest.mark.stress
+@pytest.mark.parametrize("variant", CORRECT)
+def test_fixed_variant_is_silent_over_a_long_run(variant: str) -> None:
+    assert_silent_over_long_run("device-group", variant)

@@ -1,0 +1,18 @@
+"""The claim deallocation tracker's invariants, one module each."""
+
+from tracker.claim_deallocation.invariants.no_deallocate_while_reserved import (
+    NoDeallocateWhileReserved,
+)
+from tracker.claim_deallocation.invariants.no_reserve_while_deallocating import (
+    NoReserveWhileDeallocating,
+)
+from tracker.claim_deallocation.invariants.status_matches_driver import StatusMatchesDriver
+
+INVARIANTS = (NoReserveWhileDeallocating(), NoDeallocateWhileReserved(), StatusMatchesDriver())
+
+__all__ = [
+    "INVARIANTS",
+    "NoDeallocateWhileReserved",
+    "NoReserveWhileDeallocating",
+    "StatusMatchesDriver",
+]

@@ -1,0 +1,29 @@
+"""no-deallocate-while-reserved: a claim's hardware is never freed while a pod has it reserved.
+
+The damage the race does: a pod was admitted to a claim the driver is
+freeing. Checked by the driver at the moment it frees the hardware.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+
+from harness.tracker_api import WorkerInfo
+from tracker.claim_deallocation.invariants.common import naming, worker_name
+
+
+class NoDeallocateWhileReserved:
+    name = "no-deallocate-while-reserved"
+    summary = "no claim is deallocated while its ReservedFor is non-empty"
+    fields = ("claim", "pod", "users", "worker")
+
+    def render(
+        self, fields: Mapping[str, int], workers: Sequence[WorkerInfo], params: Mapping[str, int]
+    ) -> str:
+        names = naming(params)
+        users = fields["users"]
+        return (
+            f"claim {names.claim(fields['claim'])} was deallocated by "
+            f"{worker_name(fields['worker'], workers)} while ReservedFor still held pod "
+            f"{names.pod(fields['pod'])} ({users} user{'s' if users != 1 else ''})"
+        )

@@ -1,0 +1,1 @@
+"""The claim deallocation tracker's roles, one module each."""

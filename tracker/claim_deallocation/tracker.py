@@ -1,0 +1,92 @@
+"""The claim deallocation tracker: one flag, kept in the claim status or in PodScheduling."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import ClassVar
+
+from harness.errors import ConfigError, UnknownVariantError
+from harness.runtime import Runtime
+from harness.shm import Arena
+from harness.tracker_api import FoundViolation, Invariant, Parameter, Role
+from tracker.claim_deallocation.api_server import ApiServer
+from tracker.claim_deallocation.claim_client import ClaimClient
+from tracker.claim_deallocation.driver_backend import DriverBackend
+from tracker.claim_deallocation.invariants import INVARIANTS, StatusMatchesDriver
+from tracker.claim_deallocation.names import Naming
+from tracker.claim_deallocation.roles.deallocator import Deallocator
+from tracker.claim_deallocation.roles.driver import Driver
+from tracker.claim_deallocation.roles.kubelet import Kubelet
+from tracker.claim_deallocation.roles.scheduler import Scheduler
+from tracker.claim_deallocation.variants import VARIANTS
+
+_MAX_PODS = 62  # ReservedFor is a bitmask in one int64
+
+
+class ClaimDeallocationTracker:
+    """Shared ResourceClaims: pods reserve them while deallocation is requested and carried out."""
+
+    name: ClassVar[str] = "claim-deallocation"
+    summary: ClassVar[str] = (
+        "DRA KEP: a claim shared by pods; DeallocationRequested set while a scheduler adds a "
+        "pod to ReservedFor, with the flag in the claim status or in PodScheduling"
+    )
+    variants: ClassVar[Mapping[str, str]] = {name: text for name, (_, text) in VARIANTS.items()}
+    roles: ClassVar[Mapping[str, str]] = {
+        "scheduler": "adds a waiting pod to ReservedFor of its allocated claim, then binds it",
+        "kubelet": "running pods finish after a hold and leave ReservedFor",
+        "deallocator": "the scheduler's recovery: requests deallocation of an allocated claim",
+        "driver": "frees requested claims nobody uses, then clears the status; allocates free "
+        "claims",
+    }
+    default_counts: ClassVar[Mapping[str, int]] = {
+        "scheduler": 1, "kubelet": 1, "deallocator": 1, "driver": 1,
+    }
+    parameters: ClassVar[Mapping[str, Parameter]] = {
+        "claims": Parameter(2, "shared ResourceClaims", minimum=1, maximum=_MAX_PODS),
+        "pods-per-claim": Parameter(2, "pods sharing each claim", minimum=1,
+                                    maximum=_MAX_PODS),
+        "hold-steps": Parameter(3, "kubelet steps a running pod keeps its claim reserved"),
+    }
+    invariants: ClassVar[tuple[Invariant, ...]] = INVARIANTS
+
+    def __init__(
+        self, runtime: Runtime, arena: Arena, variant: str, params: Mapping[str, int]
+    ) -> None:
+        if variant not in VARIANTS:
+            raise UnknownVariantError(
+                f"tracker {self.name} has no variant {variant!r}; "
+                f"choose from {', '.join(VARIANTS)}"
+            )
+        self.runtime = runtime
+        self.claims = params["claims"]
+        self.pods = params["claims"] * params["pods-per-claim"]
+        if self.pods > _MAX_PODS:
+            raise ConfigError(
+                f"--param claims x pods-per-claim must be <= {_MAX_PODS}, got {self.pods}"
+            )
+        self.hold_steps = params["hold-steps"]
+        self.naming = Naming(params["pods-per-claim"])
+        self.api = ApiServer(runtime, arena, runtime.lock("api server"), self.claims, self.pods)
+        self.backend = DriverBackend(
+            runtime, arena, runtime.lock("driver backend"), self.api, self.claims
+        )
+        self.client = ClaimClient(runtime, self.api, self.backend, self.naming,
+                                  flag_in_status=VARIANTS[variant][0])
+
+    def role(self, name: str, index: int) -> Role:
+        if name == "scheduler":
+            return Scheduler(self)
+        if name == "kubelet":
+            return Kubelet(self)
+        if name == "deallocator":
+            return Deallocator(self)
+        if name == "driver":
+            return Driver(self, index)
+        raise ValueError(f"{self.name} has no role {name!r}")
+
+    def drained(self) -> bool:
+        return self.api.settled()
+
+    def final_violations(self) -> list[FoundViolation]:
+        return StatusMatchesDriver().check(self)

@@ -1,0 +1,1 @@
+"""A shared-device-group scheduler plugin's device tracker: select, allocate, bind, roll back."""

@@ -1,0 +1,29 @@
+"""group-on-one-node: a group is bound to exactly one node, by exactly one PreBind.
+
+Checked when a group is bound: binding a group that is already bound means
+two PreBinds both found it unbound and both allocated devices for it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+
+from harness.tracker_api import WorkerInfo
+from tracker.device_group.invariants.common import naming, worker_name
+
+
+class GroupOnOneNode:
+    name = "group-on-one-node"
+    summary = "a group is bound to exactly one node, once"
+    fields = ("group", "node", "other", "worker")
+
+    def render(
+        self, fields: Mapping[str, int], workers: Sequence[WorkerInfo], params: Mapping[str, int]
+    ) -> str:
+        names = naming(params)
+        again = " again" if fields["node"] == fields["other"] else ""
+        return (
+            f"{worker_name(fields['worker'], workers)} bound {names.group(fields['group'])} "
+            f"to {names.node(fields['node'])}{again} while another PreBind had bound it to "
+            f"{names.node(fields['other'])}"
+        )

@@ -1,0 +1,29 @@
+"""no-shared-device: no device is ever held by two groups.
+
+Checked in the device tracker's allocate, the one place a device gets a
+group: allocating a device another group holds is the double allocation
+that select-then-allocate lets through.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+
+from harness.tracker_api import WorkerInfo
+from tracker.device_group.invariants.common import naming, worker_name
+
+
+class NoSharedDevice:
+    name = "no-shared-device"
+    summary = "no device is held by two groups"
+    fields = ("node", "device", "group", "other", "worker")
+
+    def render(
+        self, fields: Mapping[str, int], workers: Sequence[WorkerInfo], params: Mapping[str, int]
+    ) -> str:
+        names = naming(params)
+        return (
+            f"device {names.device(fields['node'], fields['device'])} was allocated to "
+            f"{names.group(fields['group'])} by {worker_name(fields['worker'], workers)} "
+            f"while {names.group(fields['other'])} held it"
+        )

@@ -1,0 +1,1 @@
+"""The device group tracker's roles, one module each."""

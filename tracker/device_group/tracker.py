@@ -1,0 +1,101 @@
+"""The device group tracker: a shared-device-group plugin's device tracker, per variant."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import ClassVar
+
+from harness.errors import ConfigError, UnknownVariantError
+from harness.runtime import Runtime
+from harness.shm import Arena
+from harness.tracker_api import FoundViolation, Invariant, Parameter, Role
+from tracker.device_group.api_server import ApiServer
+from tracker.device_group.device_tracker import DeviceTracker
+from tracker.device_group.invariants import INVARIANTS, RollbackRestoresFree
+from tracker.device_group.names import Naming
+from tracker.device_group.plugin import SharedDeviceGroupPlugin
+from tracker.device_group.roles.binder import Binder
+from tracker.device_group.roles.kubelet import Kubelet
+from tracker.device_group.roles.scheduler import Scheduler
+from tracker.device_group.variants import VARIANTS
+
+_MAX_DEVICES_PER_NODE = 62  # a group's devices are a bitmask in one int64
+
+
+class DeviceGroupTracker:
+    """Shared device groups: PreBind claims a node's devices for a group; Unreserve rolls back."""
+
+    name: ClassVar[str] = "device-group"
+    summary: ClassVar[str] = (
+        "shared device group scheduler plugin: concurrent PreBinds select then allocate "
+        "devices on a node, bind the group to it, and Unreserve rolls back"
+    )
+    variants: ClassVar[Mapping[str, str]] = {name: text for name, (_, text) in VARIANTS.items()}
+    roles: ClassVar[Mapping[str, str]] = {
+        "scheduler": "scheduling cycle: pick a pending pod, Filter a node, hand it to a binder",
+        "binder": "binding cycle: PreBind claims the group's devices, Bind may fail into "
+        "Unreserve",
+        "kubelet": "running pods finish after a hold and leave their group",
+    }
+    default_counts: ClassVar[Mapping[str, int]] = {"scheduler": 1, "binder": 2, "kubelet": 1}
+    parameters: ClassVar[Mapping[str, Parameter]] = {
+        "nodes": Parameter(2, "nodes in shared device mode", minimum=1),
+        "devices-per-node": Parameter(4, "devices of each node", minimum=1,
+                                      maximum=_MAX_DEVICES_PER_NODE),
+        "groups": Parameter(3, "shared device groups", minimum=1),
+        "devices-per-group": Parameter(2, "devices a group needs on its node", minimum=1),
+        "pods-per-group": Parameter(2, "pods sharing each group's devices", minimum=1),
+        "hold-steps": Parameter(3, "kubelet steps a pod runs before it finishes"),
+        "api-error-percent": Parameter(
+            5, "chance in percent that storing the device annotation fails", maximum=100
+        ),
+        "bind-error-percent": Parameter(
+            10, "chance in percent that Bind fails after PreBind (Unreserve)", maximum=100
+        ),
+    }
+    invariants: ClassVar[tuple[Invariant, ...]] = INVARIANTS
+
+    def __init__(
+        self, runtime: Runtime, arena: Arena, variant: str, params: Mapping[str, int]
+    ) -> None:
+        if variant not in VARIANTS:
+            raise UnknownVariantError(
+                f"tracker {self.name} has no variant {variant!r}; "
+                f"choose from {', '.join(VARIANTS)}"
+            )
+        if params["devices-per-group"] > params["devices-per-node"]:
+            raise ConfigError(
+                f"--param devices-per-group ({params['devices-per-group']}) must be <= "
+                f"devices-per-node ({params['devices-per-node']})"
+            )
+        self.runtime = runtime
+        self.variant = variant
+        self.pods = params["groups"] * params["pods-per-group"]
+        self.hold_steps = params["hold-steps"]
+        self.bind_error_percent = params["bind-error-percent"]
+        self.naming = Naming(params["pods-per-group"])
+        self.scheduling_lock = runtime.lock("scheduling cycle")
+        self.api = ApiServer(arena, runtime.lock("api server"), self.pods)
+        self.devices = DeviceTracker(
+            runtime, arena, runtime.lock("device tracker"), params["nodes"],
+            params["devices-per-node"], params["groups"],
+        )
+        self.plugin = SharedDeviceGroupPlugin(
+            runtime, self.api, self.devices, self.naming, VARIANTS[variant][0],
+            params["devices-per-group"], params["api-error-percent"],
+        )
+
+    def role(self, name: str, index: int) -> Role:
+        if name == "scheduler":
+            return Scheduler(self)
+        if name == "binder":
+            return Binder(self)
+        if name == "kubelet":
+            return Kubelet(self)
+        raise ValueError(f"{self.name} has no role {name!r}")
+
+    def drained(self) -> bool:
+        return self.api.all_pending()
+
+    def final_violations(self) -> list[FoundViolation]:
+        return RollbackRestoresFree().check(self)

@@ -1,0 +1,190 @@
+"""The DRA tracker's words: upstream's log messages and names, and a phrase per step.
+
+Messages upstream logs keep upstream's wording and sit at verbosity 0, so a
+log of this tracker reads like the scheduler's; the rest of the model's
+points are chattier levels. Names follow upstream (``<driver>/<pool>/<device>``,
+``<namespace>/claim-0553``). Facts for the initial state are the two the
+gather reads: is the claim in flight, is its device in allocated devices.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+from harness.log_words import Effect, Fields, LogWords, Scope, Subject
+from tracker.dra.invariants.quiescent_agreement import Disagreement
+from tracker.dra.names import NONE, Naming
+from tracker.dra.pod_queue import PodState
+
+IN_FLIGHT = "in flight"
+OBSERVED = "in allocated devices"
+
+_VERBOSITY = {
+    # upstream's own messages
+    "Starting GatherAllocatedState": 0,
+    "Finished GatherAllocatedState": 0,
+    "Device is in flight for allocation": 0,
+    "Observed device allocation": 0,
+    "Claim stored in assume cache": 0,
+    "Removed in-flight claim": 0,
+    "Attempting to bind pod to node": 0,
+    # other changes of shared state
+    "Signal claim pending allocation": 1,
+    "update claim status": 1,
+    "informer update": 1,
+    "restore claim": 1,
+    "Unreserve after API error": 1,
+    "conflicting concurrent modification, retrying": 1,
+    # reads and hand-offs
+    "copy allocated devices": 2,
+    "check in-flight claims": 2,
+    "check revision": 2,
+    "get claim": 2,
+    "list claims": 2,
+    "list assumed claims": 2,
+    "get assumed claim": 2,
+    "check pending allocation": 2,
+    "hand pod to binder": 2,
+    "take pod to bind": 2,
+    "pod state": 2,
+}
+_PLUMBING = 3  # scheduling-loop lock, event queue, watch polling, bare lock acquires
+
+_STEPS = {
+    "Starting GatherAllocatedState": "starts GatherAllocatedState",
+    "copy allocated devices": "copies allocated devices",
+    "check in-flight claims": "checks in-flight claims",
+    "check revision": "checks the revision",
+    "conflicting concurrent modification, retrying": "retries after a concurrent modification",
+    "Signal claim pending allocation": "puts the claim in flight",
+    "Removed in-flight claim": "removes the claim from in-flight",
+    "Claim stored in assume cache": "stores the claim in the assume cache",
+    "restore claim": "restores the claim in the assume cache",
+    "Unreserve after API error": "unreserves the claim after an API error",
+}
+
+
+class DraLogWords(LogWords):
+    logger = "scheduler"
+    facts = (IN_FLIGHT, OBSERVED)
+
+    def __init__(self, naming: Naming) -> None:
+        self._names = naming
+
+    def event(self, label: str, fields: Fields) -> tuple[str, Fields]:
+        values = dict(fields)
+        if label == "Observed device allocation":
+            new, old = values.get("device", NONE), values.get("old", NONE)
+            claim = self._value("claim", values.get("claim", NONE))
+            if new == NONE:
+                return "Observed device deallocation", (
+                    ("device", self._value("device", old)), ("claim", claim),
+                )
+            shown: Fields = (("device", self._value("device", new)), ("claim", claim))
+            if old != NONE:
+                shown += (("previous", self._value("device", old)),)
+            return label, shown
+        if label == "Attempting to bind pod to node":
+            device = values.get("device", NONE)
+            return label, (
+                ("pod", self._value("pod", values.get("pod", NONE))),
+                ("node", self._names.node(device) if isinstance(device, int) else str(device)),
+            )
+        if label == "Claim stored in assume cache" and "claim" in values:
+            fields = (("pod", values["claim"]), *fields)
+        return label, tuple((key, self._value(key, value)) for key, value in fields)
+
+    def _value(self, key: str, value: object) -> object:
+        if not isinstance(value, int) or isinstance(value, bool):
+            return value
+        if key == "claim":
+            return self._names.claim(value) if value != NONE else "<none>"
+        if key == "pod":
+            return self._names.pod(value) if value != NONE else "<none>"
+        if key in ("device", "old"):
+            return self._names.device(value)
+        if key == "resourceVersion":
+            return str(value)  # a string in Kubernetes, quoted in upstream's logs
+        if key == "state":
+            return PodState(value).name.lower()
+        return value
+
+    def verbosity(self, label: str) -> int:
+        return _VERBOSITY.get(label, _PLUMBING)
+
+    def step(self, label: str, fields: Mapping[str, object]) -> str | None:
+        if label == "Observed device allocation":
+            if "device" not in fields:  # known from the schedule tape only
+                return "delivers an event to allocated devices"
+            if fields["device"] == NONE:
+                return "removes the device from allocated devices"
+            return "adds the device to allocated devices"
+        return _STEPS.get(label)
+
+    def subjects(self, label: str, fields: Mapping[str, object]) -> tuple[Subject, ...]:
+        found: list[Subject] = []
+        for key, value in fields.items():
+            if not isinstance(value, int) or value == NONE:
+                continue
+            if key in ("claim", "pod"):
+                found.append(("claim", value))
+            elif key in ("device", "old"):
+                found.append(("device", value))
+        return tuple(found)
+
+    def effects(self, label: str, fields: Mapping[str, object]) -> tuple[Effect, ...]:
+        claim = fields.get("claim")
+        if label == "Signal claim pending allocation" and isinstance(claim, int):
+            return (Effect(("claim", claim), IN_FLIGHT, True),)
+        if label == "Removed in-flight claim" and isinstance(claim, int):
+            return (Effect(("claim", claim), IN_FLIGHT, False),)
+        if label == "Observed device allocation":
+            new, old = fields.get("device", NONE), fields.get("old", NONE)
+            effects = []
+            if isinstance(old, int) and old != NONE:
+                effects.append(Effect(("device", old), OBSERVED, False))
+            if isinstance(new, int) and new != NONE:
+                effects.append(Effect(("device", new), OBSERVED, True))
+            return tuple(effects)
+        return ()
+
+    def initial_facts(self, subject: Subject) -> Mapping[str, bool]:
+        # Every claim starts out of flight and every device free (see tracker.dra.tracker).
+        return {"claim": {IN_FLIGHT: False}, "device": {OBSERVED: False}}.get(subject[0], {})
+
+    def scope(self, invariant: str, fields: Mapping[str, int]) -> Scope:
+        if invariant == "gather-complete":
+            return Scope(
+                subjects=(("claim", fields["claim"]), ("device", fields["device"])),
+                worker=fields["gatherer"],
+                start=fields["start"],
+            )
+        if invariant == "no-double-allocation":
+            return Scope(
+                subjects=(("device", fields["device"]), ("claim", fields["claim"]),
+                          ("claim", fields["other"])),
+                worker=fields["worker"],
+            )
+        if invariant == "quiescent-agreement":
+            kind = Disagreement(fields["kind"])
+            subjects: list[Subject] = [("claim", fields["claim"]), ("device", fields["device"])]
+            if kind is Disagreement.CACHE:
+                subjects += [("device", fields["a"]), ("device", fields["b"])]
+            elif kind in (Disagreement.ALLOCATED, Disagreement.SHARED_DEVICE):
+                subjects += [("claim", fields["a"]), ("claim", fields.get("b", NONE))]
+            return Scope(subjects=tuple(s for s in subjects if s[1] != NONE))
+        return Scope(subjects=())
+
+    def name(self, subject: Subject) -> str:
+        kind, ident = subject
+        if kind == "claim":
+            return f'claim "{self._names.claim(ident)}"'
+        if kind == "device":
+            return f'device "{self._names.device(ident)}"'
+        return super().name(subject)
+
+    def outcome(self, invariant: str, fields: Mapping[str, int]) -> str | None:
+        if invariant == "gather-complete":
+            return (f'device "{self._names.device(fields["device"])}" never seen as allocated '
+                    "by this GatherAllocatedState")
+        return None

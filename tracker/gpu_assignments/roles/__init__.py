@@ -1,0 +1,1 @@
+"""The GPU assignments tracker's roles, one module each."""

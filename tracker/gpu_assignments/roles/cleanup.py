@@ -1,0 +1,34 @@
+"""Cleanup: the resource manager's periodic goroutine, one pass per step.
+
+Upstream waits two minutes between passes; here passes run back to back,
+which only makes the race window come up more often. Once the kubelets and
+the controller have finished, two more passes run, so that at rest every
+deleted pod has had its two cleanups.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from harness.control import Phase
+
+if TYPE_CHECKING:
+    from tracker.gpu_assignments.tracker import GpuAssignmentsTracker
+
+FINAL_PASSES = 2
+
+
+class Cleanup:
+    def __init__(self, tracker: GpuAssignmentsTracker) -> None:
+        self._t = tracker
+        self._final_passes = 0
+
+    def step(self, phase: Phase) -> bool:
+        t = self._t
+        if phase >= Phase.STOP and t.runtime.role_finished("kubelet") and \
+                t.runtime.role_finished("controller"):
+            if self._final_passes >= FINAL_PASSES:
+                return False
+            self._final_passes += 1
+        t.manager.cleanup_pass()
+        return True

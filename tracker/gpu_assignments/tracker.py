@@ -1,0 +1,79 @@
+"""The GPU assignments tracker: the Intel GPU plugin's assignments and cleanup, per variant."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import ClassVar
+
+from harness.errors import UnknownVariantError
+from harness.runtime import Runtime
+from harness.shm import Arena
+from harness.tracker_api import FoundViolation, Invariant, Parameter, Role
+from tracker.gpu_assignments.assignments import Assignments
+from tracker.gpu_assignments.invariants import INVARIANTS, NoStaleAssignment
+from tracker.gpu_assignments.pod_store import PodStore
+from tracker.gpu_assignments.resource_manager import ResourceManager
+from tracker.gpu_assignments.roles.cleanup import Cleanup
+from tracker.gpu_assignments.roles.controller import Controller
+from tracker.gpu_assignments.roles.kubelet import Kubelet
+from tracker.gpu_assignments.variants import VARIANTS
+
+
+class GpuAssignmentsTracker:
+    """Intel GPU device plugin: per-pod assignments written, read, and pruned by a cleanup."""
+
+    name: ClassVar[str] = "gpu-assignments"
+    summary: ClassVar[str] = (
+        "Intel GPU device plugin resource manager: GetPreferredAllocation stores a pod's "
+        "assignment, Allocate reads it, a periodic cleanup prunes pods it does not list"
+    )
+    variants: ClassVar[Mapping[str, str]] = {name: text for name, (_, text) in VARIANTS.items()}
+    roles: ClassVar[Mapping[str, str]] = {
+        "kubelet": "admits the oldest pending pod: GetPreferredAllocation, then Allocate",
+        "cleanup": "the periodic cleanup: list pods on the node, prune other assignments",
+        "controller": "creates pods, deletes running ones, removes them after two cleanups",
+    }
+    default_counts: ClassVar[Mapping[str, int]] = {"kubelet": 1, "cleanup": 1, "controller": 1}
+    parameters: ClassVar[Mapping[str, Parameter]] = {
+        "pods": Parameter(4, "pod slots on the node (each reused by new incarnations)",
+                          minimum=1, maximum=4096),
+        "cards": Parameter(2, "GPU cards to choose from", minimum=1),
+        "hold-visits": Parameter(2, "controller visits a running pod lives before deletion",
+                                 minimum=1),
+    }
+    invariants: ClassVar[tuple[Invariant, ...]] = INVARIANTS
+
+    def __init__(
+        self, runtime: Runtime, arena: Arena, variant: str, params: Mapping[str, int]
+    ) -> None:
+        if variant not in VARIANTS:
+            raise UnknownVariantError(
+                f"tracker {self.name} has no variant {variant!r}; "
+                f"choose from {', '.join(VARIANTS)}"
+            )
+        self.runtime = runtime
+        self.variant = variant
+        self.pod_slots = params["pods"]
+        self.cards = params["cards"]
+        self.hold_visits = params["hold-visits"]
+        self.pods = PodStore(arena, runtime.lock("api server pods"), self.pod_slots)
+        mutex = runtime.lock("cleanup mutex")
+        self.assignments = Assignments(arena, mutex, self.pod_slots)
+        self.manager = ResourceManager(
+            runtime, self.pods, self.assignments, mutex, VARIANTS[variant][0]
+        )
+
+    def role(self, name: str, index: int) -> Role:
+        if name == "kubelet":
+            return Kubelet(self)
+        if name == "cleanup":
+            return Cleanup(self)
+        if name == "controller":
+            return Controller(self)
+        raise ValueError(f"{self.name} has no role {name!r}")
+
+    def drained(self) -> bool:
+        return not self.pods.any_pending()
+
+    def final_violations(self) -> list[FoundViolation]:
+        return NoStaleAssignment().check(self)
