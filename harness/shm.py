@@ -189,13 +189,19 @@ def live_segments() -> list[str]:
         return []
 
 
+def segment_owner(name: str) -> int:
+    """The pid of the coordinator that created segment ``name``."""
+    match = _SEGMENT_RE.match(name)
+    if match is None:
+        raise ValueError(f"{name!r} is not a shmstress segment name")
+    return int(match.group(1))
+
+
 def sweep_stale_segments() -> list[str]:
     """Unlink segments whose owner process is gone (a coordinator killed with SIGKILL)."""
     removed = []
     for name in live_segments():
-        match = _SEGMENT_RE.match(name)
-        assert match is not None
-        if not psutil.pid_exists(int(match.group(1))):
+        if not psutil.pid_exists(segment_owner(name)):
             with contextlib.suppress(FileNotFoundError):
                 os.unlink(SHM_DIR / name)
             removed.append(name)

@@ -9,6 +9,7 @@ import pytest
 
 from harness.procs import live_children
 from harness.shm import live_segments
+from tests.helpers import segments_left_by_us
 
 
 @pytest.fixture(autouse=True, scope="session")
@@ -27,7 +28,7 @@ def no_leaks() -> Iterator[None]:
     deadline = time.monotonic() + 5.0
     while True:
         leaked_children = [p for p in live_children() if p.pid not in children_before]
-        leaked_segments = sorted(set(live_segments()) - segments_before)
+        leaked_segments = segments_left_by_us(segments_before)
         if not (leaked_children or leaked_segments) or time.monotonic() > deadline:
             break
         time.sleep(0.05)

@@ -1,10 +1,32 @@
-"""Shared test scaffolding: a gate that injects a hand-written interleaving at one point."""
+"""Shared test scaffolding: a gate that injects a hand-written interleaving at one point,
+and the leak check that tells this test's segments from those of other runs on the machine."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import os
+from collections.abc import Callable, Iterable
 
+import psutil
+
+from harness.procs import live_children
 from harness.runtime import Runtime
+from harness.shm import live_segments, segment_owner
+
+
+def segments_left_by_us(before: Iterable[str]) -> list[str]:
+    """Segments that appeared since ``before`` and belong to this process or its children.
+
+    A segment's name carries its owner's pid. Ours: this process, a live child, or
+    a dead owner (a child coordinator that exited without unlinking). A segment of
+    another live process is another run's (a parallel pytest worker, a benchmark)
+    and not this test's leak.
+    """
+    ours = {os.getpid()} | {p.pid for p in live_children()}
+    new = set(live_segments()) - set(before)
+    return sorted(
+        name for name in new
+        if segment_owner(name) in ours or not psutil.pid_exists(segment_owner(name))
+    )
 
 
 class InjectAt:

@@ -8,6 +8,7 @@ import pytest
 
 from harness.errors import ArenaFrozenError, SegmentError
 from harness.shm import SHM_DIR, Arena, live_segments, segment_name, sweep_stale_segments
+from tests.helpers import segments_left_by_us
 
 
 def test_arena_names_segments_after_owner_and_unlinks_them() -> None:
@@ -60,3 +61,33 @@ def test_sweeper_removes_segments_of_dead_owners_only() -> None:
         assert stale.name in removed
         assert not stale.exists()
         assert live_name in live_segments()
+
+
+def test_leak_check_blames_our_segments_and_spares_other_live_runs() -> None:
+    """The suite's leak check must flag what this process (or a dead child) left,
+    but not a segment of another live process such as a parallel pytest worker."""
+    dead = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"],
+                          capture_output=True, text=True, check=True)
+    other = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(30)"])
+    before = live_segments()
+    names = {
+        "mine": segment_name(os.getpid(), 990),
+        "dead child": segment_name(int(dead.stdout), 991),
+        "other live run": segment_name(other.pid, 992),
+    }
+    try:
+        for name in names.values():
+            (SHM_DIR / name).touch()
+        # `other` is our child here, so it counts as ours; once it is someone else's
+        # (below, a pid that is alive but not in our tree) it must not.
+        assert set(segments_left_by_us(before)) == set(names.values())
+        (SHM_DIR / names["other live run"]).unlink()
+        foreign = segment_name(1, 993)  # pid 1 is alive and never our child
+        (SHM_DIR / foreign).touch()
+        names["foreign"] = foreign
+        assert set(segments_left_by_us(before)) == {names["mine"], names["dead child"]}
+    finally:
+        other.kill()
+        other.wait()
+        for name in names.values():
+            (SHM_DIR / name).unlink(missing_ok=True)
