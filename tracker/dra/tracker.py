@@ -47,7 +47,10 @@ class DraTracker:
         "devices-per-node": Parameter(4, "devices per node; one claim per device", minimum=1),
         "hold-steps": Parameter(3, "binder steps a bound claim is held before release"),
         "api-error-percent": Parameter(
-            5, "chance in percent that a status update fails and takes Unreserve", maximum=100
+            5,
+            "chance in percent that a status update fails and takes Unreserve "
+            "(at most 99: at 100 no claim is ever bound and the run cannot settle)",
+            maximum=99,
         ),
     }
     invariants: ClassVar[tuple[Invariant, ...]] = INVARIANTS
