@@ -13,6 +13,7 @@ import sys
 from collections.abc import Callable, Sequence
 from dataclasses import asdict
 from pathlib import Path
+from typing import NoReturn, cast
 
 from harness import cli_log, registry
 from harness.config import DEFAULT_NOISE, RunConfig
@@ -30,6 +31,13 @@ _EPILOG = """\
 exit codes: 0 clean, 1 invariant violation (or deadlock) found, 2 usage or configuration
 error, 3 a replay diverged, 4 a worker crashed or hung, 130 interrupted.
 """
+
+
+class _OneLineErrors(argparse.ArgumentParser):
+    """argparse prints the whole usage block before a mistake; we print the mistake alone."""
+
+    def error(self, message: str) -> NoReturn:
+        self.exit(2, f"{self.prog}: error: {message} (see {self.prog} --help)\n")
 
 
 def _key_value(text: str) -> tuple[str, int]:
@@ -200,13 +208,18 @@ def _cmd_bench(args: argparse.Namespace) -> int:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
+    parser = _OneLineErrors(
         prog="shmstress",
         description="Stress a shared-memory tracker with worker processes and check invariants.",
         epilog=_EPILOG,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    # Subcommand parsers are _OneLineErrors too (argparse uses the parent's class);
+    # the registrars in other modules need only the ArgumentParser interface.
+    sub = cast(
+        "argparse._SubParsersAction[argparse.ArgumentParser]",
+        parser.add_subparsers(dest="command", required=True, metavar="COMMAND"),
+    )
 
     run_parser = sub.add_parser(
         "run", help="run one configuration and report violations",

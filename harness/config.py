@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 import secrets
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
@@ -11,6 +12,7 @@ from harness.noise import NoiseConfig
 from harness.tracker_api import Tracker
 
 DEFAULT_NOISE = 0.1
+MAX_WORKERS = 256  # every worker is an OS process: a typo like --binders 10000 must not fork
 
 
 @dataclass(frozen=True)
@@ -53,6 +55,10 @@ def resolve(config: RunConfig, tracker: type[Tracker]) -> RunConfig:
     counts = {role: config.counts.get(role, tracker.default_counts.get(role, 1))
               for role in tracker.roles}
     problems += [f"--{role}s must be >= 1, got {n}" for role, n in counts.items() if n < 1]
+    if sum(counts.values()) > MAX_WORKERS:
+        problems.append(
+            f"at most {MAX_WORKERS} worker processes in all, got {sum(counts.values())}"
+        )
     unknown_params = sorted(set(config.params) - set(tracker.parameters))
     if unknown_params:
         problems.append(
@@ -64,14 +70,16 @@ def resolve(config: RunConfig, tracker: type[Tracker]) -> RunConfig:
         problem = tracker.parameters[name].problem(f"--{name}", value)
         if problem:
             problems.append(problem)
-    if not config.duration > 0:
-        problems.append(f"--duration must be > 0 seconds, got {config.duration}")
+    if not (config.duration > 0 and math.isfinite(config.duration)):
+        problems.append(f"--duration must be a finite number > 0 of seconds, got {config.duration}")
     if config.max_points is not None and config.max_points < 1:
         problems.append(f"--points must be >= 1, got {config.max_points}")
     if config.seed is not None and config.seed < 0:
         problems.append(f"--seed must be >= 0, got {config.seed}")
-    if config.drain_timeout < 0 or config.stop_timeout <= 0:
-        problems.append("timeouts must be positive")
+    if not (config.drain_timeout >= 0 and math.isfinite(config.drain_timeout)):
+        problems.append(f"--drain-timeout must be a finite number >= 0, got {config.drain_timeout}")
+    if not (config.stop_timeout > 0 and math.isfinite(config.stop_timeout)):
+        problems.append(f"--stop-timeout must be a finite number > 0, got {config.stop_timeout}")
     if config.max_violations < 1:
         problems.append(f"--max-violations must be >= 1, got {config.max_violations}")
     invariant_names = [inv.name for inv in tracker.invariants]

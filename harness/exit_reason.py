@@ -34,7 +34,7 @@ _DESCRIPTIONS = {
     ExitReason.VIOLATION: "stopped at the first invariant violation",
     ExitReason.WORKER_CRASHED: "a worker process crashed",
     ExitReason.TIMEOUT: "workers did not stop in time; stacks dumped, workers killed",
-    ExitReason.INTERRUPTED: "interrupted (Ctrl-C or SIGTERM); workers torn down",
+    ExitReason.INTERRUPTED: "Ctrl-C or SIGTERM; workers torn down",
     ExitReason.DEADLOCK: "every unfinished worker waits for a lock another one holds",
     ExitReason.EXECUTIONS_DONE: "ran every execution (or the whole bounded search) to the end",
     ExitReason.STEP_BOUND: "ran every execution; some reached --max-steps before finishing",

@@ -7,6 +7,7 @@ noise is drawn from the worker's own seeded RNG.
 
 from __future__ import annotations
 
+import math
 import os
 import random
 import time
@@ -32,8 +33,8 @@ class NoiseConfig:
             problems.append(
                 f"--noise-kind must be among {', '.join(NOISE_KINDS)}, got {','.join(self.kinds)}"
             )
-        if self.max_sleep_us < 0:
-            problems.append(f"--max-sleep-us must be >= 0, got {self.max_sleep_us}")
+        if not (self.max_sleep_us >= 0 and math.isfinite(self.max_sleep_us)):
+            problems.append(f"--max-sleep-us must be a finite number >= 0, got {self.max_sleep_us}")
         return problems
 
 

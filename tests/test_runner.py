@@ -23,7 +23,7 @@ TRACKERS = Path(__file__).parent / "trackers" / "misbehaving.py"
         (RunConfig(variant="nope"), UnknownVariantError, "no variant 'nope'"),
         (RunConfig(tracker="nope"), UnknownTrackerError, "unknown tracker 'nope'"),
         (RunConfig(params={"devices-per-node": 0}), ConfigError, "--devices-per-node must be >= 1"),
-        (RunConfig(duration=-1), ConfigError, "--duration must be > 0"),
+        (RunConfig(duration=-1), ConfigError, "--duration must be a finite number > 0"),
         (RunConfig(counts={"binder": 0}), ConfigError, "--binders must be >= 1"),
         (RunConfig(counts={"painter": 1}), ConfigError, "no role painter"),
         (RunConfig(noise=NoiseConfig(1.5)), ConfigError, "--noise must be a probability"),
@@ -72,3 +72,24 @@ def test_points_budget_ends_the_run() -> None:
     assert result.exit_reason is ExitReason.POINTS_REACHED
     assert result.points >= 5000
     assert result.elapsed_s < 30
+
+
+@pytest.mark.parametrize(
+    ("name", "fragment"),
+    [
+        ("RenderRaises", "render() raised KeyError: 4242 for fields {'value': 4242}"),
+        ("FinalRaises", "final_violations() raised KeyError: 'claim-7'"),
+    ],
+)
+def test_invariant_code_that_raises_mid_run_is_a_plugin_error_not_a_violation(
+    name: str, fragment: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from harness.cli import main
+
+    path = Path(__file__).parent / "trackers" / "raising_invariant.py"
+    code = main(["run", "--tracker", f"{path}:{name}", "--duration", "0.3", "--seed", "1",
+                 "--quiet"])
+    err = capsys.readouterr().err.strip()
+    assert code == 2
+    assert fragment in err
+    assert len(err.splitlines()) == 1, err

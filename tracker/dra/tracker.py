@@ -43,8 +43,10 @@ class DraTracker:
     }
     default_counts: ClassVar[Mapping[str, int]] = {"binder": 2, "informer": 1, "gatherer": 1}
     parameters: ClassVar[Mapping[str, Parameter]] = {
-        "nodes": Parameter(2, "nodes, each with its own pool of devices", minimum=1),
-        "devices-per-node": Parameter(4, "devices per node; one claim per device", minimum=1),
+        "nodes": Parameter(2, "nodes, each with its own pool of devices", minimum=1, maximum=256),
+        "devices-per-node": Parameter(
+            4, "devices per node; one claim per device", minimum=1, maximum=1024
+        ),
         "hold-steps": Parameter(3, "binder steps a bound claim is held before release"),
         "api-error-percent": Parameter(
             5,
