@@ -23,10 +23,11 @@ from harness.control import FORK, W_PID, W_POINTS, W_STATE, ControlBlock, Phase,
 from harness.exit_reason import ExitReason
 from harness.procs import dump_stacks, reap
 from harness.recording import Recorder
-from harness.result import RunResult, Violation
+from harness.result import RunResult
 from harness.runtime import Runtime
 from harness.shm import Arena, sweep_stale_segments
 from harness.tracker_api import Tracker, WorkerInfo
+from harness.violations import at_rest_violations, recorded_violations
 from harness.worker import worker_main
 
 _POLL_S = 0.005
@@ -240,44 +241,20 @@ def _result(
         WorkerInfo(w.worker_id, w.role, w.index, control.worker_slot(w.worker_id, W_PID))
         for w in workers
     )
-    invariants = {inv.name: inv for inv in tracker_cls.invariants}
-    names = [inv.name for inv in tracker_cls.invariants]
-    violations: list[Violation] = []
-    for record in control.violation_records():
-        invariant = invariants[names[record.invariant]]
-        fields = dict(zip(invariant.fields, record.fields, strict=False))
-        violations.append(
-            Violation(
-                invariant=invariant.name,
-                message=invariant.render(fields, workers_seen, config.params),
-                fields=fields,
-                worker=workers_seen[record.worker] if 0 <= record.worker < len(workers) else None,
-                seq=record.seq,
-                elapsed_s=(record.t_ns - control.t0_ns) / 1e9,
-            )
-        )
+    invariants = tracker_cls.invariants
+    violations = recorded_violations(
+        control, invariants, workers_seen, config.params, t0_ns=control.t0_ns
+    )
     count = control.violation_count
     clean_stop = reason in (ExitReason.DURATION_REACHED, ExitReason.POINTS_REACHED)
     if clean_stop and all(
         control.worker_slot(w.worker_id, W_STATE) == WorkerState.FINISHED for w in workers
     ):
-        for found in tracker.final_violations():
-            if config.checks is not None and found.invariant not in config.checks:
-                continue
-            invariant = invariants[found.invariant]
-            count += 1
-            if len(violations) < config.max_violations:
-                violations.append(
-                    Violation(
-                        invariant=found.invariant,
-                        message=invariant.render(found.fields, workers_seen, config.params),
-                        fields=dict(found.fields),
-                        worker=None,
-                        seq=None,
-                        elapsed_s=None,
-                        at_rest=True,
-                    )
-                )
+        found = at_rest_violations(
+            tracker, invariants, workers_seen, config.params, config.checks
+        )
+        count += len(found)
+        violations += found[: max(0, config.max_violations - len(violations))]
     crashes = []
     for info, conn in zip(workers_seen, started.reports, strict=True):
         with contextlib.suppress(EOFError, OSError):

@@ -69,6 +69,7 @@ from harness.runtime import Runtime
 from harness.shm import Arena, ArenaSnapshot
 from harness.strategies.base import SEED_MASK, ScheduleDiverged, ScheduleEnded, Strategy
 from harness.tracker_api import Tracker, WorkerInfo
+from harness.violations import at_rest_violations, recorded_violations
 
 _MAX_LOCKS = 64
 _WAIT_SLICE_S = 0.1
@@ -370,41 +371,16 @@ class Session:
 
     def _violations(self) -> tuple[tuple[Violation, ...], int]:
         spec = self.spec
-        invariants = spec.tracker_cls.invariants
-        workers = self._workers_seen()
-        found = []
-        for record in self.control.violation_records():
-            invariant = invariants[record.invariant]
-            fields = dict(zip(invariant.fields, record.fields, strict=False))
-            found.append(Violation(
-                invariant=invariant.name,
-                message=invariant.render(fields, workers, spec.params),
-                fields=fields,
-                worker=workers[record.worker] if 0 <= record.worker < len(workers) else None,
-                seq=record.seq,
-                elapsed_s=None,
-            ))
+        found = recorded_violations(
+            self.control, spec.tracker_cls.invariants, self._workers_seen(), spec.params
+        )
         return tuple(found), self.control.violation_count
 
     def _at_rest(self, tracker: Tracker) -> tuple[Violation, ...]:
         spec = self.spec
-        invariants = {inv.name: inv for inv in spec.tracker_cls.invariants}
-        workers = self._workers_seen()
-        found = []
-        for violation in tracker.final_violations():
-            if spec.checks is not None and violation.invariant not in spec.checks:
-                continue
-            invariant = invariants[violation.invariant]
-            found.append(Violation(
-                invariant=violation.invariant,
-                message=invariant.render(violation.fields, workers, spec.params),
-                fields=dict(violation.fields),
-                worker=None,
-                seq=None,
-                elapsed_s=None,
-                at_rest=True,
-            ))
-        return tuple(found)
+        return tuple(at_rest_violations(
+            tracker, spec.tracker_cls.invariants, self._workers_seen(), spec.params, spec.checks
+        ))
 
     def _deadlock(self, steps: int) -> Violation:
         channel = self.channel

@@ -1,0 +1,83 @@
+"""Trackers whose invariant code raises once a run is under way: malformed plugins
+that the sequential probe cannot catch (it renders all-zero fields only)."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping, Sequence
+from typing import ClassVar
+
+from harness import Arena, FoundViolation, Parameter, Phase, Role, Runtime, WorkerInfo
+
+
+class _Fragile:
+    name = "fragile"
+    summary = "renders what the probe tries; raises for the value a real run reports"
+    fields = ("value",)
+
+    def render(
+        self, fields: Mapping[str, int], workers: Sequence[WorkerInfo], params: Mapping[str, int]
+    ) -> str:
+        value = fields["value"]
+        if value >= 1000:
+            raise KeyError(value)
+        return f"value is {value}"
+
+
+class _Once:
+    def __init__(self, tracker: _Base) -> None:
+        self.t = tracker
+
+    def step(self, phase: Phase) -> bool:
+        if phase is not Phase.RUN:
+            return False
+        with self.t.lock.held("report"):
+            self.t.cell.mv[0] += 1
+        if self.t.report_online and os.getpid() != self.t.coordinator:  # not in the probe
+            self.t.runtime.violation("fragile", value=4242)
+        return True
+
+
+class _Base:
+    summary: ClassVar[str] = "test tracker"
+    variants: ClassVar[Mapping[str, str]] = {"only": "the only variant"}
+    roles: ClassVar[Mapping[str, str]] = {"worker": "reports"}
+    default_counts: ClassVar[Mapping[str, int]] = {"worker": 1}
+    parameters: ClassVar[Mapping[str, Parameter]] = {}
+    invariants = (_Fragile(),)
+    report_online: ClassVar[bool] = False
+
+    def __init__(
+        self, runtime: Runtime, arena: Arena, variant: str, params: Mapping[str, int]
+    ) -> None:
+        self.runtime = runtime
+        self.coordinator = os.getpid()
+        self.lock = runtime.lock("cell")
+        self.cell = arena.array("cell", 1)
+
+    def role(self, name: str, index: int) -> Role:
+        return _Once(self)
+
+    def drained(self) -> bool:
+        return True
+
+    def final_violations(self) -> list[FoundViolation]:
+        return []
+
+
+class RenderRaises(_Base):
+    """A worker reports a violation whose render raises in the coordinator."""
+
+    name: ClassVar[str] = "render-raises"
+    report_online: ClassVar[bool] = True
+
+
+class FinalRaises(_Base):
+    """The at-rest check raises once the workers ran (the probe's quick pass is fine)."""
+
+    name: ClassVar[str] = "final-raises"
+
+    def final_violations(self) -> list[FoundViolation]:
+        if self.cell.mv[0] > 1000:  # a real run's count, never the probe's few steps
+            raise KeyError("claim-7")
+        return []
