@@ -30,6 +30,9 @@ SEGMENT_PREFIX = "shmstress-"
 _SEGMENT_RE = re.compile(r"^shmstress-(\d+)-(\d+)$")
 _ALIGN = 64
 _DEFAULT_SEGMENT_BYTES = 1 << 20
+_CLOSED = np.zeros(0, dtype=np.int64)
+_CLOSED.flags.writeable = False
+_CLOSED_VIEW = memoryview(b"").cast("q")
 
 
 def segment_name(owner_pid: int, index: int) -> str:
@@ -162,17 +165,28 @@ class Arena:
         """Forbid further allocation: workers forked from here on would not see it."""
         self._frozen = True
 
-    def close(self) -> None:
-        """Unlink every segment; unmap where no view is still held (the rest goes with GC)."""
+    def close(self) -> int:
+        """Unlink every segment, drop the arena's views and unmap; returns the segments
+        still mapped because code outside the arena holds a view (they go with GC).
+
+        Each ``SharedArray`` is left pointing at an empty array, so a tracker that
+        touches shared state after the run gets an IndexError, not freed memory.
+        """
         for segment in self.segments:
             segment.unlink()
         for shared in self.arrays.values():
             shared.mv.release()
+            shared.np = _CLOSED
+            shared.mv = _CLOSED_VIEW
         self.arrays.clear()
+        still_mapped = 0
         for segment in self.segments:
-            with contextlib.suppress(BufferError):
+            try:
                 segment.mapping.close()
+            except BufferError:
+                still_mapped += 1
         self.segments.clear()
+        return still_mapped
 
     def __enter__(self) -> Arena:
         return self

@@ -91,3 +91,17 @@ def test_leak_check_blames_our_segments_and_spares_other_live_runs() -> None:
         other.wait()
         for name in names.values():
             (SHM_DIR / name).unlink(missing_ok=True)
+
+
+def test_close_unmaps_unless_a_view_is_held_outside_the_arena() -> None:
+    arena = Arena(segment_bytes=4096)
+    a = arena.array("a", 10, fill=3)
+    assert arena.close() == 0
+    assert a.np.size == 0
+    with pytest.raises(IndexError):
+        a.mv[0]  # after close a stale view reads nothing, not freed memory
+
+    arena = Arena(segment_bytes=4096)
+    held = arena.array("b", 10, fill=5).np
+    assert arena.close() == 1  # the caller's numpy view keeps the mapping alive
+    assert list(held) == [5] * 10
