@@ -13,6 +13,7 @@ from dataclasses import dataclass, field, replace
 from harness.config import RunConfig
 from harness.controlled.bench import ControlledBench, render_controlled_bench, run_controlled_bench
 from harness.noise import NoiseConfig
+from harness.result import RunResult
 from harness.runner import run
 
 RACY_DRA = ("gather-unchecked", "events-unordered", "original")
@@ -28,7 +29,8 @@ class BenchOptions:
     noise: float = 0.1
     seed: int = 0
     variants: tuple[str, ...] | None = None
-    sections: tuple[str, ...] = ("free", "detection", "clean", "controlled")
+    rate_seconds: float = 3.0
+    sections: tuple[str, ...] = ("free", "detection", "rate", "clean", "controlled")
 
 
 @dataclass(frozen=True)
@@ -43,6 +45,29 @@ class Detection:
     max_s: float
     under_2s: int
     times_s: tuple[float, ...] = ()
+    startup_s: float = 0.0  # median time from run start until every worker reached a point
+
+
+@dataclass(frozen=True)
+class SteadyRate:
+    """Root-cause violations per second once the run is past its start-up transient.
+
+    Time to first violation from run start cannot show what noise is worth once it
+    is near the start-up floor (forking the workers), and runs without noise find
+    most of their races in that transient, when workers start one after another.
+    This measure leaves the first ``warmup_s`` out and counts every violation.
+    """
+
+    variant: str
+    seconds: float  # measured window per mode, after the warm-up
+    warmup_s: float
+    noisy: int
+    quiet: int
+
+    @property
+    def ratio(self) -> float:
+        """Noisy over quiet rate; with no quiet violation, the bound from one in the window."""
+        return self.noisy / max(self.quiet, 1)
 
 
 @dataclass(frozen=True)
@@ -61,6 +86,7 @@ class BenchReport:
     unrecorded_points_per_s: float = 0.0  # the same free run with recording off
     recording_ns_per_event: float = 0.0
     detections: list[Detection] = field(default_factory=list)
+    rates: list[SteadyRate] = field(default_factory=list)
     clean: list[CleanRun] = field(default_factory=list)
     controlled: ControlledBench | None = None
 
@@ -83,6 +109,7 @@ def run_bench(options: BenchOptions, log: Callable[[str], None]) -> BenchReport:
         for mode, (noisy, checks) in _MODES.items():
             log(f"detection: {variant}, {mode}, {options.trials} trials")
             times = []
+            startups = []
             for trial in range(options.trials):
                 config = replace(
                     base,
@@ -96,6 +123,9 @@ def run_bench(options: BenchOptions, log: Callable[[str], None]) -> BenchReport:
                 first = result.first_violation
                 if first is not None and first.elapsed_s is not None:
                     times.append(first.elapsed_s)
+                startup = _startup_s(result)
+                if startup is not None:
+                    startups.append(startup)
             censored = times + [options.budget_s] * (options.trials - len(times))
             report.detections.append(
                 Detection(
@@ -107,8 +137,12 @@ def run_bench(options: BenchOptions, log: Callable[[str], None]) -> BenchReport:
                     max_s=max(censored),
                     under_2s=sum(t < 2.0 for t in times),
                     times_s=tuple(times),
+                    startup_s=statistics.median(startups) if startups else 0.0,
                 )
             )
+    for variant in (options.variants or RACY_DRA) if "rate" in options.sections else ():
+        log(f"rate: {variant}, {options.rate_seconds:g} s with noise and without")
+        report.rates.append(_steady_rate(options, base, variant))
 
     for variant in CORRECT_DRA if "clean" in options.sections else ():
         log(f"clean: {variant}, {options.clean_points:,} points")
@@ -128,6 +162,42 @@ def run_bench(options: BenchOptions, log: Callable[[str], None]) -> BenchReport:
     if "controlled" in options.sections:
         report.controlled = run_controlled_bench(min(options.trials, 10), options.seed, log)
     return report
+
+
+_WARMUP_S = 0.25
+_RATE_KEPT = 50_000  # violations kept in detail (with their time) per rate run
+
+
+def _steady_rate(options: BenchOptions, base: RunConfig, variant: str) -> SteadyRate:
+    counts = []
+    window = options.rate_seconds - _WARMUP_S
+    for noisy in (True, False):
+        result = run(replace(
+            base,
+            variant=variant,
+            duration=options.rate_seconds,
+            noise=NoiseConfig(options.noise if noisy else 0.0),
+            stop_on_first=False,
+            max_violations=_RATE_KEPT,
+        ))
+        counts.append(sum(
+            1 for v in result.violations
+            if v.elapsed_s is not None and _WARMUP_S <= v.elapsed_s < options.rate_seconds
+        ))
+    return SteadyRate(variant, window, _WARMUP_S, noisy=counts[0], quiet=counts[1])
+
+
+def _startup_s(result: RunResult) -> float | None:
+    """Seconds from run start until the last worker recorded its first point."""
+    recording = result.recording
+    if recording is None or not recording.records or any(recording.ring_lost.values()):
+        return None  # a wrapped ring has lost its worker's first records
+    first: dict[int, int] = {}
+    for record in recording.records:
+        first.setdefault(record.worker, record.t_ns)
+    if len(first) < len(result.workers):
+        return None
+    return (max(first.values()) - recording.mono0_ns) / 1e9
 
 
 def _free_mode(
@@ -175,6 +245,13 @@ def render_bench(report: BenchReport) -> str:
             f"  {d.variant:18} {d.mode:50} {d.found:>3}/{d.trials:<3} {d.median_s:>8.3f}s "
             f"{d.max_s:>8.3f}s {d.under_2s:>5}"
         )
+    startups = [d.startup_s for d in report.detections if d.startup_s]
+    if startups:
+        floor = statistics.median(startups)
+        lines.append(
+            f"  start-up floor: every worker reached its first point {floor:.3f} s after run"
+            " start (median over all trials); no time to first violation can be shorter"
+        )
     lines.append("")
     lines.append("speed-up of the harness over each baseline (ratio of medians):")
     harness_mode = next(iter(_MODES))
@@ -186,6 +263,19 @@ def render_bench(report: BenchReport) -> str:
             if mode != harness_mode:
                 ratio = d.median_s / ours.median_s if ours.median_s > 0 else float("inf")
                 lines.append(f"  {variant:18} vs {mode:50} {ratio:6.1f}x")
+    if report.rates:
+        lines += [
+            "",
+            "steady state: root-cause violations per second past the start-up transient "
+            "(all invariants, keep going):",
+        ]
+        for r in report.rates:
+            bound = ">=" if r.quiet == 0 else ""
+            lines.append(
+                f"  {r.variant:18} noise {r.noisy / r.seconds:9,.1f}/s ({r.noisy} in "
+                f"{r.seconds:g} s)   no noise {r.quiet / r.seconds:7,.1f}/s ({r.quiet})   "
+                f"ratio {bound}{r.ratio:,.0f}x"
+            )
     lines.append("")
     lines.append("correct variants (keep counting):")
     for c in report.clean:

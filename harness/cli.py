@@ -197,6 +197,7 @@ def _cmd_bench(args: argparse.Namespace) -> int:
     options = BenchOptions(
         trials=args.trials, budget_s=args.budget, free_seconds=args.free_seconds,
         clean_points=args.clean_points, noise=args.noise, seed=args.seed,
+        rate_seconds=args.rate_seconds,
         variants=tuple(args.variant) if args.variant else None,
         sections=tuple(args.section) if args.section else BenchOptions.sections,
     )
@@ -253,10 +254,12 @@ def build_parser() -> argparse.ArgumentParser:
                        help="points each correct variant must run clean (1000000)")
     bench.add_argument("--noise", type=float, default=DEFAULT_NOISE, metavar="P",
                        help=f"noise probability of the detection runs ({DEFAULT_NOISE})")
+    bench.add_argument("--rate-seconds", type=float, default=3.0, metavar="S",
+                       help="seconds of each steady-state rate run, with noise and without (3)")
     bench.add_argument("--seed", type=int, default=0, help="base seed (0)")
     bench.add_argument("--variant", action="append", help="racy variant(s) to time (all)")
     bench.add_argument("--section", action="append",
-                       choices=("free", "detection", "clean", "controlled"),
+                       choices=("free", "detection", "rate", "clean", "controlled"),
                        help="measure only these sections (repeatable; default all)")
     bench.add_argument("--json", metavar="PATH", help="also write the figures as JSON")
     bench.set_defaults(handler=_cmd_bench)
