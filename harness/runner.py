@@ -256,11 +256,12 @@ def _result(
         count += len(found)
         violations += found[: max(0, config.max_violations - len(violations))]
     crashes = []
-    for info, conn in zip(workers_seen, started.reports, strict=True):
+    # An interrupt during start-up leaves the later workers unstarted: no pipe, no process.
+    for info, conn in zip(workers_seen, started.reports, strict=False):
         with contextlib.suppress(EOFError, OSError):
             if conn.poll():
                 crashes.append(f"{info.describe()} crashed:\n{conn.recv()}")
-    for info, process in zip(workers_seen, started.processes, strict=True):
+    for info, process in zip(workers_seen, started.processes, strict=False):
         if process.exitcode not in (0, None) and not any(
             c.startswith(info.describe()) for c in crashes
         ):

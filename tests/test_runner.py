@@ -93,3 +93,22 @@ def test_invariant_code_that_raises_mid_run_is_a_plugin_error_not_a_violation(
     assert code == 2
     assert fragment in err
     assert len(err.splitlines()) == 1, err
+
+
+def test_an_interrupt_while_workers_start_ends_the_run_cleanly(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Ctrl-C or SIGTERM can land after some workers are forked and before the rest."""
+    import harness.runner as runner_module
+
+    real_start = runner_module._start
+
+    def start_two_then_interrupt(config, runtime, tracker, workers, started):  # type: ignore[no-untyped-def]
+        real_start(config, runtime, tracker, workers[:2], started)
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(runner_module, "_start", start_two_then_interrupt)
+    result = run(RunConfig(variant="fixed", duration=5, seed=1))
+    assert result.exit_reason is ExitReason.INTERRUPTED
+    assert len(result.workers) == 4
+    assert result.crashes == ()
