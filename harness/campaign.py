@@ -1,10 +1,12 @@
 """Campaigns: run every trial of a grid and append one record per trial to ``results.jsonl``.
 
-A campaign directory holds ``campaign.json`` (the grid, with its ID and base seed)
-and ``results.jsonl`` (every campaign run there, appended; nightly history is just
-more campaigns in the same file). A SIGTERM or Ctrl-C stops the campaign after the
-runner has torn down the trial in flight; that trial is not recorded, every finished
-one is already on disk, and ``resume_spec`` + ``run_campaign`` finish the grid.
+A campaign directory holds ``campaign.json`` (the grid, with its ID and base seed),
+``results.jsonl`` (every campaign run there, appended; nightly history is just
+more campaigns in the same file) and ``bundles/<campaign>/``, the repro bundle of
+each failing trial, which its record names relative to the directory. A SIGTERM or
+Ctrl-C stops the campaign after the runner has torn down the trial in flight; that
+trial is not recorded, every finished one is already on disk, and ``resume_spec`` +
+``run_campaign`` finish the grid.
 """
 
 from __future__ import annotations
@@ -19,14 +21,15 @@ from pathlib import Path
 from types import FrameType
 
 from harness import registry
-from harness.campaign_progress import CampaignProgress
+from harness.bundle import write_bundle
 from harness.config import resolve
 from harness.errors import ConfigError
 from harness.exit_reason import ExitReason
 from harness.grid import GridSpec, TrialSpec, complete, expand
+from harness.progress import CampaignProgress
 from harness.results_file import Repair, ResultsFile
-from harness.runner import run
-from harness.trial_record import trial_record
+from harness.trial_bundle import campaign_bundle_path
+from harness.trial_run import campaign_record, run_trial
 
 STATE_FILE = "campaign.json"
 RESULTS_FILE = "results.jsonl"
@@ -43,6 +46,7 @@ class CampaignSummary:
     ran: int
     outcomes: dict[str, int]
     interrupted: bool
+    bundles: int = 0
     unexpected_violations: tuple[str, ...] = ()
     repaired: Repair | None = None
 
@@ -153,9 +157,14 @@ def run_campaign(
     todo, already_done = pending_trials(spec, results)
     outcomes = {"violation": 0, "clean": 0, "error": 0}
     interrupted = False
+    bundles = 0
     total = len(todo) + already_done
     progress = CampaignProgress(
-        total, already_done, enabled=progress_enabled, heartbeat_s=heartbeat_s
+        total,
+        already_done,
+        campaign_outcomes(spec.campaign, results),
+        enabled=progress_enabled,
+        heartbeat_s=heartbeat_s,
     )
     with _stop_on_sigterm() as stop, progress:
         for trial in todo:
@@ -165,20 +174,20 @@ def run_campaign(
             progress.start_trial(f"{trial.config_key} #{trial.trial}")
             started_at = utc_now()
             try:
-                result = run(trial.run_config(), progress=progress.tick)
+                ran = run_trial(trial, progress=progress.tick)
             except KeyboardInterrupt:
                 interrupted = True
                 break
-            if result.exit_reason is ExitReason.INTERRUPTED:
+            if ran.result.exit_reason is ExitReason.INTERRUPTED:
                 interrupted = True  # torn down mid-trial: no verdict, resume reruns it
                 break
-            record = trial_record(
-                result,
-                campaign=spec.campaign,
-                trial=trial.trial,
-                started_at=started_at,
-                key=trial.config_key,
-                mode=trial.mode,
+            bundle = None
+            if ran.bundle is not None:
+                bundle = campaign_bundle_path(spec.campaign, ran.bundle)
+                write_bundle(ran.bundle, out_dir / bundle)
+                bundles += 1
+            record = campaign_record(
+                trial, ran, started_at, bundle.as_posix() if bundle else None
             )
             results.append(record)
             outcome = str(record["outcome"])
@@ -192,6 +201,7 @@ def run_campaign(
         ran=sum(outcomes.values()),
         outcomes=outcomes,
         interrupted=interrupted,
+        bundles=bundles,
         unexpected_violations=unexpected_violations(spec, results),
         repaired=repaired,
     )

@@ -4,7 +4,8 @@ Items hang directly off the session with IDs made from the grid alone
 (``::campaign[dra/fixed-b2-i1-g1-free/noise-p=0.1#3]``), because xdist insists that
 every worker collects identical IDs and file paths differ between hosts. The record
 of each trial travels back to the controller in the report's ``user_properties``,
-so the controller alone writes ``results.jsonl``, even for ssh or socket gateways.
+so the controller alone writes ``results.jsonl``, even for ssh or socket gateways;
+a failing trial's repro bundle travels with it (see ``harness.trial_bundle``).
 """
 
 from __future__ import annotations
@@ -19,10 +20,10 @@ from harness.campaign import utc_now
 from harness.cpu_slots import xdist_cpu_slot
 from harness.exit_reason import ExitReason
 from harness.grid import GridSpec, TrialSpec, expand
-from harness.runner import run
 from harness.stress_failure import judge, render_verdict
 from harness.stress_runner import TRIAL_PROPERTY
-from harness.trial_record import outcome_of, trial_record
+from harness.trial_bundle import BundleKeeper, shown_path
+from harness.trial_run import campaign_record, run_trial
 
 
 class StressCheckFailedError(Exception):
@@ -30,32 +31,39 @@ class StressCheckFailedError(Exception):
 
 
 class CampaignTrialItem(pytest.Item):
-    def __init__(self, *, trial: TrialSpec, expect_clean: bool, slots: int, **kwargs: Any) -> None:
+    def __init__(
+        self,
+        *,
+        trial: TrialSpec,
+        expect_clean: bool,
+        slots: int,
+        bundles: BundleKeeper,
+        **kwargs: Any,
+    ) -> None:
         super().__init__(**kwargs)
         self.trial = trial
         self.expect_clean = expect_clean
         self.slots = slots
+        self.bundles = bundles
         self.add_marker("stress")
 
     def runtest(self) -> None:
         trial = self.trial
         started_at = utc_now()
         with xdist_cpu_slot(self.slots):
-            result = run(trial.run_config())
-        if result.exit_reason is ExitReason.INTERRUPTED:
+            ran = run_trial(trial)
+        if ran.result.exit_reason is ExitReason.INTERRUPTED:
             raise KeyboardInterrupt  # no verdict; the whole session stops as on Ctrl-C
-        record = trial_record(
-            result,
-            campaign=trial.campaign,
-            trial=trial.trial,
-            started_at=started_at,
-            key=trial.config_key,
-            mode=trial.mode,
-        )
+        recorded: str | None = None
+        kept: Path | None = None
+        if ran.bundle is not None:
+            recorded, kept = self.bundles.keep(ran.bundle, trial.campaign, self.user_properties)
+        record = campaign_record(trial, ran, started_at, recorded)
         self.user_properties.append((TRIAL_PROPERTY, json.dumps(record, default=str)))
-        outcome = outcome_of(result)
+        outcome = record["outcome"]
         if outcome == "error" or (self.expect_clean and outcome == "violation"):
-            raise StressCheckFailedError(render_verdict(judge(result, "clean")))
+            verdict = judge(ran, "clean", shown_path(kept) if kept else None)
+            raise StressCheckFailedError(render_verdict(verdict))
 
     def repr_failure(
         self,
@@ -75,7 +83,9 @@ def item_name(trial: TrialSpec) -> str:
     return f"campaign[{trial.config_key.replace(' ', '-')}#{trial.trial}]"
 
 
-def campaign_items(session: pytest.Session, spec: GridSpec, slots: int) -> list[pytest.Item]:
+def campaign_items(
+    session: pytest.Session, spec: GridSpec, slots: int, bundles: BundleKeeper
+) -> list[pytest.Item]:
     return [
         CampaignTrialItem.from_parent(
             session,
@@ -83,6 +93,7 @@ def campaign_items(session: pytest.Session, spec: GridSpec, slots: int) -> list[
             trial=trial,
             expect_clean=trial.variant in spec.expect_clean,
             slots=slots,
+            bundles=bundles,
         )
         for trial in expand(spec)
     ]

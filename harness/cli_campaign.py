@@ -22,16 +22,20 @@ from harness.errors import ConfigError
 from harness.exit_reason import ExitReason
 from harness.grid import (
     DEFAULT_DURATION_S,
+    DEFAULT_EXECUTIONS,
     DEFAULT_NOISES,
+    DEFAULT_STRATEGIES,
     DEFAULT_TRIALS,
-    FREE,
-    MODES,
+    STRATEGIES,
     GridSpec,
+    expand,
     new_campaign_id,
 )
 from harness.results_file import ResultsFile
+from harness.trial_bundle import campaign_bundle_dir
 
 DEFAULT_OUT = Path("shmstress-out/campaign")
+MISSING_TRIALS_EXIT = 4
 DEFAULT_REPORT_OUT = Path("shmstress-out/report")
 _ROLE_OPTIONS = {"binders": "binder", "informers": "informer", "gatherers": "gatherer"}
 
@@ -77,8 +81,9 @@ def _worker_grid(args: argparse.Namespace) -> tuple[dict[str, int], ...]:
 
 
 _GRID_OPTIONS = (
-    "tracker", "variant", "binders", "informers", "gatherers", "workers", "noise", "mode",
-    "trials", "duration", "nodes", "devices_per_node", "param", "seed", "expect_clean",
+    "tracker", "variant", "binders", "informers", "gatherers", "workers", "noise", "strategy",
+    "trials", "duration", "executions", "nodes", "devices_per_node", "param", "seed",
+    "expect_clean",
 )
 
 
@@ -95,9 +100,14 @@ def _grid_from_args(args: argparse.Namespace) -> GridSpec:
         variants=tuple(v for text in args.variant or [] for v in _split(text)),
         workers=_worker_grid(args),
         noises=args.noise if args.noise is not None else DEFAULT_NOISES,
-        modes=tuple(m for text in args.mode or [FREE] for m in _split(text)),
+        strategies=(
+            tuple(m for text in args.strategy for m in _split(text))
+            if args.strategy
+            else DEFAULT_STRATEGIES
+        ),
         trials=args.trials if args.trials is not None else DEFAULT_TRIALS,
         duration=args.duration if args.duration is not None else DEFAULT_DURATION_S,
+        executions=args.executions if args.executions is not None else DEFAULT_EXECUTIONS,
         params=params,
         expect_clean=tuple(v for text in args.expect_clean or [] for v in _split(text)),
     )
@@ -113,7 +123,7 @@ def _given_grid_options(args: argparse.Namespace) -> list[str]:
 
 
 def _cmd_campaign(args: argparse.Namespace) -> int:
-    out_dir: Path = args.out
+    out_dir: Path = args.out.resolve()  # a distributed run starts pytest in it
     if args.resume:
         given = _given_grid_options(args)
         if given:
@@ -140,19 +150,32 @@ def _distributed(spec: GridSpec, out_dir: Path, gateways: list[str]) -> int:
     code = run_distributed(spec, out_dir, gateways)
     results = ResultsFile(out_dir / RESULTS_FILE)
     counts = campaign_outcomes(spec.campaign, results)
+    recorded, expected = sum(counts.values()), len(expand(spec))
     print(
-        f"campaign {spec.campaign}: {sum(counts.values())} trials over {len(gateways)} "
-        f"gateway(s) in {results.path} ({_outcomes(counts)})"
+        f"campaign {spec.campaign}: {recorded}/{expected} trials over {len(gateways)} "
+        f"gateway{'' if len(gateways) == 1 else 's'} in {results.path} ({_outcomes(counts)})"
     )
     print(f"  report: {out_dir / 'index.html'}")
     if code == ExitReason.INTERRUPTED.exit_code:
         print("shmstress: distributed campaign interrupted; the finished trials are recorded",
               file=sys.stderr)
+        return code
+    if recorded < expected:
+        print(
+            f"shmstress: only {recorded} of the campaign's {expected} trials reached "
+            f"{results.path}; see the pytest output above",
+            file=sys.stderr,
+        )
+        return MISSING_TRIALS_EXIT
     return code
 
 
 def _outcomes(counts: dict[str, int]) -> str:
     return ", ".join(f"{counts.get(k, 0)} {k}" for k in ("violation", "clean", "error"))
+
+
+def _plural(count: int, word: str) -> str:
+    return f"{count} {word}{'' if count == 1 else 's'}"
 
 
 def _report_summary(summary: CampaignSummary, out_dir: Path) -> int:
@@ -163,17 +186,21 @@ def _report_summary(summary: CampaignSummary, out_dir: Path) -> int:
         f"(this run: {_outcomes(summary.outcomes)})"
     )
     if summary.already_done:
-        print(f"  {summary.already_done} trials were already recorded before this run")
+        were = "was" if summary.already_done == 1 else "were"
+        print(f"  {_plural(summary.already_done, 'trial')} {were} already recorded before this run")
     if summary.repaired is not None:
         print(
             f"  removed a partial last line ({summary.repaired.removed_bytes} bytes) "
             "left by a kill",
             file=sys.stderr,
         )
+    if summary.bundles:
+        bundles = out_dir / campaign_bundle_dir(spec.campaign)
+        print(f"  {_plural(summary.bundles, 'repro bundle')} in {bundles}")
     if summary.interrupted:
         print(
-            f"shmstress: campaign interrupted with {summary.remaining} trials left; finish it "
-            f"with: shmstress campaign --out {out_dir} --resume",
+            f"shmstress: campaign interrupted with {_plural(summary.remaining, 'trial')} left; "
+            f"finish it with: shmstress campaign --out {out_dir} --resume",
             file=sys.stderr,
         )
         return ExitReason.INTERRUPTED.exit_code
@@ -189,7 +216,7 @@ def _report_summary(summary: CampaignSummary, out_dir: Path) -> int:
 
 
 def _cmd_report(args: argparse.Namespace) -> int:
-    from reports import ResultsFormatError, build_report
+    from reports import ResultsFormatError, build_report, describe_report
 
     try:
         summary = build_report(list(args.results), args.out)
@@ -201,10 +228,7 @@ def _cmd_report(args: argparse.Namespace) -> int:
         raise ConfigError(f"cannot write the report: {exc}") from None
     for warning in summary.warnings:
         print(f"shmstress: warning: {warning}", file=sys.stderr)
-    print(
-        f"{summary.n_trials} trials, {summary.n_configs} configurations, "
-        f"{summary.n_failures} distinct failures -> {summary.index_html}"
-    )
+    print(describe_report(summary))
     return 0
 
 
@@ -212,19 +236,23 @@ def register(sub: Any) -> None:
     campaign = sub.add_parser(
         "campaign",
         help="run a grid of configurations x trials, one results.jsonl line per trial",
-        description="Run variant x worker counts x mode x noise, each for --trials trials, and "
-        "append one JSON line per finished trial to OUT/results.jsonl (fsynced: a killed "
-        "campaign loses at most the trial in flight; --resume finishes it). Exit codes: 0 "
-        "done, 1 a variant named by --expect-clean saw a violation (or, with --tx, a trial "
-        "failed), 2 usage or configuration error, 130 interrupted.",
+        description="Run variant x worker counts x strategy x noise, each for --trials trials, "
+        "and append one JSON line per finished trial to OUT/results.jsonl (fsynced: a killed "
+        "campaign loses at most the trial in flight; --resume finishes it); a failing trial "
+        "writes its repro bundle into OUT/bundles/. Exit codes: 0 done, 1 a variant named by "
+        "--expect-clean saw a violation (or, with --tx, a trial failed), 2 usage or "
+        f"configuration error, {MISSING_TRIALS_EXIT} with --tx: trials missing from the "
+        "results, 130 interrupted.",
     )
     campaign.add_argument("--out", type=Path, default=DEFAULT_OUT, metavar="DIR",
                           help=f"campaign directory: campaign.json + results.jsonl "
                           f"(default {DEFAULT_OUT}; reuse it across nights to keep history)")
     campaign.add_argument("--resume", action="store_true",
                           help="finish the campaign last started in --out (same grid and seeds)")
-    grid = campaign.add_argument_group("grid (defaults: every variant of the tracker, its "
-                                       "default worker counts, noise 0.1 and 0, 5 trials, 2 s)")
+    grid = campaign.add_argument_group(
+        "grid (defaults: every variant of the tracker, its default worker counts, strategies "
+        f"{','.join(DEFAULT_STRATEGIES)}, noise 0.1 and 0, {DEFAULT_TRIALS} trials, "
+        f"{DEFAULT_DURATION_S:g} s or {DEFAULT_EXECUTIONS} executions)")
     grid.add_argument("--tracker", help="installed tracker name or file.py:Class (default dra)")
     grid.add_argument("--variant", action="append", metavar="V[,V]",
                       help="variants to run (repeatable; default all)")
@@ -235,11 +263,19 @@ def register(sub: Any) -> None:
                       metavar="ROLE=N[,N]", help="counts to try for any role of any tracker")
     grid.add_argument("--noise", type=_float_list, metavar="P[,P]",
                       help="noise probabilities to try (default 0.1,0)")
-    grid.add_argument("--mode", action="append", metavar="MODE",
-                      help=f"run modes to try: {', '.join(MODES)} (default free)")
-    grid.add_argument("--trials", type=int, metavar="N", help="trials per configuration (5)")
+    grid.add_argument("--strategy", action="append", metavar="S[,S]",
+                      help=f"what drives the interleavings, among {', '.join(STRATEGIES)}: free "
+                      "runs workers in parallel with each --noise; the others are controlled "
+                      "mode's strategies (one worker at a time, no noise) "
+                      f"(default {','.join(DEFAULT_STRATEGIES)})")
+    grid.add_argument("--trials", type=int, metavar="N",
+                      help=f"trials per configuration ({DEFAULT_TRIALS})")
     grid.add_argument("--duration", type=float, metavar="S",
-                      help="seconds each trial may run before it counts as clean (2)")
+                      help="seconds a free trial may run before it counts as clean "
+                      f"({DEFAULT_DURATION_S:g})")
+    grid.add_argument("--executions", type=int, metavar="N",
+                      help="executions a controlled trial may try before it counts as clean "
+                      f"({DEFAULT_EXECUTIONS})")
     grid.add_argument("--nodes", type=int, metavar="N", help="dra: nodes")
     grid.add_argument("--devices-per-node", type=int, metavar="N", help="dra: devices per node")
     grid.add_argument("--param", type=_param, action="append", metavar="NAME=VALUE",

@@ -49,6 +49,7 @@ def run_distributed(spec: GridSpec, out_dir: Path, gateways: Sequence[str]) -> i
     SIGTERM is passed on as SIGINT, which pytest answers like Ctrl-C: xdist stops its
     workers and the controller still writes what finished and renders the report.
     """
+    out_dir = out_dir.resolve()  # pytest runs in it, and must not read it relative to itself
     out_dir.mkdir(parents=True, exist_ok=True)
     with _sigterm_forwarded_as_sigint() as forward_to:
         child = subprocess.Popen(pytest_command(spec, out_dir, gateways), cwd=out_dir)

@@ -17,17 +17,23 @@ from dataclasses import asdict, dataclass, field
 from datetime import UTC, datetime
 
 from harness.config import RunConfig
+from harness.controlled.options import DEFAULT_RUN_STEPS, ControlledOptions
 from harness.errors import ConfigError
 from harness.noise import NoiseConfig
+from harness.strategies import EXPLORING, StrategySpec
 from harness.tracker_api import Tracker
 
 FREE = "free"
-MODES = (FREE,)
-"""Run modes a grid may name. Controlled mode with its strategies joins here when it lands."""
+CONTROLLED = "controlled"
+STRATEGIES = (FREE, *EXPLORING)
+"""What drives a trial's interleavings: free mode's noise, or a controlled-mode strategy."""
+DEFAULT_STRATEGIES = (FREE, "pct", "random_walk")
 
 DEFAULT_NOISES = (0.1, 0.0)
 DEFAULT_TRIALS = 5
 DEFAULT_DURATION_S = 2.0
+DEFAULT_EXECUTIONS = 200
+"""Executions a controlled trial may try: random walk catches every DRA race well within."""
 DEFAULT_DRA_WORKERS: tuple[Mapping[str, int], ...] = (
     {"binder": 1, "informer": 1, "gatherer": 1},
     {"binder": 2, "informer": 1, "gatherer": 1},
@@ -44,9 +50,10 @@ class GridSpec:
     variants: tuple[str, ...] = ()
     workers: tuple[Mapping[str, int], ...] = ()
     noises: tuple[float, ...] = DEFAULT_NOISES
-    modes: tuple[str, ...] = (FREE,)
+    strategies: tuple[str, ...] = DEFAULT_STRATEGIES
     trials: int = DEFAULT_TRIALS
     duration: float = DEFAULT_DURATION_S
+    executions: int = DEFAULT_EXECUTIONS
     params: Mapping[str, int] = field(default_factory=dict)
     expect_clean: tuple[str, ...] = ()
 
@@ -66,9 +73,10 @@ class GridSpec:
                     {str(role): int(n) for role, n in counts.items()} for counts in data["workers"]
                 ),
                 noises=tuple(float(p) for p in data["noises"]),
-                modes=tuple(str(m) for m in data["modes"]),
+                strategies=tuple(str(m) for m in data["strategies"]),
                 trials=int(data["trials"]),
                 duration=float(data["duration"]),
+                executions=int(data["executions"]),
                 params={str(k): int(v) for k, v in data["params"].items()},
                 expect_clean=tuple(str(v) for v in data.get("expect_clean", ())),
             )
@@ -88,13 +96,11 @@ class TrialSpec:
     variant: str
     counts: Mapping[str, int]
     noise: float
-    mode: str
-    duration: float
+    mode: str  # free or controlled
+    strategy: str  # free mode: noise or no-noise; controlled mode: the strategy's name
+    duration: float  # free mode's budget
+    executions: int  # controlled mode's budget
     params: Mapping[str, int]
-
-    @property
-    def strategy(self) -> str:
-        return strategy_for(self.mode, self.noise)
 
     @property
     def trial_id(self) -> tuple[str, int]:
@@ -107,14 +113,27 @@ class TrialSpec:
             counts=dict(self.counts),
             params=dict(self.params),
             duration=self.duration,
+            max_points=DEFAULT_RUN_STEPS if self.mode == CONTROLLED else None,
             seed=self.seed,
             noise=NoiseConfig(self.noise),
         )
 
+    def controlled_options(self) -> ControlledOptions:
+        return ControlledOptions(
+            strategy=StrategySpec(self.strategy),
+            executions=self.executions,
+            run_steps=DEFAULT_RUN_STEPS,
+        )
 
-def strategy_for(mode: str, noise: float) -> str:
-    """What drives the interleavings; free mode has only the noise, or nothing at all."""
-    return "noise" if noise > 0 else "no-noise"
+
+def trial_kind(strategy: str, noise: float) -> tuple[str, str]:
+    """The (mode, strategy) a trial of a grid strategy records.
+
+    A free trial is named by what drives its interleavings: the noise, or nothing.
+    """
+    if strategy != FREE:
+        return CONTROLLED, strategy
+    return FREE, ("noise" if noise > 0 else "no-noise")
 
 
 def new_campaign_id(now: datetime | None = None) -> str:
@@ -146,10 +165,15 @@ def config_key(
     noise: float,
     params: Mapping[str, int],
 ) -> str:
-    """``dra/gather-unchecked b2 i1 g1 free/noise p=0.1``: the name a configuration goes by."""
+    """``dra/gather-unchecked b2 i1 g1 free/noise p=0.1``: the name a configuration goes by.
+
+    Controlled mode injects no noise, so its keys name none: ``... controlled/pct``.
+    """
     short = role_abbreviations(list(counts))
     workers = " ".join(f"{short[role]}{n}" for role, n in counts.items())
-    key = f"{tracker}/{variant} {workers} {mode}/{strategy} p={noise:g}"
+    key = f"{tracker}/{variant} {workers} {mode}/{strategy}"
+    if mode == FREE:
+        key += f" p={noise:g}"
     if params:
         key += " " + " ".join(f"{name}={value}" for name, value in sorted(params.items()))
     return key
@@ -186,9 +210,11 @@ def complete(spec: GridSpec, tracker: type[Tracker]) -> GridSpec:
         problems += [f"{role} count must be >= 1, got {n}" for role, n in full.items() if n < 1]
         if full not in filled:
             filled.append(full)
-    bad_modes = [m for m in spec.modes if m not in MODES]
-    if bad_modes or not spec.modes:
-        problems.append(f"mode must be among {', '.join(MODES)}, got {', '.join(spec.modes)}")
+    bad_strategies = [m for m in spec.strategies if m not in STRATEGIES]
+    if bad_strategies or not spec.strategies:
+        problems.append(
+            f"strategy must be among {', '.join(STRATEGIES)}, got {', '.join(spec.strategies)}"
+        )
     problems += [f"noise must be in [0, 1], got {p:g}" for p in spec.noises if not 0 <= p <= 1]
     if not spec.noises:
         problems.append("the grid needs at least one noise probability")
@@ -196,6 +222,8 @@ def complete(spec: GridSpec, tracker: type[Tracker]) -> GridSpec:
         problems.append(f"--trials must be >= 1, got {spec.trials}")
     if not spec.duration > 0:
         problems.append(f"--duration must be > 0 seconds, got {spec.duration:g}")
+    if spec.executions < 1:
+        problems.append(f"--executions must be >= 1, got {spec.executions}")
     if problems:
         raise ConfigError("; ".join(problems))
     return GridSpec(
@@ -205,21 +233,37 @@ def complete(spec: GridSpec, tracker: type[Tracker]) -> GridSpec:
         variants=tuple(dict.fromkeys(variants)),
         workers=tuple(filled),
         noises=tuple(dict.fromkeys(spec.noises)),
-        modes=tuple(dict.fromkeys(spec.modes)),
+        strategies=tuple(dict.fromkeys(spec.strategies)),
         trials=spec.trials,
         duration=spec.duration,
+        executions=spec.executions,
         params=dict(spec.params),
         expect_clean=spec.expect_clean,
     )
 
 
+def _grid_points(spec: GridSpec) -> list[tuple[str, Mapping[str, int], str, float]]:
+    """(variant, counts, strategy, noise) of every configuration; noise only varies free runs."""
+    drivers = [
+        (strategy, noise)
+        for strategy in spec.strategies
+        for noise in (spec.noises if strategy == FREE else (0.0,))
+    ]
+    return [
+        (variant, counts, strategy, noise)
+        for variant, counts, (strategy, noise) in itertools.product(
+            spec.variants, spec.workers, drivers
+        )
+    ]
+
+
 def expand(spec: GridSpec) -> list[TrialSpec]:
     """Every trial of the grid, trial-major: a cut-short campaign has sampled every config."""
-    points = list(itertools.product(spec.variants, spec.workers, spec.modes, spec.noises))
+    points = _grid_points(spec)
     trials: list[TrialSpec] = []
     for trial in range(spec.trials):
-        for variant, counts, mode, noise in points:
-            strategy = strategy_for(mode, noise)
+        for variant, counts, grid_strategy, noise in points:
+            mode, strategy = trial_kind(grid_strategy, noise)
             key = config_key(spec.tracker, variant, counts, mode, strategy, noise, spec.params)
             trials.append(
                 TrialSpec(
@@ -232,7 +276,9 @@ def expand(spec: GridSpec) -> list[TrialSpec]:
                     counts=dict(counts),
                     noise=noise,
                     mode=mode,
+                    strategy=strategy,
                     duration=spec.duration,
+                    executions=spec.executions,
                     params=dict(spec.params),
                 )
             )

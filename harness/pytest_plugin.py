@@ -5,8 +5,10 @@ Gives any project the ``stress`` marker, the ``shmstress_run`` fixture and the
 pytest-xdist, stress-marked tests take a CPU slot (see ``harness.cpu_slots``) so
 ``-n auto`` on a small machine never runs two stress runs on the same cores, and
 they carry ``xdist_group`` so ``--dist loadgroup`` sends them all to one worker.
-Trial records go to the controller in ``user_properties``; only the controller (or
-a session without xdist) writes ``results.jsonl`` and renders the report.
+Trial records and repro bundles go to the controller in ``user_properties``; only the
+controller (or a session without xdist) writes ``results.jsonl``, the bundles next to
+it, and the report. Without ``--stress-report`` a failing run writes its bundle into
+``$SHMSTRESS_OUT`` (default ``shmstress-out``), as ``shmstress run`` does.
 
 Without ``--stress-*`` options a session behaves exactly as without the plugin,
 except that stress-marked tests under xdist wait for their slot.
@@ -25,11 +27,13 @@ import pytest
 
 from harness.campaign import utc_now
 from harness.campaign_items import campaign_items
+from harness.controlled.cli import default_out
 from harness.cpu_slots import default_slots, xdist_cpu_slot, xdist_slot_directory
 from harness.errors import ShmstressError
 from harness.grid import GridSpec, new_campaign_id
 from harness.results_file import ResultsFile
 from harness.stress_runner import TRIAL_PROPERTY, StressOptions, StressRunner
+from harness.trial_bundle import BUNDLE_PROPERTY, BundleKeeper, write_carried
 
 MARKER_LINE = (
     "stress: runs real worker processes against a shmstress tracker (slower; takes a CPU slot "
@@ -50,6 +54,7 @@ class StressSession:
     report_dir: Path | None
     slots: int
     grid: GridSpec | None
+    bundles: BundleKeeper
     slot_dirs: set[Path] = field(default_factory=set)
 
     def options(self) -> StressOptions:
@@ -118,6 +123,7 @@ def pytest_configure(config: pytest.Config) -> None:
         report_dir=report_dir,
         slots=slots or default_slots(),
         grid=grid,
+        bundles=BundleKeeper(report_dir, Path(default_out())),
     )
     config.stash[_SESSION] = state
     if report_dir is not None and workerinput is None:
@@ -147,7 +153,7 @@ def pytest_collection_modifyitems(
     """Campaign trials join before ``-k``/``-m`` deselection, so those filters apply to them."""
     state = config.stash[_SESSION]
     if state.grid is not None:
-        items.extend(campaign_items(session, state.grid, state.slots))
+        items.extend(campaign_items(session, state.grid, state.slots, state.bundles))
 
 
 @pytest.fixture(autouse=True)
@@ -168,22 +174,31 @@ def shmstress_run(request: pytest.FixtureRequest) -> StressRunner:
     expect="violation")`` must be caught. Returns the RunResult for further checks.
     """
     state = request.config.stash[_SESSION]
-    return StressRunner(state.options(), request.node.nodeid, request.node.user_properties, utc_now)
+    return StressRunner(
+        state.options(), state.bundles, request.node.nodeid, request.node.user_properties, utc_now
+    )
 
 
 class TrialRecorder:
-    """Controller side of ``--stress-report``: append the records finished tests carried."""
+    """Controller side of ``--stress-report``: write the bundles and records tests carried."""
 
     def __init__(self, results: ResultsFile, report_dir: Path) -> None:
         self.results = results
         self.report_dir = report_dir
         self.recorded = 0
+        self.bundles = 0
         self.index: Path | None = None
         self.error: str | None = None
 
+    @pytest.hookimpl(tryfirst=True)  # before junitxml, which copies every property it sees
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
         if report.when != "teardown":  # teardown's properties include those set in setup
             return
+        for key, value in report.user_properties:
+            if key == BUNDLE_PROPERTY:
+                write_carried(str(value), self.report_dir)
+                self.bundles += 1
+        report.user_properties = [p for p in report.user_properties if p[0] != BUNDLE_PROPERTY]
         for key, value in report.user_properties:
             if key == TRIAL_PROPERTY:
                 self.results.append(json.loads(str(value)))
@@ -201,8 +216,11 @@ class TrialRecorder:
 
     def pytest_terminal_summary(self, terminalreporter: Any) -> None:
         terminalreporter.section("shmstress")
+        runs = f"{self.recorded} stress run{'' if self.recorded == 1 else 's'}"
+        bundles = f"{self.bundles} repro bundle{'' if self.bundles == 1 else 's'}"
         terminalreporter.write_line(
-            f"{self.recorded} stress run(s) recorded in {self.results.path}"
+            f"{runs} recorded in {self.results.path}"
+            + (f", {bundles} next to it" if self.bundles else "")
         )
         if self.index is not None:
             terminalreporter.write_line(f"report: {self.index}")

@@ -1,9 +1,11 @@
 """Appending trial records to ``results.jsonl`` so that a killed campaign loses one trial at most.
 
 Each record is one ``write(2)`` on an ``O_APPEND`` descriptor followed by ``fsync``:
-there is no user-space buffer to lose, a signal cannot split a line, and several
-processes (pytest-xdist workers, hosts on a shared disk) may append to one file
-without interleaving their lines.
+there is no user-space buffer to lose and a signal cannot split a line. Processes
+on one host may append to one file on a local Linux file system without interleaving
+their lines; hosts sharing a network disk may not (NFS emulates ``O_APPEND`` on the
+client, so their writes can overwrite each other). That is why under pytest-xdist,
+on one host or many, the controller alone appends.
 """
 
 from __future__ import annotations

@@ -2,7 +2,9 @@
 
 A pytest failure message is often all a CI log keeps of a flake, so it carries the
 run summary, the explanation when there is one, and every command that brings the
-failure back: the bundle replay, the seeded rerun, and the test with its seed.
+failure back: the bundle replay first (the very schedule), then the seeded rerun
+(the same configuration, which finds the race again but not on the same schedule),
+and the test with its seed.
 """
 
 from __future__ import annotations
@@ -12,8 +14,8 @@ from dataclasses import dataclass
 from typing import Literal
 
 from harness.result import RunResult
-from harness.summary import render_summary
 from harness.trial_record import FailureArtifacts, failure_artifacts, outcome_of
+from harness.trial_run import TrialRun
 
 Expectation = Literal["clean", "violation"]
 
@@ -25,13 +27,19 @@ class StressVerdict:
     ok: bool
     expected: Expectation
     result: RunResult
+    summary: str
     artifacts: FailureArtifacts | None
 
 
-def judge(result: RunResult, expected: Expectation) -> StressVerdict:
-    outcome = outcome_of(result)
-    ok = outcome == expected
-    return StressVerdict(ok, expected, result, None if ok else failure_artifacts(result))
+def meets(ran: TrialRun, expected: Expectation) -> bool:
+    return outcome_of(ran.result) == expected
+
+
+def judge(ran: TrialRun, expected: Expectation, bundle: str | None = None) -> StressVerdict:
+    """``bundle``: where the failure's bundle is, as the reader of the message types it."""
+    ok = meets(ran, expected)
+    artifacts = None if ok else failure_artifacts(ran.result, bundle, ran.rerun_command)
+    return StressVerdict(ok, expected, ran.result, ran.summary(), artifacts)
 
 
 def render_verdict(verdict: StressVerdict, test_id: str | None = None) -> str:
@@ -50,7 +58,7 @@ def render_verdict(verdict: StressVerdict, test_id: str | None = None) -> str:
             f"clean for {result.points:,} points in {result.elapsed_s:.2f} s; a stress test "
             "that misses a known race is broken (raise the duration or the noise)"
         )
-    lines = [f"shmstress: {head}", "", render_summary(result)]
+    lines = [f"shmstress: {head}", "", verdict.summary]
     artifacts = verdict.artifacts
     if artifacts is not None and artifacts.explanation:
         lines += ["", "explanation:", artifacts.explanation.rstrip()]
@@ -58,9 +66,9 @@ def render_verdict(verdict: StressVerdict, test_id: str | None = None) -> str:
         lines += ["", "log:", artifacts.log_snippet.rstrip()]
     lines.append("")
     if artifacts is not None and artifacts.bundle:
-        lines.append(f"replay: shmstress replay {shlex.quote(artifacts.bundle)}")
-    if artifacts is not None and outcome != "violation":  # the summary already has it then
-        lines.append(f"rerun: {artifacts.replay_command}")
+        lines.append(f"replay the failing schedule: {artifacts.replay_command}")
+    if artifacts is not None and artifacts.rerun_command not in verdict.summary:
+        lines.append(f"rerun the configuration with its seed: {artifacts.rerun_command}")
     if test_id is not None:
         lines.append(
             f"rerun this test: pytest {shlex.quote(test_id)} --stress-seed {config.seed}"

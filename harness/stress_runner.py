@@ -2,6 +2,7 @@
 
 Session options win over the test's own numbers: ``--stress-duration`` stretches
 every run for a nightly job, ``--stress-seed`` pins the seed a failure printed.
+A failing run keeps its repro bundle (see ``BundleKeeper``) and the failure names it.
 """
 
 from __future__ import annotations
@@ -9,15 +10,17 @@ from __future__ import annotations
 import json
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
+from pathlib import Path
 
 import pytest
 
 from harness.config import DEFAULT_NOISE, RunConfig
 from harness.noise import NoiseConfig
 from harness.result import RunResult
-from harness.runner import run
-from harness.stress_failure import Expectation, judge, render_verdict
+from harness.stress_failure import Expectation, judge, meets, render_verdict
+from harness.trial_bundle import BundleKeeper, shown_path
 from harness.trial_record import result_config_key, trial_record
+from harness.trial_run import run_free
 
 TRIAL_PROPERTY = "shmstress_trial"
 """``user_properties`` key that carries a trial record from an xdist worker to the controller."""
@@ -38,6 +41,7 @@ class StressRunner:
     """Callable fixture value; one per test, so it can number that test's runs."""
 
     options: StressOptions
+    bundles: BundleKeeper
     test_id: str
     user_properties: list[tuple[str, object]]
     clock: Callable[[], str]
@@ -72,7 +76,16 @@ class StressRunner:
             checks=checks,
         )
         started_at = self.clock()
-        result = run(config)
+        ran = run_free(config)
+        result = ran.result
+        ok = meets(ran, expect)
+        recorded: str | None = None
+        kept: Path | None = None
+        if ran.bundle is not None and (self.options.record or not ok):
+            tag = self.test_id if self.runs == 0 else f"{self.test_id}-{self.runs}"
+            recorded, kept = self.bundles.keep(
+                ran.bundle, self.options.campaign, self.user_properties, tag
+            )
         if self.options.record:
             record = trial_record(
                 result,
@@ -80,11 +93,13 @@ class StressRunner:
                 trial=self.runs,
                 started_at=started_at,
                 key=result_config_key(result, params=params),
+                bundle=recorded,
+                rerun_command=ran.rerun_command,
                 extra={"test": self.test_id},
             )
             self.user_properties.append((TRIAL_PROPERTY, json.dumps(record, default=str)))
         self.runs += 1
-        verdict = judge(result, expect)
-        if not verdict.ok:
+        if not ok:
+            verdict = judge(ran, expect, shown_path(kept) if kept else None)
             pytest.fail(render_verdict(verdict, self.test_id), pytrace=False)
         return result

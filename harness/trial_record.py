@@ -2,8 +2,8 @@
 
 The schema is the one ``reports/results.py`` reads (see its module docstring); keys
 beyond it (``host``, ``runner``, ``test``, ``config.roles``, ``config.params``) are
-ignored by older readers. Failure artifacts (bundle, log snippet, explanation) are
-gathered in ``failure_artifacts`` so the log and replay features plug in there once.
+ignored by older readers. Failure artifacts (bundle, log snippet, explanation, the
+commands that bring a failure back) are gathered in ``failure_artifacts``.
 """
 
 from __future__ import annotations
@@ -12,13 +12,15 @@ import os
 import socket
 from collections.abc import Mapping
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Literal
 
 from harness import registry
+from harness.bundle import replay_command as bundle_replay_command
 from harness.commands import run_command
 from harness.errors import ShmstressError
 from harness.exit_reason import ExitReason
-from harness.grid import FREE, config_key, strategy_for
+from harness.grid import FREE, config_key, trial_kind
 from harness.result import RunResult, Violation
 
 Outcome = Literal["violation", "clean", "error"]
@@ -28,13 +30,21 @@ _BROKEN_RUN = (ExitReason.WORKER_CRASHED, ExitReason.TIMEOUT, ExitReason.INTERRU
 
 @dataclass(frozen=True)
 class FailureArtifacts:
-    """What a user needs to chase a failure offline."""
+    """What a user needs to chase a failure offline.
+
+    ``bundle`` is the path as the reader of the record or message should type it.
+    """
 
     bundle: str | None
     log_snippet: str | None
     explanation: str | None
-    replay_command: str
+    rerun_command: str
     problems: tuple[str, ...] = ()
+
+    @property
+    def replay_command(self) -> str:
+        """The exact schedule again when there is a bundle; else the seeded rerun."""
+        return bundle_replay_command(Path(self.bundle)) if self.bundle else self.rerun_command
 
 
 def outcome_of(result: RunResult) -> Outcome:
@@ -46,12 +56,13 @@ def outcome_of(result: RunResult) -> Outcome:
     return "clean"
 
 
-def failure_artifacts(result: RunResult) -> FailureArtifacts:
-    """Log snippet, explanation and the command that brings the failure back.
+def failure_artifacts(
+    result: RunResult, bundle: str | None = None, rerun_command: str | None = None
+) -> FailureArtifacts:
+    """Log snippet, explanation and the commands that bring the failure back.
 
     A broken explainer must not cost a nightly campaign its remaining trials, so its
     errors are kept as ``problems`` (recorded as ``artifact_problems``) instead of raised.
-    The bundle stays None until free-mode failures are saved as replayable bundles.
     """
     from harness.explain import explain, render_explanation
     from harness.logview import render_snippet
@@ -70,11 +81,15 @@ def failure_artifacts(result: RunResult) -> FailureArtifacts:
             explanation = render_explanation(found) if found is not None else None
         except Exception as exc:
             problems.append(f"explanation: {type(exc).__name__}: {exc}")
+    lost = result.recording.tape_lost if result.recording is not None else 0
+    if bundle is not None and lost:
+        problems.append(f"bundle: {lost:,} points ran past the schedule tape; a failure among "
+                        "them will not replay")
     return FailureArtifacts(
-        bundle=None,
+        bundle=bundle,
         log_snippet=snippet,
         explanation=explanation,
-        replay_command=run_command(result.config),
+        rerun_command=rerun_command or run_command(result.config),
         problems=tuple(problems),
     )
 
@@ -94,24 +109,17 @@ def violation_message(result: RunResult, violation: Violation) -> str:
     return f"{summary}\n{violation.message}" if summary else violation.message
 
 
-def result_config_key(
-    result: RunResult, mode: str = FREE, params: Mapping[str, int] | None = None
-) -> str:
-    """The key of a run made outside a grid; ``params`` are those set on purpose.
+def result_config_key(result: RunResult, params: Mapping[str, int] | None = None) -> str:
+    """The key of a free run made outside a grid; ``params`` are those set on purpose.
 
     A resolved config carries every parameter, defaults included, so naming them all
     would make every key long and hide the one knob that differs.
     """
     config = result.config
     noise = config.noise.probability
+    mode, strategy = trial_kind(FREE, noise)
     return config_key(
-        config.tracker,
-        config.variant or "",
-        config.counts,
-        mode,
-        strategy_for(mode, noise),
-        noise,
-        params or {},
+        config.tracker, config.variant or "", config.counts, mode, strategy, noise, params or {}
     )
 
 
@@ -123,15 +131,23 @@ def trial_record(
     started_at: str,
     key: str | None = None,
     mode: str = FREE,
+    strategy: str | None = None,
+    executions: int | None = None,
+    bundle: str | None = None,
+    rerun_command: str | None = None,
     extra: dict[str, object] | None = None,
 ) -> dict[str, object]:
-    """The JSON object appended to results.jsonl for one finished run."""
+    """The JSON object appended to results.jsonl for one finished run.
+
+    ``bundle`` is relative to the directory of results.jsonl; ``strategy`` defaults to
+    what drives a free run (noise or none); ``executions`` is a controlled run's budget.
+    """
     config = result.config
     counts = dict(config.counts)
     params = dict(config.params)
     outcome = outcome_of(result)
     first = result.first_violation
-    artifacts = failure_artifacts(result) if outcome != "clean" else None
+    artifacts = failure_artifacts(result, bundle, rerun_command) if outcome != "clean" else None
     record: dict[str, object] = {
         "campaign": campaign,
         "started_at": started_at,
@@ -146,12 +162,13 @@ def trial_record(
             "devices_per_node": params.get("devices-per-node"),
             "noise": config.noise.probability,
             "mode": mode,
-            "strategy": strategy_for(mode, config.noise.probability),
+            "strategy": strategy or trial_kind(FREE, config.noise.probability)[1],
             "duration": config.duration,
+            "executions": executions,
             "roles": counts,
             "params": params,
         },
-        "config_key": key if key is not None else result_config_key(result, mode),
+        "config_key": key if key is not None else result_config_key(result),
         "seed": config.seed,
         "outcome": outcome,
         "exit_reason": result.exit_reason.value,
@@ -169,6 +186,7 @@ def trial_record(
         "log_snippet": artifacts.log_snippet if artifacts else None,
         "explanation": artifacts.explanation if artifacts else None,
         "replay_command": artifacts.replay_command if artifacts else None,
+        "rerun_command": artifacts.rerun_command if artifacts else None,
         "artifact_problems": list(artifacts.problems) if artifacts else [],
         "host": socket.gethostname(),
         "runner": os.environ.get("PYTEST_XDIST_WORKER", "local"),

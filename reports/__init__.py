@@ -10,8 +10,16 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from reports.aggregate import FailureGroup, TrendPoint, group_failures, trend_by_variant
-from reports.html import PlotImage, write_index
+from reports.aggregate import (
+    DetectionCurve,
+    FailureGroup,
+    TrendPoint,
+    detection_curves,
+    group_failures,
+    trend_by_variant,
+)
+from reports.bundles import copy_bundles
+from reports.html import PlotImage, counted, write_index
 from reports.plots import plot_failure_rates, plot_time_to_detection, plot_trend
 from reports.results import (
     ConfigStats,
@@ -29,6 +37,7 @@ from reports.wilson import wilson_interval
 
 __all__ = [
     "ConfigStats",
+    "DetectionCurve",
     "FailureGroup",
     "LoadedResults",
     "ReportSummary",
@@ -38,6 +47,9 @@ __all__ = [
     "TrialConfig",
     "Violation",
     "build_report",
+    "copy_bundles",
+    "describe_report",
+    "detection_curves",
     "group_by_config",
     "group_failures",
     "load_results",
@@ -66,8 +78,16 @@ class ReportSummary:
     warnings: tuple[str, ...]
 
 
+def describe_report(summary: ReportSummary) -> str:
+    """The one line a command prints after writing a report."""
+    return (
+        f"{counted(summary.n_trials, 'trial')}, {counted(summary.n_configs, 'configuration')}, "
+        f"{counted(summary.n_failures, 'distinct failure')} -> {summary.index_html}"
+    )
+
+
 def build_report(results_paths: Sequence[Path], out_dir: Path) -> ReportSummary:
-    """Load every results file, write the three charts and index.html into out_dir."""
+    """Load every results file, write the three charts, index.html and the failures' bundles."""
     if isinstance(results_paths, str | Path):
         # A bare path is a Sequence of characters / not a sequence of paths; catch the
         # easy mistake instead of "file not found: '/'".
@@ -93,15 +113,16 @@ def build_report(results_paths: Sequence[Path], out_dir: Path) -> ReportSummary:
         PlotImage(
             plot_time_to_detection(trials, out_dir / "time_to_detection.png"),
             alt="Empirical CDF of time to first violation for each detection strategy",
-            caption="Time to detection per strategy, pooled over every variant and "
-            "configuration run with it. Each curve levels off at the fraction of that "
-            "strategy's trials that found a violation at all.",
+            caption="Time to detection per strategy, over the trials of the variants that "
+            "failed at least once (a correct variant gives a strategy nothing to find). Each "
+            "curve levels off at the fraction of that strategy's trials that found a "
+            "violation at all; times include worker start-up.",
         ),
         PlotImage(
             plot_trend(trials, out_dir / "trend.png"),
             alt="Failure rate per variant across campaigns, with 95% Wilson bands",
-            caption="Nightly trend: failure rate per variant in each campaign, pooling the "
-            "variant's configurations in that campaign.",
+            caption="Nightly trend: failure rate per variant in each campaign, placed at the "
+            "campaign's start and pooling the variant's configurations in that campaign.",
         ),
     ]
     index = write_index(
@@ -110,6 +131,7 @@ def build_report(results_paths: Sequence[Path], out_dir: Path) -> ReportSummary:
         stats=stats,
         failures=failures,
         plots=plots,
+        bundles=copy_bundles(failures, out_dir),
         warnings=loaded.warnings,
         sources=sources,
     )

@@ -11,7 +11,7 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
-from reports import ResultsFormatError, build_report
+from reports import ResultsFormatError, build_report, describe_report
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -26,10 +26,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 1
     for warning in summary.warnings:
         print(f"warning: {warning}", file=sys.stderr)
-    print(
-        f"{summary.n_trials} trials, {summary.n_configs} configurations, "
-        f"{summary.n_failures} distinct failures -> {summary.index_html}"
-    )
+    print(describe_report(summary))
     return 0
 
 

@@ -3,6 +3,7 @@
 Distinct failures: fifty trials hitting the same bug should read as one bug seen fifty
 times, with one replay command to chase it, not fifty near-identical sections.
 Trend: nightly campaigns ordered by when they ran, one failure rate per variant each.
+Detection: how soon each strategy found a violation, among the variants it could find.
 """
 
 from __future__ import annotations
@@ -60,10 +61,11 @@ def has_multiple_trackers(trials: Iterable[Trial]) -> bool:
 
 
 def _representative_key(trial: Trial) -> tuple[int, float, float, str, int]:
-    # The quickest reproduction is the cheapest to replay and debug; prefer trials that
-    # actually carry a replay command.
+    # The quickest reproduction is the cheapest to replay and debug; prefer trials whose
+    # bundle is at hand (history may outlive old bundles), then any with a replay command.
+    bundle = trial.bundle_file
     return (
-        0 if trial.replay_command else 1,
+        0 if bundle is not None and bundle.is_file() else 1 if trial.replay_command else 2,
         float(trial.points_to_violation) if trial.points_to_violation is not None else 1e300,
         trial.time_to_violation_s if trial.time_to_violation_s is not None else 1e300,
         str(trial.source),
@@ -173,3 +175,47 @@ def trend_by_variant(
             points.append(TrendPoint(info.campaign, variant, n, k, k / n, low, high))
         result[variant] = points
     return result
+
+
+@dataclass(frozen=True)
+class DetectionCurve:
+    """One strategy's detection times, over the trials that could have detected something."""
+
+    strategy: str
+    times: tuple[float, ...]  # sorted seconds to the first violation, one per detection
+    trials: int  # trials with a verdict of the variants that failed at least once
+
+    @property
+    def rate(self) -> float:
+        return len(self.times) / self.trials if self.trials else 0.0
+
+
+def failing_variants(trials: Iterable[Trial]) -> list[str]:
+    """Variants (``tracker/variant``) with at least one violation, under any strategy."""
+    return sorted({f"{t.tracker}/{t.variant}" for t in trials if t.outcome == "violation"})
+
+
+def detection_curves(trials: Sequence[Trial]) -> list[DetectionCurve]:
+    """Per strategy, its detection times over the trials of variants that failed at least once.
+
+    A variant no strategy ever broke (a correct one) gives a strategy nothing to find:
+    pooling its trials would lower every plateau and read as a detection rate no
+    strategy earned or lost. Over the failing variants the denominator is every trial
+    with a verdict, so a fast but unreliable strategy does not look better than a
+    slower one that always finds the bug.
+    """
+    failing = set(failing_variants(trials))
+    times: dict[str, list[float]] = {}
+    totals: dict[str, int] = {}
+    for trial in trials:
+        if trial.outcome == "error" or f"{trial.tracker}/{trial.variant}" not in failing:
+            continue
+        strategy = trial.config.strategy
+        totals[strategy] = totals.get(strategy, 0) + 1
+        found = times.setdefault(strategy, [])
+        if trial.outcome == "violation" and trial.time_to_violation_s is not None:
+            found.append(trial.time_to_violation_s)
+    return [
+        DetectionCurve(strategy, tuple(sorted(times[strategy])), totals[strategy])
+        for strategy in sorted(totals)
+    ]

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import html
 import os
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -57,6 +57,11 @@ def _e(value: object) -> str:
     return html.escape(str(value), quote=True)
 
 
+def counted(n: int, noun: str) -> str:
+    """``1 trial``, ``2 trials``."""
+    return f"{n} {noun}{'' if n == 1 else 's'}"
+
+
 def _seconds(value: float | None) -> str:
     # Fixed millisecond resolution so a column of times lines up and compares at a glance.
     return _DASH if value is None else f"{value:.3f} s"
@@ -80,9 +85,9 @@ def _summary(trials: Sequence[Trial], sources: Sequence[Path]) -> list[str]:
     errors = sum(1 for t in trials if t.outcome == "error")
     campaigns = campaign_order(trials)
     out = [
-        f'<p class="meta">{len(trials)} trials ({violations} violation, {clean} clean, '
-        f"{errors} error) from {len(campaigns)} campaign"
-        f"{'' if len(campaigns) == 1 else 's'}. Rates in the table and the first chart pool "
+        f'<p class="meta">{counted(len(trials), "trial")} ({counted(violations, "violation")}, '
+        f"{clean} clean, {counted(errors, 'error')}) from {counted(len(campaigns), 'campaign')}. "
+        "Rates in the table and the first chart pool "
         "all campaigns listed; errored trials are excluded from rates.</p>"
     ]
     if campaigns:
@@ -117,7 +122,7 @@ def _config_table(stats: Sequence[ConfigStats]) -> list[str]:
     return out
 
 
-def _failure_section(index: int, group: FailureGroup) -> list[str]:
+def _failure_section(index: int, group: FailureGroup, bundle: str | None) -> list[str]:
     rep = group.representative
     title = f"{group.variant}: {group.invariant}"
     if group.message_first_line:
@@ -139,13 +144,39 @@ def _failure_section(index: int, group: FailureGroup) -> list[str]:
         out += ["<h4>Message</h4>", f"<pre>{_e(rep.violation.message.rstrip())}</pre>"]
     out += ["<h4>Log snippet</h4>", _pre_or_note(rep.log_snippet, "no log snippet recorded")]
     out += ["<h4>Explanation</h4>", _pre_or_note(rep.explanation, "no explanation recorded")]
-    if rep.replay_command:
-        out.append(f"<p>Replay: <code>{_e(rep.replay_command)}</code></p>")
-    else:
-        out.append('<p class="meta">No replay command recorded.</p>')
-    if rep.bundle:
-        out.append(f'<p class="meta">Bundle: <code>{_e(rep.bundle)}</code></p>')
+    out += ["<h4>Reproduce</h4>", *_reproduce(rep, bundle)]
     out.append("</section>")
+    return out
+
+
+def _reproduce(rep: Trial, bundle: str | None) -> list[str]:
+    """The bundle replay first (the very schedule), then the seeded rerun."""
+    out: list[str] = []
+    if bundle is not None:
+        out += [
+            f'<p>Replay the recorded schedule (<a href="{_e(bundle)}">repro bundle</a>), '
+            "from the directory of this page:</p>",
+            f"<pre><code>{_e(f'shmstress replay {bundle}')}</code></pre>",
+            "<p>Shrink it to the fewest steps, preemptions and workers, then replay the "
+            "shrunk bundle to read its explanation:</p>",
+            f"<pre><code>{_e(f'shmstress shrink {bundle} -o small.json')}</code></pre>",
+        ]
+    elif rep.bundle:
+        out.append(
+            f'<p class="meta">Its repro bundle <code>{_e(rep.bundle)}</code> was not found '
+            f"next to <code>{_e(rep.source)}</code>; in the campaign directory that wrote it: "
+            f"<code>{_e(rep.replay_command or '')}</code></p>"
+        )
+    rerun = rep.rerun_command or (None if rep.bundle else rep.replay_command)
+    if rerun:
+        out.append(
+            '<p class="meta">Rerun the configuration with the same seed (a free run finds '
+            "the race again with high probability but not on the same schedule; a controlled "
+            "run repeats its executions): "
+            f"<code>{_e(rerun)}</code></p>"
+        )
+    if not out:
+        out.append('<p class="meta">No replay command recorded.</p>')
     return out
 
 
@@ -178,11 +209,16 @@ def render_index(
     stats: Sequence[ConfigStats],
     failures: Sequence[FailureGroup],
     plots: Sequence[PlotImage],
+    bundles: Mapping[FailureGroup, str] | None = None,
     warnings: Sequence[str] = (),
     sources: Sequence[Path] = (),
     title: str = "shmstress campaign report",
 ) -> str:
-    """The page as a string; image paths are made relative to ``out_dir``."""
+    """The page as a string; image paths are made relative to ``out_dir``.
+
+    ``bundles``: the copied repro bundle of each failure, relative to ``out_dir``.
+    """
+    bundles = bundles or {}
     parts = [
         "<!DOCTYPE html>",
         '<html lang="en">',
@@ -234,7 +270,7 @@ def render_index(
             "the message, most frequent first.</p>"
         )
     for i, group in enumerate(failures, start=1):
-        parts += _failure_section(i, group)
+        parts += _failure_section(i, group, bundles.get(group))
 
     parts += _error_table(trials)
     parts += ["</body>", "</html>", ""]
@@ -248,6 +284,7 @@ def write_index(
     stats: Sequence[ConfigStats],
     failures: Sequence[FailureGroup],
     plots: Sequence[PlotImage],
+    bundles: Mapping[FailureGroup, str] | None = None,
     warnings: Sequence[str] = (),
     sources: Sequence[Path] = (),
 ) -> Path:
@@ -260,6 +297,7 @@ def write_index(
         stats=stats,
         failures=failures,
         plots=plots,
+        bundles=bundles,
         warnings=warnings,
         sources=sources,
     )

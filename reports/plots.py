@@ -9,21 +9,30 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from datetime import datetime, timedelta
 from pathlib import Path
 
 import matplotlib
 
 matplotlib.use("Agg")
 
+import matplotlib.dates as mdates
 import matplotlib.pyplot as plt
 from matplotlib.axes import Axes
 from matplotlib.figure import Figure
 from matplotlib.lines import Line2D
+from matplotlib.ticker import FuncFormatter, LogLocator, NullFormatter
 
-from reports.aggregate import campaign_order, trend_by_variant
+from reports.aggregate import (
+    campaign_order,
+    detection_curves,
+    failing_variants,
+    trend_by_variant,
+)
 from reports.results import ConfigStats, Trial
 
 RATE_LABEL = "failure rate (fraction of trials)"
+CONTROLLED = "controlled"
 _DPI = 110
 _MAX_WIDTH_IN = 60.0
 Colour = tuple[float, float, float, float]
@@ -60,10 +69,10 @@ _CROWDED_X = 24.0
 """Beyond this many configuration slots per row, tick labels are turned vertical."""
 
 
-def _config_tick_label(stat: ConfigStats, show_mode: bool, one_line: bool) -> str:
-    strategy = f"{stat.mode}/{stat.strategy}" if show_mode and stat.mode else stat.strategy
-    separator = " " if one_line else "\n"
-    return f"{strategy}{separator}p={stat.noise:g}"
+def _config_tick_label(stat: ConfigStats, one_line: bool) -> str:
+    """The strategy, then a free run's noise or, as a controlled run has none, its mode."""
+    detail = CONTROLLED if stat.mode == CONTROLLED else f"p={stat.noise:g}"
+    return f"{stat.strategy}{' ' if one_line else chr(10)}{detail}"
 
 
 @dataclass
@@ -78,8 +87,12 @@ class _Row:
 
 def _layout_rows(stats: Sequence[ConfigStats]) -> list[_Row]:
     multi_tracker = len({s.tracker for s in stats}) > 1
-    ordered = sorted(
-        stats, key=lambda s: (s.tracker, s.variant, s.workers, s.strategy, s.noise, s.config_key)
+    ordered = sorted(  # free runs first, then controlled ones
+        stats,
+        key=lambda s: (
+            s.tracker, s.variant, s.workers, s.mode == CONTROLLED, s.strategy, s.noise,
+            s.config_key,
+        ),
     )
     rows: dict[tuple[str, str], _Row] = {}
     for stat in ordered:
@@ -99,7 +112,7 @@ def _layout_rows(stats: Sequence[ConfigStats]) -> list[_Row]:
 
 
 def _draw_row(
-    ax: Axes, row: _Row, colours: Mapping[str, Colour], show_mode: bool, x_max: float
+    ax: Axes, row: _Row, colours: Mapping[str, Colour], x_max: float
 ) -> None:
     for i, (_, xs) in enumerate(row.groups):
         if i % 2 == 1:
@@ -124,7 +137,7 @@ def _draw_row(
     crowded = x_max > _CROWDED_X
     ax.set_xticks(
         row.positions,
-        [_config_tick_label(s, show_mode, one_line=crowded) for s in row.stats],
+        [_config_tick_label(s, one_line=crowded) for s in row.stats],
         fontsize=8,
         rotation=90 if crowded else 0,
     )
@@ -149,7 +162,6 @@ def plot_failure_rates(stats: Sequence[ConfigStats], out_path: Path) -> Path:
     to it is there because "0.5" from 2 trials and from 200 trials mean different things.
     """
     rows = _layout_rows(stats)
-    show_mode = len({s.mode for s in stats}) > 1
     colours = _colour_map([s.strategy for s in stats])
     x_max = max((row.positions[-1] for row in rows), default=0.0)
     width = min(_MAX_WIDTH_IN, max(8.0, 2.8 + 0.75 * (x_max + 1)))
@@ -172,16 +184,18 @@ def plot_failure_rates(stats: Sequence[ConfigStats], out_path: Path) -> Path:
             ax.set_xticks([])
             return _save(fig, out_path)
         for ax, row in zip((a[0] for a in axes), rows, strict=True):
-            _draw_row(ax, row, colours, show_mode, x_max)
-        what = "mode/detection strategy" if show_mode else "detection strategy"
-        axes[-1][0].set_xlabel(f"configuration ({what}, noise probability p)")
+            _draw_row(ax, row, colours, x_max)
+        axes[-1][0].set_xlabel(
+            "configuration: strategy, then the noise probability p of a free run "
+            "(workers in parallel) or controlled (one worker at a time)"
+        )
         handles = [
             Line2D([], [], color=colour, marker="o", linestyle="", label=name)
             for name, colour in colours.items()
         ]
         fig.legend(
             handles=handles,
-            title="detection strategy",
+            title="strategy",
             loc="outside lower center",
             ncols=min(len(handles), 6),
             frameon=False,
@@ -194,72 +208,67 @@ def plot_failure_rates(stats: Sequence[ConfigStats], out_path: Path) -> Path:
 # --------------------------------------------------------------------- time to detection
 
 
-def plot_time_to_detection(trials: Sequence[Trial], out_path: Path) -> Path:
-    """Empirical CDF of time to first violation, one curve per detection strategy.
+_LOG_SPREAD = 20.0
+"""Detection times spread wider than this factor get a log axis, or the fast ones vanish."""
 
-    The denominator is every trial with a verdict, not just the detections, so a curve
-    levels off at that strategy's detection rate: a strategy that finds bugs fast but
-    rarely must not look better than one that always finds them a little later.
+
+def plot_time_to_detection(trials: Sequence[Trial], out_path: Path) -> Path:
+    """Empirical CDF of time to first violation, one curve per strategy (``detection_curves``).
+
+    Each curve levels off at the strategy's detection rate over the variants that failed
+    at least once, which the plot names under its title.
     """
-    decided = [t for t in trials if t.outcome != "error"]
-    strategies = sorted({t.config.strategy for t in decided})
+    curves = detection_curves(trials)
     # Colours come from every trial, as in the failure-rate chart, so they match across charts.
     colours = _colour_map([t.config.strategy for t in trials])
-    times_by_strategy: dict[str, list[float]] = {s: [] for s in strategies}
-    totals: dict[str, int] = dict.fromkeys(strategies, 0)
-    for trial in decided:
-        totals[trial.config.strategy] += 1
-        if trial.outcome == "violation" and trial.time_to_violation_s is not None:
-            times_by_strategy[trial.config.strategy].append(trial.time_to_violation_s)
-
-    all_times = [t for ts in times_by_strategy.values() for t in ts]
+    all_times = [t for curve in curves for t in curve.times]
     positive = [t for t in all_times if t > 0]
+    log_scale = bool(positive) and max(positive) / min(positive) > _LOG_SPREAD
 
-    fig, ax = plt.subplots(figsize=(9.0, 5.2))
+    fig, ax = plt.subplots(figsize=(10.0, 5.4), layout="constrained")
     try:
         ax.set_ylim(-0.02, 1.02)
-        ax.set_ylabel("fraction of trials detected")
-        ax.set_xlabel("time to first violation (seconds from run start)")
-        ax.set_title("Time to detection by strategy (empirical CDF)")
+        ax.set_ylabel("fraction of trials that found a violation")
+        ax.set_xlabel(
+            "seconds from run start (worker start-up included) to the first violation"
+            + (" \u2014 log scale" if log_scale else "")
+        )
+        ax.set_title("Time to detection per strategy (empirical CDF)", loc="left", pad=20)
         ax.grid(color="0.9")
         ax.set_axisbelow(True)
         if not positive:
             _no_data(ax, "no violations with a recorded time")
             return _save(fig, out_path)
-
-        lo, hi = min(positive), max(all_times)
-        log_scale = hi / lo > 10
+        failing = failing_variants(trials)
+        variants = ", ".join(failing[:4]) + (
+            f" and {len(failing) - 4} more" if len(failing) > 4 else ""
+        )
+        ax.text(
+            0.0, 1.015, f"over the trials of the variants that failed at least once: {variants}",
+            transform=ax.transAxes, fontsize=9, color="0.35", va="bottom",
+        )
+        hi = max(all_times)
         if log_scale:
             ax.set_xscale("log")
-            left, right = lo / 1.5, hi * 1.5
+            ax.xaxis.set_major_locator(LogLocator(subs=(1.0, 2.0, 5.0)))
+            ax.xaxis.set_major_formatter(FuncFormatter(lambda x, _: f"{x:g}"))
+            ax.xaxis.set_minor_formatter(NullFormatter())
+            left, right = min(positive) / 1.5, hi * 1.5
         else:
-            pad = max((hi - min(all_times)) * 0.05, hi * 0.02)
-            left, right = max(0.0, min(all_times) - pad), hi + pad
-        for strategy in strategies:
-            n = totals[strategy]
-            times = sorted(max(t, left) for t in times_by_strategy[strategy])
-            ys = [(i + 1) / n for i in range(len(times))]
+            left, right = 0.0, hi * 1.05
+        for curve in curves:
+            times = [max(t, left) for t in curve.times]
+            ys = [(i + 1) / curve.trials for i in range(len(times))]
             ax.step(
                 [left, *times, right],
                 [0.0, *ys, ys[-1] if ys else 0.0],
                 where="post",
-                color=colours[strategy],
+                color=colours[curve.strategy],
                 linewidth=2,
-                label=f"{strategy}: {len(times)} of {n} detected ({len(times) / n:.0%})",
+                label=f"{curve.strategy}: {len(times)} of {curve.trials} ({curve.rate:.0%})",
             )
         ax.set_xlim(left, right)
-        if log_scale:
-            ax.text(
-                0.99,
-                0.01,
-                "log scale",
-                transform=ax.transAxes,
-                ha="right",
-                va="bottom",
-                fontsize=8,
-                color="0.4",
-            )
-        _legend_outside(ax, title="detection strategy")
+        _legend_outside(ax, title="strategy: trials that\nfound a violation")
         return _save(fig, out_path)
     finally:
         plt.close(fig)
@@ -268,57 +277,75 @@ def plot_time_to_detection(trials: Sequence[Trial], out_path: Path) -> Path:
 # --------------------------------------------------------------------- nightly trend
 
 
+_TREND_DODGE = 0.012
+"""Horizontal offset between variants, as a fraction of the axis, so error bars stay apart."""
+
+
+def _day_numbers(moments: Sequence[datetime]) -> list[float]:
+    """Matplotlib's date numbers, which its typed plotting API accepts as plain floats."""
+    return [float(x) for x in mdates.date2num(moments)]  # type: ignore[no-untyped-call]
+
+
 def plot_trend(trials: Sequence[Trial], out_path: Path) -> Path:
-    """Failure rate per variant across campaigns, in the order the campaigns ran."""
-    campaigns = campaign_order(trials)
+    """Failure rate per variant across campaigns, on a time axis of when each campaign started.
+
+    A date axis with automatic ticks keeps sixty nights as readable as two, at a fixed
+    size; variants are offset a little so intervals at the same campaign do not overlap.
+    """
+    campaigns = [info for info in campaign_order(trials) if info.started is not None]
     trend = trend_by_variant(trials, campaigns)
     colours = _colour_map(list(trend))
-    index = {info.campaign: i for i, info in enumerate(campaigns)}
+    started = {info.campaign: info.started for info in campaigns if info.started is not None}
 
-    width = min(_MAX_WIDTH_IN, max(9.0, 2.5 + 1.1 * len(campaigns)))
-    fig, ax = plt.subplots(figsize=(width, 5.2))
+    fig, ax = plt.subplots(figsize=(10.0, 5.2), layout="constrained")
     try:
         ax.set_ylim(-0.03, 1.03)
         ax.set_ylabel(RATE_LABEL)
-        ax.set_xlabel("campaign (in start order)")
-        ax.set_title("Failure rate per variant across campaigns (bands: 95% Wilson intervals)")
-        ax.grid(axis="y", color="0.9")
+        ax.set_xlabel("campaign start (UTC)")
+        ax.set_title(
+            "Failure rate per variant across campaigns (bands and bars: 95% Wilson intervals)",
+            loc="left",
+        )
+        ax.grid(color="0.9")
         ax.set_axisbelow(True)
-        if not trend:
-            _no_data(ax, "no trials with a verdict")
+        if not any(trend.values()):
+            _no_data(ax, "no dated campaigns with a verdict")
             return _save(fig, out_path)
 
-        for variant, points in trend.items():
-            xs = [index[p.campaign] for p in points]
+        first, last = min(started.values()), max(started.values())
+        pad = (last - first) * 0.05 if last > first else timedelta(hours=12)
+        dodge = (last - first + 2 * pad) * _TREND_DODGE
+        for i, (variant, points) in enumerate(trend.items()):
+            offset = dodge * (i - (len(trend) - 1) / 2)
+            xs = _day_numbers([started[p.campaign] + offset for p in points])
+            rates = [p.rate for p in points]
             colour = colours[variant]
-            ax.plot(xs, [p.rate for p in points], "o-", color=colour, linewidth=2, label=variant)
-            ax.fill_between(
-                xs,
-                [p.wilson_low for p in points],
-                [p.wilson_high for p in points],
-                color=colour,
-                alpha=0.15,
-                linewidth=0,
-            )
-            if len(points) == 1:
-                # A band needs two campaigns; show a single campaign's interval as a bar.
+            ax.plot(xs, rates, "o-", color=colour, linewidth=2, label=variant)
+            if len(points) > 1:
+                ax.fill_between(
+                    xs,
+                    [p.wilson_low for p in points],
+                    [p.wilson_high for p in points],
+                    color=colour,
+                    alpha=0.12,
+                    linewidth=0,
+                )
+            else:  # a band needs two campaigns; one campaign's interval is a bar
                 p = points[0]
                 ax.errorbar(
                     xs,
-                    [p.rate],
+                    rates,
                     yerr=[[p.rate - p.wilson_low], [p.wilson_high - p.rate]],
                     fmt="none",
                     ecolor=colour,
                     capsize=4,
                 )
-        ax.set_xlim(-0.5, len(campaigns) - 0.5)
-        ax.set_xticks(
-            range(len(campaigns)),
-            [info.campaign for info in campaigns],
-            rotation=25,
-            ha="right",
-            fontsize=8,
+        locator = mdates.AutoDateLocator()  # type: ignore[no-untyped-call]
+        ax.xaxis.set_major_locator(locator)
+        ax.xaxis.set_major_formatter(
+            mdates.ConciseDateFormatter(locator)  # type: ignore[no-untyped-call]
         )
+        ax.set_xlim(*_day_numbers([first - pad, last + pad]))
         _legend_outside(ax, title="variant")
         return _save(fig, out_path)
     finally:

@@ -4,6 +4,10 @@ Only reads: the harness owns the format, so unknown keys are ignored (newer harn
 may add fields) while the handful of fields the report depends on are type-checked
 with an error naming file and line, because a silently mis-parsed trial would skew a
 failure rate that people use to decide whether a fix worked.
+
+A failing trial's ``bundle`` is a path relative to the directory of its results file
+(absolute paths are kept as they are), and its ``replay_command`` replays it from that
+directory; ``rerun_command`` reruns the configuration with the trial's seed.
 """
 
 from __future__ import annotations
@@ -45,6 +49,7 @@ class TrialConfig:
     nodes: int | None = None
     devices_per_node: int | None = None
     duration: float | None = None
+    executions: int | None = None
     roles: tuple[tuple[str, int], ...] = ()
     """Worker count per role, for trackers whose roles are not binder/informer/gatherer."""
 
@@ -96,6 +101,12 @@ class Trial:
     log_snippet: str | None = None
     explanation: str | None = None
     replay_command: str | None = None
+    rerun_command: str | None = None
+
+    @property
+    def bundle_file(self) -> Path | None:
+        """Where the bundle should be: paths in a results file are relative to its directory."""
+        return self.source.parent / self.bundle if self.bundle else None
 
 
 @dataclass(frozen=True)
@@ -248,6 +259,7 @@ def parse_trial(obj: object, source: Path, line: int) -> Trial:
         nodes=cfg_fields.opt_int("nodes"),
         devices_per_node=cfg_fields.opt_int("devices_per_node"),
         duration=cfg_fields.opt_float("duration"),
+        executions=cfg_fields.opt_int("executions"),
         roles=cfg_fields.int_map("roles"),
     )
 
@@ -282,6 +294,7 @@ def parse_trial(obj: object, source: Path, line: int) -> Trial:
         log_snippet=f.opt_str("log_snippet"),
         explanation=f.opt_str("explanation"),
         replay_command=f.opt_str("replay_command"),
+        rerun_command=f.opt_str("rerun_command"),
     )
 
 

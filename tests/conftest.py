@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import time
 from collections.abc import Iterator
 
@@ -14,7 +15,14 @@ from tests.helpers import segments_left_by_us
 
 @pytest.fixture(autouse=True, scope="session")
 def failure_artifacts_in_tmp(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
-    """Failing `shmstress run`s write bundles and run.log into --out: not into the tree."""
+    """Failing runs write bundles and run.log into $SHMSTRESS_OUT: not into the tree.
+
+    An explicitly set SHMSTRESS_OUT is kept: `tox -e stress` points it at the directory
+    the nightly job uploads, so a failing stress test's bundle reaches the artifact.
+    """
+    if os.environ.get("SHMSTRESS_OUT"):
+        yield
+        return
     with pytest.MonkeyPatch.context() as patch:
         patch.setenv("SHMSTRESS_OUT", str(tmp_path_factory.mktemp("shmstress-out")))
         yield

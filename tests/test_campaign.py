@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import io
 import json
+import shlex
 import signal
 import subprocess
 import sys
@@ -16,15 +17,16 @@ import pytest
 
 from harness import registry
 from harness.campaign import RESULTS_FILE, prepare, resume_spec, run_campaign, save_spec
-from harness.campaign_progress import CampaignProgress
 from harness.cli import main
 from harness.errors import ConfigError
 from harness.grid import GridSpec, complete, derive_seed, expand
+from harness.progress import CampaignProgress, RunProgress
 from harness.results_file import ResultsFile
 from reports import (
     ResultsFormatError,
     build_report,
     group_by_config,
+    group_failures,
     load_results_file,
     parse_trial,
 )
@@ -54,16 +56,26 @@ def test_grid_expands_every_configuration_trial_major_with_stable_seeds() -> Non
         registry.load("dra"),
     )
     trials = expand(spec)
-    assert len(trials) == 2 * 2 * 2 * 3  # variants x default worker sets x noises x trials
+    # variants x default worker sets x (free x 2 noises + pct + random_walk) x trials
+    assert len(trials) == 2 * 2 * 4 * 3
     assert len({t.trial_id for t in trials}) == len(trials)
-    assert len({t.config_key for t in trials}) == 8
-    assert [t.trial for t in trials[:8]] == [0] * 8  # a cut-short campaign saw every config
+    assert len({t.config_key for t in trials}) == 16
+    assert [t.trial for t in trials[:16]] == [0] * 16  # a cut-short campaign saw every config
     assert [t.seed for t in expand(spec)] == [t.seed for t in trials]
     assert len({t.seed for t in trials}) == len(trials)
     first = trials[0]
     assert first.seed == derive_seed(42, first.config_key, 0)
     assert first.config_key == "dra/fixed b1 i1 g1 free/noise p=0.1"
-    assert {t.strategy for t in trials} == {"noise", "no-noise"}
+    kinds = {(t.mode, t.strategy, t.noise) for t in trials}
+    assert kinds == {
+        ("free", "noise", 0.1), ("free", "no-noise", 0.0),
+        ("controlled", "pct", 0.0), ("controlled", "random_walk", 0.0),
+    }
+    controlled = [t for t in trials if t.mode == "controlled"]
+    assert all(t.config_key.endswith(f"controlled/{t.strategy}") for t in controlled)
+    pct = next(t for t in controlled if t.strategy == "pct")
+    assert pct.controlled_options().executions == spec.executions
+    assert pct.controlled_options().strategy.name == "pct"
 
 
 def test_grid_survives_json_round_trip() -> None:
@@ -75,11 +87,14 @@ def test_grid_survives_json_round_trip() -> None:
 
 def test_bad_grid_is_rejected_before_anything_runs() -> None:
     with pytest.raises(ConfigError) as info:
-        prepare(_spec(variants=("nope",), noises=(1.5,), trials=0))
+        prepare(_spec(variants=("nope",), noises=(1.5,), trials=0, strategies=("warp",),
+                      executions=0))
     text = str(info.value)
     assert "no variant nope" in text
     assert "noise must be in [0, 1]" in text
     assert "--trials must be >= 1" in text
+    assert "strategy must be among free, pct, random_walk, exhaustive, got warp" in text
+    assert "--executions must be >= 1" in text
 
 
 @pytest.mark.parametrize(
@@ -88,7 +103,8 @@ def test_bad_grid_is_rejected_before_anything_runs() -> None:
         (["--variant", "nope"], "no variant nope"),
         (["--binders", "0"], "binder count must be >= 1"),
         (["--devices-per-node", "0"], "--devices-per-node must be >= 1"),
-        (["--mode", "warp"], "mode must be among free"),
+        (["--strategy", "free,warp"], "strategy must be among free, pct"),
+        (["--executions", "0"], "--executions must be >= 1"),
     ],
 )
 def test_campaign_config_errors_are_one_line_exit_2(
@@ -111,22 +127,24 @@ def test_resume_refuses_a_new_grid(tmp_path: Path, capsys: pytest.CaptureFixture
 # ----------------------------------------------------------------------------- running
 
 
-def test_campaign_writes_one_record_per_trial(tmp_path: Path) -> None:
+def test_campaign_writes_one_record_per_trial_with_a_bundle_per_failure(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     spec = _spec(
         variants=("gather-unchecked", "events-unordered"), workers=ONE_WORKER_SET,
-        noises=(0.1,), trials=2, duration=RACY_BUDGET_S,
+        noises=(0.1,), strategies=("free", "random_walk"), trials=2, duration=RACY_BUDGET_S,
     )
     summary = run_campaign(spec, tmp_path, progress_enabled=False)
-    assert (summary.total, summary.ran, summary.interrupted) == (4, 4, False)
+    assert (summary.total, summary.ran, summary.bundles, summary.interrupted) == (8, 8, 8, False)
     records = _lines(tmp_path / RESULTS_FILE)
-    assert len(records) == 4
+    assert len(records) == 8
     expected = {t.trial_id: t for t in expand(summary.spec)}
     for number, record in enumerate(records, start=1):
         trial = parse_trial(record, tmp_path / RESULTS_FILE, number)  # the report's own parser
         spec_of = expected.pop((trial.config_key, trial.trial or 0))
         assert trial.campaign == spec.campaign
         assert trial.seed == spec_of.seed
-        assert trial.config.duration == RACY_BUDGET_S
+        assert (trial.config.mode, trial.config.strategy) == (spec_of.mode, spec_of.strategy)
         assert trial.outcome == "violation", "a racy variant must be caught in every trial"
         assert trial.violation is not None and trial.violation.invariant
         assert trial.time_to_violation_s is not None and trial.elapsed_s is not None
@@ -135,28 +153,50 @@ def test_campaign_writes_one_record_per_trial(tmp_path: Path) -> None:
         assert 0 < trial.points_to_violation <= trial.points
         assert trial.explanation is not None and "\n=> " in trial.explanation
         assert trial.log_snippet
-        assert trial.replay_command is not None
-        assert f"--seed {spec_of.seed}" in trial.replay_command
-        assert f"--variant {spec_of.variant}" in trial.replay_command
+        assert trial.bundle is not None and trial.bundle_file is not None
+        assert trial.bundle_file.is_file() and not Path(trial.bundle).is_absolute()
+        assert trial.replay_command == f"shmstress replay {trial.bundle}"
+        assert trial.rerun_command is not None
+        assert f"--seed {spec_of.seed}" in trial.rerun_command
+        assert f"--variant {spec_of.variant}" in trial.rerun_command
+        if spec_of.mode == "controlled":
+            assert trial.config.duration is not None and trial.config.executions == 200
+            assert "--mode controlled --strategy random_walk" in trial.rerun_command
     assert not expected
+    # The recorded command replays, from the campaign directory, in either mode.
+    monkeypatch.chdir(tmp_path)
+    for mode in ("free", "controlled"):
+        record = next(r for r in records if r["config"]["mode"] == mode)  # type: ignore[index]
+        assert main(shlex.split(str(record["replay_command"]))[1:]) == 1
 
 
 def test_report_tells_racy_from_fixed_on_a_real_campaign(tmp_path: Path) -> None:
     spec = _spec(
         variants=("gather-unchecked", "fixed"), workers=({"binder": 2},), noises=(0.1,),
-        trials=3, duration=0.5,
+        strategies=("free", "pct"), trials=3, duration=0.5,
     )
     results = run_campaign(spec, tmp_path / "c", progress_enabled=False).results
     summary = build_report([results], tmp_path / "report")
-    stats = {s.variant: s for s in group_by_config(load_results_file(results).trials)}
-    assert stats["gather-unchecked"].rate > 0
-    assert stats["fixed"].trials == 3
-    assert stats["fixed"].failures == 0 and stats["fixed"].rate == 0.0
+    stats = group_by_config(load_results_file(results).trials)
+    racy = [s for s in stats if s.variant == "gather-unchecked"]
+    fixed = [s for s in stats if s.variant == "fixed"]
+    assert len(racy) == len(fixed) == 2  # free/noise and controlled/pct
+    assert all(s.rate > 0 for s in racy)
+    assert all((s.trials, s.failures, s.rate) == (3, 0, 0.0) for s in fixed)
     page = summary.index_html.read_text(encoding="utf-8")
     assert "dra/gather-unchecked b2 i1 g1 free/noise p=0.1" in page
+    assert "dra/gather-unchecked b2 i1 g1 controlled/pct" in page
     assert "gather-unchecked: " in page  # a distinct-failure section for the racy variant
     assert "fixed: " not in page
-    assert "shmstress run --tracker dra --variant gather-unchecked" in page
+    # The failure's bundle is copied next to the page, which replays it from there.
+    (failure,) = group_failures(load_results_file(results).trials)
+    rep = failure.representative
+    assert rep.bundle is not None and rep.bundle_file is not None
+    copy = summary.index_html.parent / rep.bundle
+    assert copy.read_bytes() == rep.bundle_file.read_bytes()
+    assert f"shmstress replay {rep.bundle}</code>" in page
+    assert f"shmstress shrink {rep.bundle} -o small.json" in page
+    assert "shmstress run --tracker dra --variant gather-unchecked" in page  # the seeded rerun
     for png in summary.plots:
         assert png.read_bytes()[:8] == PNG_MAGIC
 
@@ -165,8 +205,8 @@ def test_sigterm_keeps_finished_trials_and_resume_completes(tmp_path: Path) -> N
     out = tmp_path / "campaign"
     args = [
         *SHMSTRESS, "campaign", "--out", str(out), "--variant", "fixed", "--binders", "1",
-        "--noise", "0.1", "--trials", "6", "--duration", "0.5", "--seed", "3",
-        "--heartbeat", "0.2",
+        "--noise", "0.1", "--strategy", "free", "--trials", "6", "--duration", "0.5",
+        "--seed", "3", "--heartbeat", "0.2",
     ]
     results = out / RESULTS_FILE
     proc = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
@@ -209,8 +249,8 @@ def test_sigterm_keeps_finished_trials_and_resume_completes(tmp_path: Path) -> N
 
 def test_resume_drops_a_partial_last_line_and_finishes(tmp_path: Path) -> None:
     spec = prepare(
-        _spec(variants=("gather-unchecked",), workers=ONE_WORKER_SET, noises=(0.1,), trials=2,
-              duration=RACY_BUDGET_S)
+        _spec(variants=("gather-unchecked",), workers=ONE_WORKER_SET, noises=(0.1,),
+              strategies=("free",), trials=2, duration=RACY_BUDGET_S)
     )
     run_campaign(replace(spec, trials=1), tmp_path, progress_enabled=False)
     results = tmp_path / RESULTS_FILE
@@ -233,7 +273,7 @@ def test_expect_clean_variant_that_fails_exits_1(
     code = main([
         "campaign", "--out", str(tmp_path), "--quiet", "--variant", "gather-unchecked",
         "--expect-clean", "gather-unchecked", "--binders", "2", "--noise", "0.1",
-        "--trials", "1", "--duration", str(RACY_BUDGET_S),
+        "--strategy", "free", "--trials", "1", "--duration", str(RACY_BUDGET_S),
     ])
     assert code == 1
     assert "expected to be clean: dra/gather-unchecked b2 i1 g1" in capsys.readouterr().err
@@ -241,17 +281,22 @@ def test_expect_clean_variant_that_fails_exits_1(
 
 def test_heartbeat_is_plain_lines_when_not_a_terminal() -> None:
     stream = io.StringIO()
-    with CampaignProgress(3, enabled=True, heartbeat_s=0.0, stream=stream) as progress:
-        progress.start_trial("dra/fixed b1 i1 g1 free/noise p=0.1 #0")
+    earlier = {"violation": 2, "clean": 1, "error": 0}  # a resumed campaign's recorded trials
+    with CampaignProgress(5, 3, earlier, heartbeat_s=0.0, stream=stream) as progress:
+        progress.start_trial("dra/fixed b1 i1 g1 free/noise p=0.1 #1")
         progress.trial_done("violation")
         progress.tick(1.0, 100)
     text = stream.getvalue()
     assert "\r" not in text
     lines = text.splitlines()
     assert len(lines) == 3
-    assert lines[-1].startswith("shmstress campaign: 1/3 trials done (violations: 1, errors: 0)")
+    assert lines[0].startswith("shmstress campaign: 3/5 trials done (violations: 2, errors: 0)")
+    assert lines[0].endswith("; running dra/fixed b1 i1 g1 free/noise p=0.1 #1")
+    # Counts cover the whole campaign; a finished trial is no longer "running".
+    assert lines[-1].startswith("shmstress campaign: 4/5 trials done (violations: 3, errors: 0)")
+    assert "running" not in lines[-1]
     quiet = io.StringIO()
-    with CampaignProgress(3, enabled=True, heartbeat_s=3600.0, stream=quiet) as progress:
+    with CampaignProgress(3, heartbeat_s=3600.0, stream=quiet) as progress:
         progress.trial_done("clean")
     assert quiet.getvalue() == ""
 
@@ -273,7 +318,7 @@ def test_report_command_renders_the_fixture(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     assert main(["report", str(FIXTURE), "-o", str(tmp_path / "out")]) == 0
-    assert "200 trials" in capsys.readouterr().out
+    assert f"{len(_lines(FIXTURE))} trials, " in capsys.readouterr().out
     for name in ("failure_rate.png", "time_to_detection.png", "trend.png"):
         assert (tmp_path / "out" / name).read_bytes()[:8] == PNG_MAGIC
     page = (tmp_path / "out" / "index.html").read_text(encoding="utf-8")
@@ -305,8 +350,9 @@ def test_campaign_help_documents_every_option(capsys: pytest.CaptureFixture[str]
     with pytest.raises(SystemExit):
         main(["campaign", "--help"])
     text = capsys.readouterr().out
-    for option in ("--out", "--resume", "--variant", "--binders", "--noise", "--trials",
-                   "--duration", "--expect-clean", "--tx", "--heartbeat"):
+    for option in ("--out", "--resume", "--variant", "--binders", "--noise", "--strategy",
+                   "--trials", "--duration", "--executions", "--expect-clean", "--tx",
+                   "--heartbeat"):
         assert option in text
 
 
@@ -321,3 +367,13 @@ def test_report_counts_workers_of_any_tracker_from_roles(tmp_path: Path) -> None
     record["config"]["roles"] = {"kubelet": "one"}  # type: ignore[index]
     with pytest.raises(ResultsFormatError, match=r"roles\.kubelet"):
         parse_trial(record, tmp_path / "r.jsonl", 1)
+
+
+def test_run_progress_keeps_its_heartbeat(capsys: pytest.CaptureFixture[str]) -> None:
+    # `shmstress run` shares the heartbeat with campaigns; its own line is unchanged.
+    with RunProgress(5.0, heartbeat_s=0.0) as progress:
+        progress.update(1.2, 12345)
+    assert capsys.readouterr().err == "shmstress: 1 s, 12,345 points\n"
+    with RunProgress(5.0, enabled=False, heartbeat_s=0.0) as progress:
+        progress.update(1.2, 12345)
+    assert capsys.readouterr().err == ""

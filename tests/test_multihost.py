@@ -14,6 +14,7 @@ from pathlib import Path
 
 import pytest
 
+from harness import distributed
 from harness.campaign import RESULTS_FILE, resume_spec
 from harness.cli import main
 from harness.grid import expand
@@ -71,33 +72,57 @@ def two_hosts(tmp_path: Path) -> Iterator[list[str]]:
 def test_campaign_over_two_socket_gateways_merges_into_one_report(
     tmp_path: Path, two_hosts: list[str]
 ) -> None:
-    out = tmp_path / "campaign"
     done = subprocess.run(
         [
-            *SHMSTRESS, "campaign", "--out", str(out), "--variant", "gather-unchecked,fixed",
-            "--binders", "2", "--noise", "0.1", "--trials", "3", "--duration", "0.5",
-            "--seed", "5", *(f"--tx={spec}" for spec in two_hosts),
+            *SHMSTRESS, "campaign", "--out", "night", "--variant", "gather-unchecked,fixed",
+            "--binders", "2", "--noise", "0.1", "--strategy", "free,random_walk",
+            "--trials", "2", "--duration", "0.5", "--seed", "5",
+            *(f"--tx={spec}" for spec in two_hosts),
         ],
-        capture_output=True, text=True, timeout=180, check=False,
+        capture_output=True, text=True, timeout=180, check=False, cwd=tmp_path,
     )
     assert done.returncode == 0, done.stdout + done.stderr
-    assert "6 trials over 2 gateway(s)" in done.stdout
+    assert "8/8 trials over 2 gateways" in done.stdout
 
+    out = tmp_path / "night"  # --out was relative to the caller's directory
     spec = resume_spec(out)
     records = [json.loads(line) for line in (out / RESULTS_FILE).read_text().splitlines()]
-    assert len(records) == 6
     assert {r["campaign"] for r in records} == {spec.campaign}
-    assert {r["runner"] for r in records} == {"gw0", "gw1"}  # both hosts ran trials
+    assert {r["runner"] for r in records} <= {"gw0", "gw1"}  # xdist chose the host
     expected = {t.trial_id: t.seed for t in expand(spec)}
+    assert len(records) == len(expected) == 8
     assert {(r["config_key"], r["trial"]): r["seed"] for r in records} == expected
 
-    stats = {s.variant: s for s in group_by_config(load_results_file(out / RESULTS_FILE).trials)}
-    assert stats["gather-unchecked"].rate > 0
-    assert (stats["fixed"].trials, stats["fixed"].failures) == (3, 0)
+    stats = group_by_config(load_results_file(out / RESULTS_FILE).trials)
+    assert all(s.rate > 0 for s in stats if s.variant == "gather-unchecked")
+    assert all((s.trials, s.failures) == (2, 0) for s in stats if s.variant == "fixed")
+    # Bundles travel from the hosts to the controller, which writes them next to the
+    # results; they stay out of the JUnit XML.
+    failures = [r for r in records if r["outcome"] == "violation"]
+    assert failures
+    assert all((out / str(r["bundle"])).is_file() for r in failures)
+    junit = (out / "junit-campaign.xml").read_text(encoding="utf-8")
+    assert "shmstress_trial" in junit and "shmstress_bundle" not in junit
     page = (out / "index.html").read_text(encoding="utf-8")
     assert "dra/gather-unchecked b2 i1 g1 free/noise p=0.1" in page
+    assert "dra/gather-unchecked b2 i1 g1 controlled/random_walk" in page
+    assert "shmstress replay bundles/" in page
     assert (out / "failure_rate.png").read_bytes()[:8] == PNG_MAGIC
-    assert (out / "junit-campaign.xml").is_file()
+
+
+def test_distributed_campaign_that_recorded_no_trial_is_an_error(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    def lost_every_result(spec: object, out_dir: Path, gateways: object) -> int:
+        return 0  # pytest passed, yet nothing reached results.jsonl
+
+    monkeypatch.setattr(distributed, "run_distributed", lost_every_result)
+    code = main([
+        "campaign", "--out", str(tmp_path), "--variant", "fixed", "--binders", "1",
+        "--noise", "0", "--strategy", "free", "--trials", "2", "--tx", "popen",
+    ])
+    assert code == 4
+    assert "only 0 of the campaign's 2 trials reached" in capsys.readouterr().err
 
 
 def test_distributed_campaign_cannot_resume(
@@ -105,7 +130,7 @@ def test_distributed_campaign_cannot_resume(
 ) -> None:
     assert main([
         "campaign", "--out", str(tmp_path), "--variant", "fixed", "--quiet", "--trials", "1",
-        "--duration", "0.1", "--binders", "1", "--noise", "0",
+        "--duration", "0.1", "--binders", "1", "--noise", "0", "--strategy", "free",
     ]) == 0
     assert main(["campaign", "--out", str(tmp_path), "--resume", "--tx", "popen"]) == 2
     assert "--resume is for local campaigns" in capsys.readouterr().err

@@ -55,6 +55,10 @@ def test_marker_fixture_seed_report_and_failure_message(pytester: pytest.Pyteste
     assert "- gather-complete" in racy or "- no-double-allocation" in racy
     explanation = racy[racy.index("explanation:"):]
     assert "\n=> " in explanation  # the story: initial state, steps per worker, what broke
+    # The bundle first (the very schedule), then the seeded rerun and the test.
+    replay = racy[racy.index("replay the failing schedule: shmstress replay "):].split("\n")[0]
+    shown = Path(replay.rsplit(" ", 1)[1])
+    assert shown.parts[:2] == ("stress-report", "bundles")  # relative to pytest's directory
     assert "shmstress run --tracker dra --variant gather-unchecked" in racy
     assert "--seed 7" in racy
     assert "rerun this test: pytest test_user.py::test_racy_claimed_clean --stress-seed 7" in racy
@@ -71,12 +75,49 @@ def test_marker_fixture_seed_report_and_failure_message(pytester: pytest.Pyteste
             "test_fixed_claimed_racy",
         )
     }
-    outcomes = {str(r["test"]).split("::")[1]: r["outcome"] for r in records}
-    assert outcomes["test_racy_is_caught"] == "violation"
-    assert outcomes["test_fixed_runs_clean"] == "clean"
+    by_test = {str(r["test"]).split("::")[1]: r for r in records}
+    assert by_test["test_racy_is_caught"]["outcome"] == "violation"
+    assert by_test["test_fixed_runs_clean"]["outcome"] == "clean"
+    # Every violation's bundle sits next to results.jsonl, named relative to it.
+    for name in ("test_racy_is_caught", "test_racy_claimed_clean"):
+        bundle = str(by_test[name]["bundle"])
+        assert (report / bundle).is_file()
+        assert by_test[name]["replay_command"] == f"shmstress replay {bundle}"
+    assert pytester.path / shown == report / str(by_test["test_racy_claimed_clean"]["bundle"])
     page = (report / "index.html").read_text(encoding="utf-8")
     assert "dra/gather-unchecked b2 i1 g1 free/noise p=0.1" in page
+    assert "shmstress replay bundles/" in page
     assert f"report: {report / 'index.html'}" in out
+
+
+def test_without_a_report_a_failure_writes_its_bundle_into_shmstress_out(
+    pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    out_dir = pytester.path / "bundles-here"
+    monkeypatch.setenv("SHMSTRESS_OUT", str(out_dir))
+    pytester.makepyfile(
+        test_racy=f"""
+        import pytest
+
+        @pytest.mark.stress
+        def test_racy_claimed_clean(shmstress_run):
+            shmstress_run("gather-unchecked", duration={RACY_BUDGET_S})
+
+        @pytest.mark.stress
+        def test_racy_is_caught(shmstress_run):
+            shmstress_run("gather-unchecked", expect="violation", duration={RACY_BUDGET_S})
+        """
+    )
+    result = pytester.runpytest_subprocess("-p", "no:cacheprovider")
+    result.assert_outcomes(passed=1, failed=1)
+    line = next(
+        text for text in result.stdout.lines
+        if text.startswith("replay the failing schedule: shmstress replay ")
+    )
+    bundle = pytester.path / line.rsplit(" ", 1)[1]
+    assert bundle.parent == out_dir
+    assert "test_racy.py-test_racy_claimed_clean" in bundle.name
+    assert [p.name for p in out_dir.iterdir()] == [bundle.name]  # a passing test keeps none
 
 
 def test_duration_option_overrides_and_marker_needs_no_config(pytester: pytest.Pytester) -> None:
@@ -173,13 +214,18 @@ def test_under_xdist_stress_runs_take_turns_and_records_merge(
 
     entries = _records(log)
     assert len(entries) == 5
-    assert {e["worker"] for e in entries} == {"gw0", "gw1"}  # both workers ran stress tests
+    assert {e["worker"] for e in entries} <= {"gw0", "gw1"}  # xdist chose who ran what
     assert _overlaps(entries) == []  # ... but never two at once on these cores
 
+    # Every run's record reached the controller, which alone wrote them and the bundle.
     records = _records(report / "results.jsonl")
-    assert len(records) == 5
-    assert {r["runner"] for r in records} == {"gw0", "gw1"}
+    assert sorted(str(r["test"]) for r in records) == sorted(
+        [f"test_x.py::test_fixed[{n}]" for n in range(4)] + ["test_x.py::test_racy_claimed_clean"]
+    )
+    assert {r["runner"] for r in records} <= {"gw0", "gw1"}
     assert len({r["campaign"] for r in records}) == 1  # the controller's campaign ID
+    (racy,) = [r for r in records if r["outcome"] == "violation"]
+    assert (report / str(racy["bundle"])).is_file()
     assert (report / "index.html").is_file()
 
 

@@ -6,6 +6,7 @@ import copy
 import json
 import math
 from collections.abc import Iterator
+from datetime import UTC, datetime, timedelta
 from html.parser import HTMLParser
 from pathlib import Path
 from typing import Any
@@ -15,9 +16,11 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from harness.grid import new_campaign_id
 from reports import (
     ResultsFormatError,
     build_report,
+    detection_curves,
     group_by_config,
     group_failures,
     load_results,
@@ -67,6 +70,7 @@ def _trial(**overrides: Any) -> dict[str, Any]:
         "log_snippet": None,
         "explanation": None,
         "replay_command": None,
+        "rerun_command": None,
     }
     record.update(overrides)
     return record
@@ -86,6 +90,7 @@ def _violation(
         "log_snippet": "line 1\nline 2",
         "explanation": "why\nbecause",
         "replay_command": f"shmstress replay {bundle}",
+        "rerun_command": "shmstress run --tracker dra --variant gather-unchecked --seed 123",
     }
     return _trial(**{**fields, **overrides})
 
@@ -296,9 +301,14 @@ def test_parse_good_file_tolerates_unknown_keys(tmp_path: Path) -> None:
 def test_parse_fixture() -> None:
     loaded = load_results([FIXTURE])
     records = _fixture_records()
-    assert len(loaded.trials) == len(records) == 200
+    assert len(loaded.trials) == len(records)
     assert loaded.skipped_lines == 0
     assert {t.campaign for t in loaded.trials} == {r["campaign"] for r in records}
+    # The fixture is a real campaign's output (regenerate.py): both modes, every strategy.
+    assert {(t.config.mode, t.config.strategy) for t in loaded.trials} == {
+        ("free", "noise"), ("free", "no-noise"), ("controlled", "pct"),
+        ("controlled", "random_walk"),
+    }
 
 
 def test_malformed_middle_line_names_file_and_line(tmp_path: Path) -> None:
@@ -435,7 +445,7 @@ def test_trend_orders_campaigns_by_start_time(tmp_path: Path) -> None:
 
 def test_build_report_writes_pngs_and_html(fixture_report: tuple[Any, Path]) -> None:
     summary, out = fixture_report
-    assert summary.n_trials == 200
+    assert summary.n_trials == len(_fixture_records())
     assert summary.n_configs == len({r["config_key"] for r in _fixture_records()})
     assert summary.n_skipped_lines == 0
     assert len(summary.plots) == 3
@@ -482,36 +492,38 @@ def test_index_html_names_failures_and_replays(fixture_report: tuple[Any, Path])
 
     # Distinct failures computed independently from the raw lines.
     replays: dict[tuple[str, str, str], set[str]] = {}
+    reruns: dict[tuple[str, str, str], set[str]] = {}
     for r in records:
         if r["outcome"] == "violation":
             first = r["violation"]["message"].splitlines()[0]
             key = (r["variant"], r["violation"]["invariant"], first)
             replays.setdefault(key, set()).add(r["replay_command"])
-    assert len(replays) >= 3
+            reruns.setdefault(key, set()).add(r["rerun_command"])
+    assert len(replays) >= 2
     assert page.sections == len(replays)
     codes = set(page.codes)
     for key, commands in replays.items():
+        # The fixture keeps no bundles: the page names the recorded replay and the rerun.
+        assert all(c.startswith("shmstress replay bundles/") for c in commands)
         assert commands & codes, f"no replay command shown for {key}"
+        assert reruns[key] & codes, f"no seeded rerun shown for {key}"
         for part in key:
             assert part in page_text
-
-    # Log snippets are shown verbatim inside <pre>, with markup escaped in the source.
-    assert any("<ok>" in pre for pre in page.pres)
-    assert "&lt;ok&gt;" in page_text
-    assert "<ok>" not in page_text
+    assert "was not found" in page_text
 
 
 def test_clean_only_variant_shows_rate_zero(fixture_report: tuple[Any, Path]) -> None:
     summary, _ = fixture_report
     page = _parse_page(summary.index_html)
-    correct_rows = [row for row in page.config_rows[1:] if row[0].startswith("dra/correct ")]
-    assert len(correct_rows) == 6
+    correct_rows = [row for row in page.config_rows[1:] if row[0].startswith("dra/fixed ")]
+    fixed_keys = {r["config_key"] for r in _fixture_records() if r["variant"] == "fixed"}
+    assert len(correct_rows) == len(fixed_keys) > 1
     for row in correct_rows:
         trials, failures = int(row[1]), int(row[2])
         assert trials > 0
         assert failures == 0
         assert row[4].startswith("0.000 [0.000, ")
-    stats = [s for s in group_by_config(load_results([FIXTURE]).trials) if s.variant == "correct"]
+    stats = [s for s in group_by_config(load_results([FIXTURE]).trials) if s.variant == "fixed"]
     assert stats
     assert all(s.rate == 0.0 and s.wilson_low == 0.0 for s in stats)
 
@@ -526,9 +538,9 @@ def test_build_report_over_one_file_per_campaign(tmp_path: Path) -> None:
         for i, recs in enumerate(reversed(list(by_campaign.values())))
     ]
     summary = build_report(paths, tmp_path / "out")
-    assert summary.n_trials == 200
+    assert summary.n_trials == len(_fixture_records())
     trend = trend_by_variant(load_results(paths).trials)
-    assert [p.campaign for p in trend["correct"]] == sorted(by_campaign)
+    assert [p.campaign for p in trend["fixed"]] == sorted(by_campaign)
 
 
 def test_html_escapes_hostile_text(tmp_path: Path) -> None:
@@ -562,3 +574,90 @@ def test_build_report_without_violations_or_trials(tmp_path: Path) -> None:
 def test_build_report_needs_input(tmp_path: Path) -> None:
     with pytest.raises(ValueError):
         build_report([], tmp_path)
+
+
+# ----------------------------------------------------------------------------- detection, trend
+
+
+def test_detection_curves_leave_out_variants_that_never_failed(tmp_path: Path) -> None:
+    fast = {"config": {**_trial()["config"], "strategy": "pct", "mode": "controlled"}}
+    records = [
+        _violation("a", time_to_violation_s=0.2),
+        _violation("a", time_to_violation_s=0.1),
+        _trial(),  # the racy variant ran clean once: it counts against the strategy
+        _trial(variant="fixed"),  # a correct variant gives no strategy anything to find
+        _trial(variant="fixed"),
+        _violation("a", time_to_violation_s=0.05, **fast),
+        _trial(outcome="error", exit_reason="worker-crashed", **fast),  # no verdict
+    ]
+    trials = load_results_file(_write_jsonl(tmp_path / "r.jsonl", records)).trials
+    curves = {c.strategy: c for c in detection_curves(trials)}
+    assert set(curves) == {"noise", "pct"}
+    assert (curves["noise"].times, curves["noise"].trials) == ((0.1, 0.2), 3)
+    assert curves["noise"].rate == pytest.approx(2 / 3)
+    assert (curves["pct"].times, curves["pct"].trials, curves["pct"].rate) == ((0.05,), 1, 1.0)
+
+
+def _png_size(path: Path) -> tuple[int, int]:
+    data = path.read_bytes()
+    assert data[:8] == PNG_MAGIC and data[12:16] == b"IHDR"
+    return int.from_bytes(data[16:20], "big"), int.from_bytes(data[20:24], "big")
+
+
+def test_trend_keeps_its_size_however_many_nights(tmp_path: Path) -> None:
+    def nights(count: int) -> list[dict[str, Any]]:
+        records = []
+        for night in range(count):
+            start = datetime(2026, 9, 1, 3, 17, tzinfo=UTC) + timedelta(days=night)
+            campaign = new_campaign_id(start)
+            started_at = start.isoformat()
+            records += [
+                _violation("x", campaign=campaign, started_at=started_at),
+                _trial(campaign=campaign, started_at=started_at, variant="fixed"),
+            ]
+        return records
+
+    sizes = []
+    for count in (1, 60):
+        path = _write_jsonl(tmp_path / f"{count}.jsonl", nights(count))
+        sizes.append(_png_size(build_report([path], tmp_path / f"out{count}").plots[2]))
+    (w1, h1), (w60, h60) = sizes
+    assert abs(w60 - w1) <= 0.05 * w1 and abs(h60 - h1) <= 0.05 * h1
+
+
+# ----------------------------------------------------------------------------- bundles
+
+
+def test_report_copies_each_failures_bundle_and_replays_it_from_the_page(
+    tmp_path: Path,
+) -> None:
+    campaign_dir = tmp_path / "night"
+    bundle = "bundles/2026-11-22T080000Z-ab12/dra-gather-unchecked-free-seed7.json"
+    (campaign_dir / bundle).parent.mkdir(parents=True)
+    (campaign_dir / bundle).write_text('{"format": "shmstress-repro-bundle"}\n')
+    records = [
+        _violation("x\ndetail", bundle="bundles/gone.json", points_to_violation=10),
+        _violation("x\nother", bundle=bundle, points_to_violation=900),
+    ]
+    results = _write_jsonl(campaign_dir / "results.jsonl", records)
+    summary = build_report([results], tmp_path / "report")
+    copy = tmp_path / "report" / bundle
+    assert copy.read_text() == (campaign_dir / bundle).read_text()
+    page_text = summary.index_html.read_text(encoding="utf-8")
+    page = _parse_page(summary.index_html)
+    # The quickest reproduction whose bundle is at hand, replayed relative to the page.
+    assert f"shmstress replay {bundle}" in page.codes
+    assert f"shmstress shrink {bundle} -o small.json" in page.codes
+    assert records[1]["rerun_command"] in page.codes
+    assert f'href="{bundle}"' in page_text
+    assert "gone.json" not in page_text
+
+
+def test_report_command_counts_in_words(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from reports.__main__ import main
+
+    path = _write_jsonl(tmp_path / "r.jsonl", [_violation("x")])
+    assert main([str(path), "-o", str(tmp_path / "out")]) == 0
+    assert "1 trial, 1 configuration, 1 distinct failure -> " in capsys.readouterr().out

@@ -1,0 +1,73 @@
+"""One campaign trial, free or controlled: its result, its repro bundle, its rerun command.
+
+Both modes end in a RunResult, so records, reports and failure messages treat
+them alike; what differs is how a trial runs, which bundle a failure yields and
+the command that explores the same configuration again.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from harness.bundle import Bundle, from_free_run
+from harness.commands import run_command
+from harness.config import RunConfig
+from harness.controlled.cli import bundle_of_controlled
+from harness.controlled.result import ControlledResult
+from harness.controlled.runner import run_controlled
+from harness.controlled.summary import controlled_command, render_controlled
+from harness.grid import CONTROLLED, TrialSpec
+from harness.result import RunResult
+from harness.runner import ProgressFn, run
+from harness.summary import render_summary
+from harness.trial_record import trial_record
+
+
+@dataclass(frozen=True)
+class TrialRun:
+    result: RunResult
+    bundle: Bundle | None  # None when the trial did not fail
+    rerun_command: str  # same configuration and seed; a free run will not take the same schedule
+    controlled: ControlledResult | None = None
+
+    def summary(self) -> str:
+        """The text ``shmstress run`` prints for this run."""
+        if self.controlled is not None:
+            return render_controlled(self.controlled)
+        return render_summary(self.result)
+
+
+def run_trial(trial: TrialSpec, progress: ProgressFn | None = None) -> TrialRun:
+    """Run one trial; ``progress`` ticks during a free run (controlled runs are short)."""
+    if trial.mode == CONTROLLED:
+        controlled = run_controlled(trial.run_config(), trial.controlled_options())
+        return TrialRun(
+            controlled.run,
+            bundle_of_controlled(controlled),
+            controlled_command(controlled),
+            controlled,
+        )
+    return run_free(trial.run_config(), progress)
+
+
+def run_free(config: RunConfig, progress: ProgressFn | None = None) -> TrialRun:
+    result = run(config, progress=progress)
+    return TrialRun(result, from_free_run(result), run_command(result.config))
+
+
+def campaign_record(
+    trial: TrialSpec, ran: TrialRun, started_at: str, bundle: str | None
+) -> dict[str, object]:
+    """The results.jsonl line of a campaign trial; ``bundle`` relative to that file's directory."""
+    return trial_record(
+        ran.result,
+        campaign=trial.campaign,
+        trial=trial.trial,
+        started_at=started_at,
+        key=trial.config_key,
+        mode=trial.mode,
+        strategy=trial.strategy,
+        executions=trial.executions if trial.mode == CONTROLLED else None,
+        bundle=bundle,
+        rerun_command=ran.rerun_command,
+    )
