@@ -9,6 +9,7 @@ lock. Run it with::
 
     shmstress run --tracker examples/counter_tracker.py:TicketTracker
     shmstress run --tracker examples/counter_tracker.py:TicketTracker --variant locked
+    shmstress run --tracker examples/counter_tracker.py:TicketTracker --mode controlled
     shmstress check --tracker examples/counter_tracker.py:TicketTracker
 
 examples/README.md walks through every part of this file.
@@ -16,85 +17,84 @@ examples/README.md walks through every part of this file.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
-from typing import ClassVar
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any, ClassVar
 
-from harness import (
-    Arena,
-    FoundViolation,
-    InstrumentedLock,
+from harness import Arena, FoundViolation, InstrumentedLock, Parameter, Phase, SharedArray
+from harness.log_words import Effect, LogWords, Scope, Subject
+from harness.tracker_api import (
+    NONE,
+    BaseTracker,
     Invariant,
-    Parameter,
-    Phase,
     Role,
-    Runtime,
-    SharedArray,
+    TrackerRuntime,
     WorkerInfo,
+    describe_worker,
 )
-
-NOBODY = -1
 
 
 # -- 1. shared state: named int64 arrays, and instrumented locks --------------------------------
 class Dispenser:
     """The counter clerks take tickets from."""
 
-    def __init__(self, runtime: Runtime, arena: Arena, locked: bool) -> None:
+    def __init__(self, runtime: TrackerRuntime, arena: Arena, locked: bool) -> None:
         self.runtime = runtime
         self.next_ticket: SharedArray = arena.array("tickets.next", 1)
         self.lock: InstrumentedLock | None = runtime.lock("dispenser") if locked else None
 
     # -- 2. operations: every shared access is inside a lock or right after a point --------
-    def take(self) -> int:
+    def take(self) -> tuple[int, int]:
+        """(ticket, sequence number of the point where taking it began)."""
         if self.lock is not None:
-            with self.lock.held("take ticket"):
-                ticket = self.next_ticket.mv[0]
+            with self.lock.held("Took ticket"):
+                ticket = int(self.next_ticket.mv[0])
                 self.next_ticket.mv[0] = ticket + 1
-                return int(ticket)
-        self.runtime.point("Reading next ticket")
-        ticket = self.next_ticket.mv[0]
-        self.runtime.point("Writing next ticket", ticket=int(ticket) + 1)
+                return ticket, self.runtime.last_seq
+        since = self.runtime.point("Reading next ticket")
+        ticket = int(self.next_ticket.mv[0])
+        self.runtime.point("Writing next ticket", ticket=ticket)
         self.next_ticket.mv[0] = ticket + 1
-        return int(ticket)
+        return ticket, since
 
 
 class Ledger:
-    """Who got which ticket. Each slot remembers the last ticket written to it."""
+    """Who got which ticket. Each slot remembers the last ticket written to it, and (a ghost
+    array, oracle bookkeeping) where taking that ticket began."""
 
-    def __init__(self, runtime: Runtime, arena: Arena, capacity: int, clerks: int) -> None:
+    def __init__(self, runtime: TrackerRuntime, arena: Arena, capacity: int, clerks: int) -> None:
         self.runtime = runtime
         self.capacity = capacity
         self.lock = runtime.lock("ledger")
-        self.ticket = arena.array("ledger.ticket", capacity, NOBODY)
-        self.clerk = arena.array("ledger.clerk", capacity, NOBODY)
+        self.ticket = arena.array("ledger.ticket", capacity, NONE)
+        self.clerk = arena.array("ledger.clerk", capacity, NONE)
+        self.since = arena.array("ledger.ghost.since", capacity, NONE)
         self.handed_out = arena.array("ledger.handed_out", max(1, clerks))
 
-    def record(self, ticket: int, clerk: int, index: int) -> None:
+    def record(self, ticket: int, clerk: int, index: int, since: int) -> None:
         with self.lock.held("Handed out ticket", ticket=ticket):
             slot = ticket % self.capacity
             if self.ticket.mv[slot] == ticket:  # 3a. an invariant checked online
                 self.runtime.violation("unique-tickets", ticket=ticket,
-                                       first=self.clerk.mv[slot], second=clerk)
+                                       first=self.clerk.mv[slot], second=clerk,
+                                       since=min(since, self.since.mv[slot]))
             self.ticket.mv[slot] = ticket
             self.clerk.mv[slot] = clerk
+            self.since.mv[slot] = since
             self.handed_out.mv[index] += 1
 
 
 # -- 3. invariants: a name, a summary, integer fields, and the words for a violation ------------
-def _who(worker: int, workers: Sequence[WorkerInfo]) -> str:
-    return workers[worker].describe() if 0 <= worker < len(workers) else f"worker {worker}"
-
-
 class UniqueTickets:
     name = "unique-tickets"
     summary = "no ticket number is handed out twice"
-    fields = ("ticket", "first", "second")
+    fields = ("ticket", "first", "second", "since")
 
     def render(
         self, fields: Mapping[str, int], workers: Sequence[WorkerInfo], params: Mapping[str, int]
     ) -> str:
         return (f"ticket {fields['ticket']} was handed out twice: by "
-                f"{_who(fields['first'], workers)} and by {_who(fields['second'], workers)}")
+                f"{describe_worker(fields['first'], workers)} and by "
+                f"{describe_worker(fields['second'], workers)}")
 
 
 class NoLostUpdate:
@@ -109,6 +109,13 @@ class NoLostUpdate:
         return (f"the counter says {fields['counter']} tickets but {fields['handed_out']} were "
                 f"handed out: {lost} increment(s) lost")
 
+    def check_at_rest(self, tracker: TicketTracker) -> list[FoundViolation]:  # 3b. at rest
+        counter = int(tracker.dispenser.next_ticket.mv[0])
+        handed_out = int(tracker.ledger.handed_out.np.sum())
+        if counter == handed_out:
+            return []
+        return [FoundViolation(self.name, {"counter": counter, "handed_out": handed_out})]
+
 
 # -- 4. roles: the loop body of one worker process ---------------------------------------------
 class Clerk:
@@ -119,13 +126,55 @@ class Clerk:
     def step(self, phase: Phase) -> bool:
         if phase is not Phase.RUN:  # nothing outstanding to settle: finish at once
             return False
-        ticket = self.tracker.dispenser.take()
-        self.tracker.ledger.record(ticket, self.tracker.runtime.worker_id, self.index)
+        ticket, since = self.tracker.dispenser.take()
+        self.tracker.ledger.record(ticket, self.tracker.runtime.worker_id, self.index, since)
         return True
 
 
-# -- 5. the tracker: variants, roles, parameters, invariants, and the coordinator's hooks -------
-class TicketTracker:
+# -- 5. words for logs and explanations (optional) ---------------------------------------------
+HANDED_OUT = "handed out"
+
+
+class TicketWords(LogWords):
+    """Which ticket a record is about, what a step makes true, and how it reads."""
+
+    logger = "tickets"
+    facts = (HANDED_OUT,)
+
+    def step(self, label: str, fields: Mapping[str, object]) -> str | None:
+        ticket = fields.get("ticket", "the ticket")
+        return {
+            "Reading next ticket": "reads the counter",
+            "Writing next ticket": f"writes {ticket} + 1 back",
+            "Took ticket": "takes a ticket under the lock",
+            "Handed out ticket": f"hands out ticket {ticket}",
+        }.get(label)
+
+    def subjects(self, label: str, fields: Mapping[str, object]) -> tuple[Subject, ...]:
+        ticket = fields.get("ticket")
+        return (("ticket", ticket),) if isinstance(ticket, int) else ()
+
+    def effects(self, label: str, fields: Mapping[str, object]) -> tuple[Effect, ...]:
+        ticket = fields.get("ticket")
+        if label == "Handed out ticket" and isinstance(ticket, int):
+            return (Effect(("ticket", ticket), HANDED_OUT, True),)
+        return ()
+
+    def initial_facts(self, subject: Subject) -> Mapping[str, bool]:
+        return {HANDED_OUT: False}  # no ticket is handed out when the run starts
+
+    def scope(self, invariant: str, fields: Mapping[str, int]) -> Scope:
+        if invariant == "unique-tickets":  # the second clerk's story, from the earlier read
+            return Scope(subjects=(("ticket", fields["ticket"]),), worker=fields["second"],
+                         start=fields["since"])
+        return Scope(subjects=())
+
+    def name(self, subject: Subject) -> str:
+        return f"ticket {subject[1]}"
+
+
+# -- 6. the tracker: variants, roles, parameters, invariants, and the coordinator's hooks -------
+class TicketTracker(BaseTracker):
     """A ticket counter and its ledger, with and without a lock around read-and-increment."""
 
     name: ClassVar[str] = "tickets"
@@ -135,6 +184,7 @@ class TicketTracker:
         "locked": "read and write back under one instrumented lock (correct)",
     }
     roles: ClassVar[Mapping[str, str]] = {"clerk": "takes a ticket and records it in the ledger"}
+    role_types: ClassVar[Mapping[str, Callable[[Any, int], Role]]] = {"clerk": Clerk}
     default_counts: ClassVar[Mapping[str, int]] = {"clerk": 2}
     parameters: ClassVar[Mapping[str, Parameter]] = {
         "capacity": Parameter(1024, "ledger slots (tickets remembered for the duplicate check)",
@@ -143,24 +193,13 @@ class TicketTracker:
     invariants: ClassVar[tuple[Invariant, ...]] = (UniqueTickets(), NoLostUpdate())
 
     def __init__(
-        self, runtime: Runtime, arena: Arena, variant: str, params: Mapping[str, int]
+        self, runtime: TrackerRuntime, arena: Arena, variant: str, params: Mapping[str, int]
     ) -> None:
         self.runtime = runtime
         clerks = len(runtime.role_workers.get("clerk", ())) or 1
         self.dispenser = Dispenser(runtime, arena, locked=variant == "locked")
         self.ledger = Ledger(runtime, arena, params["capacity"], clerks)
 
-    def role(self, name: str, index: int) -> Role:
-        if name == "clerk":
-            return Clerk(self, index)
-        raise ValueError(f"tickets has no role {name!r}")
-
-    def drained(self) -> bool:
-        return True  # a clerk finishes each ticket within one step
-
-    def final_violations(self) -> list[FoundViolation]:
-        counter = int(self.dispenser.next_ticket.mv[0])
-        handed_out = int(self.ledger.handed_out.np.sum())
-        if counter == handed_out:
-            return []
-        return [FoundViolation("no-lost-update", {"counter": counter, "handed_out": handed_out})]
+    @classmethod
+    def log_words(cls, params: Mapping[str, int]) -> LogWords:
+        return TicketWords()

@@ -5,9 +5,9 @@ and what to fix:
 
 - ``check_class``: the class attributes the harness reads (names, variants,
   roles, counts, parameters, invariants with their fields and ``render``) and
-  the methods it calls. Every invariant is rendered once with sample fields,
-  so a ``render`` that raises or prints several lines is caught here, not
-  after a long run.
+  the methods it calls. Every invariant is rendered with sample fields (all
+  zero, all one, distinct small values), so a ``render`` that raises or
+  prints several lines is caught here, not after a long run.
 - ``probe``: builds one instance of a variant in a throwaway arena, asks it
   for every role, steps the roles one at a time in this process and calls
   ``drained()`` and ``final_violations()``. It catches a role the tracker
@@ -180,10 +180,19 @@ def _invariant_problems(invariants: object, cls: type) -> list[str]:
             problems.append(f"invariant {label} has {len(fields)} fields; at most "
                             f"{MAX_VIOLATION_FIELDS} are kept")
         else:
-            problem = render_problem(invariant, dict.fromkeys(fields, 0), cls)
+            problem = next((found for sample in sample_fields(fields)
+                            if (found := render_problem(invariant, sample, cls))), None)
             if problem:
                 problems.append(problem)
     return problems
+
+
+def sample_fields(fields: tuple[str, ...]) -> list[dict[str, int]]:
+    """Fields every ``render`` must word: all zero, all one, and distinct small values, so a
+    render that only copes with zeros (a worker id past the list, a kind it forgot) fails
+    here rather than after a long run."""
+    return [dict.fromkeys(fields, 0), dict.fromkeys(fields, 1),
+            {name: position + 1 for position, name in enumerate(fields)}]
 
 
 def render_problem(invariant: Invariant, fields: Mapping[str, int], cls: type) -> str | None:

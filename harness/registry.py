@@ -6,6 +6,7 @@ found through the ``shmstress.trackers`` entry point its package declares.
 
 from __future__ import annotations
 
+import hashlib
 import importlib.util
 import sys
 from importlib.metadata import entry_points
@@ -51,7 +52,7 @@ def _load_from_path(spec: str) -> object:
     path = Path(path_text)
     if not path.is_file():
         raise UnknownTrackerError(f"tracker file {path} does not exist")
-    module_name = f"shmstress_user_{path.stem}"
+    module_name = _module_name(path)
     module_spec = importlib.util.spec_from_file_location(module_name, path)
     if module_spec is None or module_spec.loader is None:
         raise PluginError(f"cannot import {path} as a Python module")
@@ -60,8 +61,15 @@ def _load_from_path(spec: str) -> object:
     try:
         module_spec.loader.exec_module(module)
     except Exception as exc:
+        sys.modules.pop(module_name, None)
         raise PluginError(f"importing {path} failed: {one_line(exc)}") from exc
     tracker = getattr(module, class_name, None)
     if tracker is None:
         raise PluginError(f"{path} defines no {class_name!r}")
     return tracker
+
+
+def _module_name(path: Path) -> str:
+    """One module name per file: two plugins both called ``tracker.py`` must not collide."""
+    digest = hashlib.sha256(str(path.resolve()).encode()).hexdigest()[:12]
+    return f"shmstress_user_{path.stem}_{digest}"

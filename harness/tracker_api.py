@@ -4,23 +4,86 @@ A tracker is one class. The coordinator builds it before forking (so its
 shared arrays and instrumented locks exist in every worker), asks it for a
 role object inside each worker, polls ``drained()`` while the run settles,
 and finally asks for the violations only visible at rest. Everything else a
-tracker does goes through the ``Runtime`` it was given: ``point()``,
-``lock()``, ``violation()``.
+tracker does goes through the runtime it was given, of which it may use only
+what ``TrackerRuntime`` lists: the rest of ``harness.runtime.Runtime``
+(attaching a worker, committing a point) is the harness's own machinery.
 
+``BaseTracker``, ``idle``, ``describe_worker``, ``age_one`` and
+``ApiConflict`` are optional helpers the built-in trackers share.
 ``harness.plugin_check`` validates a tracker class against this protocol
-before any worker starts, and ``examples/README.md`` documents it for plugin
-authors, with the point discipline every shared access must follow.
+before any worker starts, and ``examples/README.md`` documents it for
+plugin authors, with the point discipline every shared access must follow.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+import os
+import random
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import ClassVar, Protocol, runtime_checkable
+from typing import Any, ClassVar, Protocol, runtime_checkable
+
+import numpy as np
 
 from harness.control import Phase
-from harness.runtime import Runtime
-from harness.shm import Arena
+from harness.locks import InstrumentedLock
+from harness.shm import Arena, SharedArray
+
+NONE = -1
+"""What a missing field of a violation arrives as, and the built-in trackers' "no object"."""
+
+
+class TrackerRuntime(Protocol):
+    """What tracker code may use of the runtime it is given; nothing else is stable.
+
+    The object is a ``harness.runtime.Runtime``; typing a tracker's runtime
+    parameter with this protocol lets mypy keep the tracker to this surface.
+    """
+
+    @property
+    def worker_id(self) -> int:
+        """This worker's id (an index into the ``workers`` that ``render`` receives)."""
+        ...
+
+    @property
+    def rng(self) -> random.Random:
+        """This worker's RNG, derived from (run seed, worker id): draw every decision from it."""
+        ...
+
+    @property
+    def last_seq(self) -> int:
+        """Sequence number of this worker's latest point: where an operation began, for
+        ``harness.log_words.Scope.start``."""
+        ...
+
+    @property
+    def role_workers(self) -> Mapping[str, tuple[int, ...]]:
+        """Worker ids per role, already set when the tracker is built (e.g. to split work)."""
+        ...
+
+    def lock(self, name: str) -> InstrumentedLock:
+        """An instrumented lock whose acquire is a point; create every lock in ``__init__``."""
+        ...
+
+    def point(self, label: str, **fields: object) -> int:
+        """A step that is not a lock acquire; returns its sequence number."""
+        ...
+
+    def log(self, message: str, level: str = "I", **fields: object) -> None:
+        """A log line between points ("I", "W" or "E"): what a step saw, not a step."""
+        ...
+
+    def violation(self, invariant: str, **fields: int) -> None:
+        """Report a broken invariant where it happens (may stop the run at once)."""
+        ...
+
+    def role_finished(self, role: str) -> bool:
+        """Have all workers of ``role`` finished? For stopping in dependency order."""
+        ...
+
+    def checks(self, invariant: str) -> bool:
+        """Is ``invariant`` checked in this run? Lets a tracker skip unneeded bookkeeping."""
+        ...
 
 
 @dataclass(frozen=True)
@@ -111,7 +174,7 @@ class Tracker(Protocol):
     invariants: ClassVar[Sequence[Invariant]]
 
     def __init__(
-        self, runtime: Runtime, arena: Arena, variant: str, params: Mapping[str, int]
+        self, runtime: TrackerRuntime, arena: Arena, variant: str, params: Mapping[str, int]
     ) -> None: ...
 
     def role(self, name: str, index: int) -> Role: ...
@@ -123,3 +186,75 @@ class Tracker(Protocol):
     def final_violations(self) -> list[FoundViolation]:
         """Coordinator-side, after every worker exited: invariants only checkable at rest."""
         ...
+
+
+# -- helpers every built-in tracker shares --------------------------------------------------
+class ApiConflict(Exception):  # noqa: N818 - named after the HTTP status
+    """An optimistic-concurrency update found its object changed since it was read: the
+    caller re-reads and retries (a Kubernetes API server's 409, as trackers model it)."""
+
+
+def describe_worker(worker: int, workers: Sequence[WorkerInfo]) -> str:
+    """``binder #2 (pid 18779)`` for a worker id from a violation's fields; an id the run does
+    not know (a missing field's -1) reads ``worker -1`` rather than raising in ``render``."""
+    if 0 <= worker < len(workers):
+        return workers[worker].describe()
+    return f"worker {worker}"
+
+
+def idle() -> bool:
+    """What a step returns when its role has nothing to do yet: yield, then go on.
+
+    The yield is the rule for controlled mode: there one worker runs at a
+    time, and PCT keeps running the highest-priority worker until it yields,
+    so a role that spins without yielding starves the worker it waits for
+    until the execution hits ``--max-steps``. In free mode it is a plain
+    ``os.sched_yield``. The step must still have made a point (the read that
+    found nothing to do).
+    """
+    os.sched_yield()  # looked up at call time: controlled workers replace it with a hint
+    return True
+
+
+def age_one(candidates: np.ndarray, age: SharedArray, pick: int, hold: int) -> int:
+    """Age one of ``candidates`` (indices, chosen by ``pick``) by a step; return it once its age
+    reached ``hold``, else NONE. The caller holds the lock that guards ``age``.
+
+    Holds count steps, not seconds, so a seed (and a replay) makes the same decisions.
+    """
+    if candidates.size == 0:
+        return NONE
+    chosen = int(candidates[pick % candidates.size])
+    aged = age.mv[chosen] + 1
+    age.mv[chosen] = aged
+    return chosen if aged >= hold else NONE
+
+
+@runtime_checkable
+class AtRestCheck(Protocol):
+    """An invariant that can also be judged once every worker has stopped."""
+
+    def check_at_rest(self, tracker: Any) -> list[FoundViolation]: ...
+
+
+class BaseTracker:
+    """Optional base of a tracker: ``role()`` from ``role_types``, ``final_violations()`` from
+    the invariants that define ``check_at_rest``, and nothing outstanding by default."""
+
+    name: ClassVar[str]
+    invariants: ClassVar[Sequence[Invariant]]
+    role_types: ClassVar[Mapping[str, Callable[[Any, int], Role]]]
+    """Role name -> a callable ``(tracker, index)`` building that role's object."""
+
+    def role(self, name: str, index: int) -> Role:
+        build = self.role_types.get(name)
+        if build is None:
+            raise ValueError(f"{self.name} has no role {name!r}")
+        return build(self, index)
+
+    def drained(self) -> bool:
+        return True
+
+    def final_violations(self) -> list[FoundViolation]:
+        return [found for invariant in self.invariants if isinstance(invariant, AtRestCheck)
+                for found in invariant.check_at_rest(self)]

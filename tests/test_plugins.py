@@ -21,7 +21,12 @@ from harness.exit_reason import ExitReason
 from harness.plugin_check import class_problems, probe
 from harness.runner import run
 from harness.shm import live_segments
-from tests.tracker_stress import TRIALS, assert_silent_over_long_run
+from tests.tracker_stress import (
+    TRIALS,
+    assert_clean_under_pct,
+    assert_controlled_failure_replays,
+    assert_silent_over_long_run,
+)
 
 ROOT = Path(__file__).resolve().parent.parent
 EXAMPLE = ROOT / "examples" / "counter_tracker.py"
@@ -35,7 +40,24 @@ def test_example_passes_check(capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["check", "--tracker", TICKETS, "--steps", "100"]) == 0
     out = capsys.readouterr().out
     assert out.startswith(f"tracker {TICKETS}: ok")
-    assert "racy" in out and "locked" in out
+    racy, locked = out.splitlines()[1:]
+    assert racy.split()[0] == "racy" and "PCT found a violation in execution" in racy
+    assert locked.split()[0] == "locked" and locked.endswith("5 PCT executions finished")
+
+
+@pytest.mark.stress
+def test_example_race_is_found_in_controlled_mode_and_replays_with_its_story(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    story = assert_controlled_failure_replays(
+        TICKETS, "racy", {"unique-tickets": ["reads the counter", "+ 1 back", "hands out ticket",
+                                             "hands out ticket"]}, tmp_path, capsys)
+    assert "is not handed out" in story.splitlines()[0]
+
+
+@pytest.mark.stress
+def test_example_locked_variant_is_clean_under_pct() -> None:
+    assert_clean_under_pct(TICKETS, "locked")
 
 
 @pytest.mark.stress
@@ -143,6 +165,10 @@ MALFORMED_CASES = [
     ("TooManyFields", "has 9 fields; at most 8 are kept"),
     ("NoInvariants", "invariants must be a non-empty sequence"),
     ("NoFinalViolations", "method final_violations() is missing"),
+    ("RenderRaisesForNonZero", "invariant 'positive' render() raised IndexError: tuple index out "
+                               "of range for fields {'value': 1}"),
+    ("FinalViolationsRaises", "variant 'only': final_violations() raised RuntimeError: lost "
+                              "track of the counter"),
     ("not_a_class", "expected a tracker class, got function"),
     ("Missing", "malformed.py defines no 'Missing'"),
 ]
@@ -151,6 +177,9 @@ MALFORMED_CASES = [
 CONTROLLED_MODE_CASES = [  # free mode copes; `check` refuses what controlled mode cannot run
     ("WaitsInsideStep", "worker #1 step made more than 10000 points; a step must not wait"),
     ("IdlesWithoutPoint", "worker #1 step returned True without making a point (RUN phase)"),
+    ("SpinsWithoutYield", "controlled PCT executions did not finish within 5000 steps; a role "
+                          "that waits for another worker without os.sched_yield() keeps PCT "
+                          "running it"),
 ]
 
 
@@ -183,6 +212,26 @@ def _own_segments() -> list[str]:
 def test_well_formed_control_passes() -> None:
     result = run(RunConfig(tracker=f"{MALFORMED}:Valid", duration=0.2, seed=1))
     assert result.exit_reason is ExitReason.DURATION_REACHED
+
+
+def test_roles_that_yield_while_they_wait_pass_the_controlled_check(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    assert main(["check", "--tracker", f"{MALFORMED}:YieldsWhileWaiting", "--steps", "50"]) == 0
+    assert capsys.readouterr().out.rstrip().endswith("5 PCT executions finished")
+
+
+def test_two_plugin_files_with_the_same_name_load_side_by_side(tmp_path: Path) -> None:
+    classes = []
+    for folder, variant in (("one", "first"), ("two", "second")):
+        path = tmp_path / folder / "tracker.py"
+        path.parent.mkdir()
+        path.write_text(EXAMPLE.read_text().replace('"racy":', f'"{variant}":'))
+        classes.append(registry.load(f"{path}:TicketTracker"))
+    first, second = classes
+    assert first.__module__ != second.__module__
+    assert next(iter(first.variants)) == "first" and next(iter(second.variants)) == "second"
+    assert sys.modules[first.__module__].__file__ != sys.modules[second.__module__].__file__
 
 
 def test_a_step_that_never_returns_is_stopped_by_the_time_limit() -> None:

@@ -8,6 +8,8 @@ same interleaving ends in a conflict.
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 from harness.config import RunConfig
@@ -19,14 +21,18 @@ from tests.helpers import InjectAt
 from tests.tracker_stress import (
     BUDGET_S,
     assert_caught_every_trial,
+    assert_clean_under_pct,
+    assert_controlled_failure_replays,
     assert_silent_over_long_run,
 )
-from tracker.claim_deallocation.api_server import ClaimStatus
+from tracker.claim_deallocation.claim_client import ClaimView
 from tracker.claim_deallocation.invariants import (
     NoDeallocateWhileReserved,
     NoReserveWhileDeallocating,
     StatusMatchesDriver,
 )
+from tracker.claim_deallocation.log_words import ClaimLogWords
+from tracker.claim_deallocation.names import Naming
 from tracker.claim_deallocation.tracker import ClaimDeallocationTracker
 from tracker.claim_deallocation.variants import CORRECT, RACY
 
@@ -52,6 +58,12 @@ def _request_deallocation(run: SequentialRun) -> None:
     assert run.tracker.client.request_deallocation(CLAIM)
 
 
+def _flag_read(run: SequentialRun) -> int:
+    """Sequence number of the scheduler's read of the flag (a sequential run's trace index)."""
+    label = "get claim" if run.tracker.client.flag_in_status else "get podscheduling"
+    return run.trace.index((SCHEDULER, label))
+
+
 def _reserve_with(run: SequentialRun, action: InjectAt) -> bool:
     """The scheduler reads the claim, is preempted where it is about to write, then writes."""
     run.set_gate(action)
@@ -67,7 +79,7 @@ def test_flag_in_pod_scheduling_lets_a_pod_join_a_claim_being_deallocated() -> N
         inject = InjectAt(run.runtime, SCHEDULER, "Reserving claim for pod",
                           lambda: _request_deallocation(run))
         assert _reserve_with(run, inject)
-        assert _violations(run, NO_RESERVE) == [(CLAIM, POD, SCHEDULER)]
+        assert _violations(run, NO_RESERVE) == [(CLAIM, POD, SCHEDULER, _flag_read(run))]
         assert run.tracker.api.reserved_for.mv[CLAIM] == 1 << POD
     finally:
         run.close()
@@ -89,14 +101,14 @@ def _driver_decides_while_scheduler_writes(variant: str) -> SequentialRun:
     """Deallocation is requested and the driver reads the claim unused while the scheduler is
     between its read and its write; the driver frees the hardware after the write."""
     run = _allocated_claim(variant)
-    seen: list[ClaimStatus] = []
+    seen: list[ClaimView] = []
 
     def request_and_driver_reads() -> None:
         _request_deallocation(run)
         run.runtime.become(DRIVER)
-        status, requested, _ = run.tracker.client.read(CLAIM)
-        assert requested and status.reserved_for == 0
-        seen.append(status)
+        view = run.tracker.client.read(CLAIM)
+        assert view.requested and view.status.reserved_for == 0
+        seen.append(view)
 
     _reserve_with(run, InjectAt(run.runtime, SCHEDULER, "Reserving claim for pod",
                                 request_and_driver_reads))
@@ -108,7 +120,8 @@ def _driver_decides_while_scheduler_writes(variant: str) -> SequentialRun:
 def test_driver_frees_a_claim_the_racing_scheduler_just_reserved() -> None:
     run = _driver_decides_while_scheduler_writes("pod-scheduling-flag")
     try:
-        assert _violations(run, NO_DEALLOCATE) == [(CLAIM, POD, 1, DRIVER)]
+        driver_read = run.trace.index((DRIVER, "get podscheduling"), _flag_read(run) + 1)
+        assert _violations(run, NO_DEALLOCATE) == [(CLAIM, POD, 1, DRIVER, driver_read)]
         assert run.tracker.backend.allocated.mv[CLAIM] == 0
     finally:
         run.close()
@@ -148,13 +161,52 @@ def test_violations_render_as_one_line_naming_claim_pod_and_worker() -> None:
                WorkerInfo(2, "deallocator", 0, 23), WorkerInfo(3, "driver", 0, 24)]
     params = {"claims": 2, "pods-per-claim": 2, "hold-steps": 3}
     reserve = NoReserveWhileDeallocating().render(
-        {"claim": 1, "pod": 3, "worker": 0}, workers, params)
+        {"claim": 1, "pod": 3, "worker": 0, "since": 40}, workers, params)
     assert reserve == ("scheduler #1 (pid 21) added pod default/pod-1-1 to ReservedFor of "
                        "claim default/claim-1 while its deallocation was requested")
     freed = NoDeallocateWhileReserved().render(
-        {"claim": 0, "pod": 1, "users": 1, "worker": 3}, workers, params)
+        {"claim": 0, "pod": 1, "users": 1, "worker": 3, "since": 40}, workers, params)
     assert freed == ("claim default/claim-0 was deallocated by driver #1 (pid 24) while "
                      "ReservedFor still held pod default/pod-0-1 (1 user)")
+
+
+def test_log_words_record_the_flag_where_the_variant_keeps_it() -> None:
+    words = ClaimLogWords(Naming(2))
+    assert words.event("update claim status", (("claim", 1), ("reservedFor", 0b1100))) == (
+        "update claim status",
+        (("claim", "default/claim-1"), ("reservedFor", ["default/pod-1-0", "default/pod-1-1"])))
+    in_scheduling = words.effects("update podscheduling", {"claim": 1, "requested": True})
+    assert [(e.subject, e.fact, e.holds) for e in in_scheduling] == [
+        (("claim", 1), "deallocation requested", True)]
+    # Without the field (the flag lives in PodScheduling) a status update says nothing of it.
+    status = words.effects("update claim status", {"claim": 1, "reservedFor": 4,
+                                                   "allocated": True})
+    assert [(e.fact, e.holds) for e in status] == [("allocated", True)]
+    assert words.step("update claim status", {"claim": 1, "reservedFor": 4,
+                                              "allocated": True}) == \
+        "writes ReservedFor [default/pod-1-0] into the claim status"
+
+
+RACING_STEPS = {
+    "no-reserve-while-deallocating": [
+        "scheduler #1", "reads PodScheduling", "deallocator #1",
+        "sets DeallocationRequested in PodScheduling", "scheduler #1", "writes ReservedFor"],
+}
+
+
+@pytest.mark.stress
+@pytest.mark.parametrize("variant", RACY)
+def test_racy_variant_is_found_in_controlled_mode_and_replays_with_its_story(
+    variant: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert_controlled_failure_replays("claim-deallocation", variant, RACING_STEPS, tmp_path,
+                                      capsys)
+
+
+@pytest.mark.stress
+@pytest.mark.parametrize("variant", CORRECT)
+def test_fixed_variant_is_clean_under_pct(variant: str) -> None:
+    assert_clean_under_pct("claim-deallocation", variant)
 
 
 @pytest.mark.stress

@@ -6,6 +6,8 @@ Pods 2p and 2p+1 belong to group p. Binders are workers 1 and 2.
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 from harness.config import RunConfig
@@ -18,13 +20,16 @@ from tests.tracker_stress import (
     BUDGET_S,
     assert_caught_at_rest_every_trial,
     assert_caught_every_trial,
+    assert_clean_under_pct,
+    assert_controlled_failure_replays,
     assert_silent_over_long_run,
 )
 from tracker.device_group.device_tracker import ReleaseProblem
 from tracker.device_group.invariants import GroupOnOneNode, NoSharedDevice, RollbackRestoresFree
-from tracker.device_group.names import NONE
+from tracker.device_group.log_words import DeviceGroupLogWords
+from tracker.device_group.names import NONE, Naming
 from tracker.device_group.tracker import DeviceGroupTracker
-from tracker.device_group.variants import CORRECT, RACY
+from tracker.device_group.variants import CORRECT, MUTANTS, RACY
 
 SCHEDULER, BINDER_1, BINDER_2, KUBELET = 0, 1, 2, 3
 NO_SHARED, ONE_NODE, ROLLBACK = 0, 1, 2
@@ -43,6 +48,13 @@ def _pre_bind(run: SequentialRun, binder: int, pod: int, node: int) -> bool:
 
 def _violations(run: SequentialRun, invariant: int) -> list[tuple[int, ...]]:
     return [r.fields for r in run.control.violation_records() if r.invariant == invariant]
+
+
+def _pre_bind_start(run: SequentialRun, binder: int) -> int:
+    """Sequence number of ``binder``'s first PreBind point (a sequential run's trace index)."""
+    first = "Claim group devices" if run.tracker.plugin.traits.atomic_prebind else \
+        "Check group binding"
+    return run.trace.index((binder, first))
 
 
 def _race_between_select_and_allocate(
@@ -64,7 +76,9 @@ def test_select_then_allocate_gives_two_groups_the_same_devices() -> None:
     run, inject = _race_between_select_and_allocate("select-then-allocate", 2, 0)
     try:
         assert inject.fired
-        assert _violations(run, NO_SHARED) == [(0, 0, 0, 1, BINDER_1), (0, 1, 0, 1, BINDER_1)]
+        since = _pre_bind_start(run, BINDER_1)
+        assert _violations(run, NO_SHARED) == [
+            (0, 0, 0, 1, BINDER_1, since), (0, 1, 0, 1, BINDER_1, since)]
     finally:
         run.close()
 
@@ -73,7 +87,7 @@ def test_select_then_allocate_binds_one_group_to_two_nodes() -> None:
     run, inject = _race_between_select_and_allocate("select-then-allocate", 1, 1)
     try:
         assert inject.fired
-        assert _violations(run, ONE_NODE) == [(0, 0, 1, BINDER_1)]
+        assert _violations(run, ONE_NODE) == [(0, 0, 1, BINDER_1, _pre_bind_start(run, BINDER_1))]
     finally:
         run.close()
 
@@ -91,6 +105,42 @@ def test_atomic_prebind_has_no_point_between_select_and_allocate() -> None:
         assert run.control.violation_count == 0
     finally:
         run.close()
+
+
+@pytest.mark.parametrize(("variant", "claim"), [
+    ("select-then-allocate", ["Check group binding", "Select devices", "Allocate devices"]),
+    ("atomic", ["Claim group devices"])])
+def test_pre_bind_stores_the_annotation_before_bind_group_as_the_seed_does(
+    variant: str, claim: list[str]
+) -> None:
+    with _build(variant) as run:
+        assert _pre_bind(run, BINDER_1, 0, 0)
+        steps = [label for worker, label in run.trace if worker == BINDER_1]
+        assert steps == [*claim, "Stored device allocation", "Bind group to node"]
+
+
+def _second_pod_pre_binds_while_the_first_stores(variant: str) -> SequentialRun:
+    """The seed's widest window: pod 1 of group 0 PreBinds (on node 1) while pod 0's PreBind
+    is between its claim and BindGroup, storing the annotation."""
+    run = _build(variant)
+    outcome: list[bool] = []
+    run.set_gate(InjectAt(run.runtime, BINDER_1, "Stored device allocation",
+                          lambda: outcome.append(_pre_bind(run, BINDER_2, 1, 1))))
+    assert _pre_bind(run, BINDER_1, 0, 0)
+    assert outcome
+    return run
+
+
+def test_racy_pre_bind_lets_another_pod_bind_the_group_during_the_api_call() -> None:
+    with _second_pod_pre_binds_while_the_first_stores("select-then-allocate") as run:
+        assert _violations(run, ONE_NODE) == [(0, 0, 1, BINDER_1, _pre_bind_start(run, BINDER_1))]
+
+
+def test_atomic_claim_holds_the_group_for_its_node_during_the_api_call() -> None:
+    with _second_pod_pre_binds_while_the_first_stores("atomic") as run:
+        assert run.control.violation_count == 0
+        assert run.tracker.devices.group_users.mv[0] == 1  # pod 1 went elsewhere: refused
+        assert run.tracker.devices.group_node.mv[0] == 0
 
 
 def _bind_then(variant: str, undo: str) -> SequentialRun:
@@ -137,12 +187,14 @@ def test_atomic_release_restores_every_device_and_the_free_count(undo: str) -> N
         run.close()
 
 
-def test_failed_annotation_rolls_back_the_allocation() -> None:
-    with _build("atomic", **{"api-error-percent": 100}) as run:
+@pytest.mark.parametrize("variant", [*RACY, *CORRECT])
+def test_failed_annotation_rolls_back_the_allocation(variant: str) -> None:
+    with _build(variant, **{"api-error-percent": 100}) as run:
         assert not _pre_bind(run, BINDER_1, 0, 0)
         assert run.control.violation_count == 0
         assert run.tracker.final_violations() == []
         assert run.tracker.devices.group_node.mv[0] == NONE
+        assert list(run.tracker.devices.free.np) == [DEVICES, DEVICES]
 
 
 @pytest.mark.parametrize("variant", [*RACY, *CORRECT])
@@ -158,11 +210,12 @@ def test_violations_render_as_one_line_naming_devices_groups_and_workers() -> No
                WorkerInfo(2, "binder", 1, 33), WorkerInfo(3, "kubelet", 0, 34)]
     params = {"pods-per-group": 2}
     shared = NoSharedDevice().render(
-        {"node": 1, "device": 2, "group": 0, "other": 2, "worker": 2}, workers, params)
+        {"node": 1, "device": 2, "group": 0, "other": 2, "worker": 2, "since": 40}, workers,
+        params)
     assert shared == ("device node-1/example.com/gpu/2 was allocated to group-0 by binder #2 "
                       "(pid 33) while group-2 held it")
     bound = GroupOnOneNode().render(
-        {"group": 1, "node": 0, "other": 1, "worker": 1}, workers, params)
+        {"group": 1, "node": 0, "other": 1, "worker": 1, "since": 40}, workers, params)
     assert bound == ("binder #1 (pid 32) bound group-1 to node-0 while another PreBind had "
                      "bound it to node-1")
     released = RollbackRestoresFree().render(
@@ -170,6 +223,60 @@ def test_violations_render_as_one_line_naming_devices_groups_and_workers() -> No
          "free": NONE, "actual": NONE, "worker": 3}, workers, params)
     assert released == ("kubelet #1 (pid 34) released device node-0/example.com/gpu/0 for "
                         "group-1, but it was already free")
+
+
+def test_log_words_name_devices_groups_and_pods() -> None:
+    words = DeviceGroupLogWords(Naming(2), devices_per_node=4)
+    assert words.event("Allocate devices", (("node", 1), ("group", 0), ("devices", 0b0110))) == (
+        "Allocate devices", (("node", "node-1"), ("group", "group-0"),
+                             ("devices", ["node-1/example.com/gpu/1", "node-1/example.com/gpu/2"])))
+    assert words.step("Bind group to node", {"group": 2, "node": 0}) == \
+        "binds group-2 to node-0 (BindGroup)"
+    assert words.step("Bind group to node", {}) == "binds the group to the node (BindGroup)"
+    assert words.subjects("Stored device allocation", {"pod": 3, "devices": 1}) == (
+        ("pod", 3), ("group", 1))
+
+
+RACING_STEPS = {
+    "no-shared-device": ["selects free devices on node-", "(AllocateDevices)",
+                         "(AllocateDevices)"],
+    "group-on-one-node": ["checks group-", "stores the device annotation", "(BindGroup)",
+                          "(BindGroup)"],
+}
+
+
+@pytest.mark.stress
+@pytest.mark.parametrize("variant", RACY)
+def test_racy_variant_is_found_in_controlled_mode_and_replays_with_its_story(
+    variant: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert_controlled_failure_replays("device-group", variant, RACING_STEPS, tmp_path, capsys)
+
+
+@pytest.mark.stress
+@pytest.mark.parametrize("variant", RACY)
+def test_racy_variant_with_one_pod_per_group_shares_a_device_in_controlled_mode(
+    variant: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """With one pod per group only the race between groups is left: no-shared-device."""
+    only = {"no-shared-device": RACING_STEPS["no-shared-device"]}
+    assert_controlled_failure_replays("device-group", variant, only, tmp_path, capsys,
+                                      params={"pods-per-group": 1})
+
+
+@pytest.mark.stress
+@pytest.mark.parametrize("variant", MUTANTS)
+def test_mutant_is_found_in_controlled_mode_and_replays(
+    variant: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert_controlled_failure_replays("device-group", variant,
+                                      {"rollback-restores-free": ["releases"]}, tmp_path, capsys)
+
+
+@pytest.mark.stress
+@pytest.mark.parametrize("variant", CORRECT)
+def test_fixed_variant_is_clean_under_pct(variant: str) -> None:
+    assert_clean_under_pct("device-group", variant)
 
 
 @pytest.mark.stress

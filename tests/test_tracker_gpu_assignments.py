@@ -7,13 +7,21 @@ flagged by ``assignment-found`` and the fixed one must not.
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 from harness.sequential import SequentialRun
 from harness.tracker_api import WorkerInfo
 from tests.helpers import InjectAt
-from tests.tracker_stress import assert_caught_every_trial, assert_silent_over_long_run
+from tests.tracker_stress import (
+    assert_caught_every_trial,
+    assert_clean_under_pct,
+    assert_controlled_failure_replays,
+    assert_silent_over_long_run,
+)
 from tracker.gpu_assignments.invariants import AssignmentFound, NoStaleAssignment
+from tracker.gpu_assignments.log_words import GpuLogWords
 from tracker.gpu_assignments.names import NONE
 from tracker.gpu_assignments.pod_store import PodPhase
 from tracker.gpu_assignments.tracker import GpuAssignmentsTracker
@@ -30,6 +38,11 @@ def _build(variant: str) -> SequentialRun:
 
 def _violations(run: SequentialRun, invariant: int) -> list[tuple[int, ...]]:
     return [r.fields for r in run.control.violation_records() if r.invariant == invariant]
+
+
+def _pass_start(run: SequentialRun) -> int:
+    """Sequence number of the cleanup pass's first point (a sequential run's trace index)."""
+    return run.trace.index((CLEANUP, "Running cleanup"))
 
 
 def _create_pod(run: SequentialRun) -> None:
@@ -67,7 +80,8 @@ def _pod_arrives_while_cleanup_waits_for_the_mutex(variant: str) -> SequentialRu
 def test_listing_before_the_mutex_loses_a_new_pods_assignment(variant: str) -> None:
     run = _pod_arrives_while_cleanup_waits_for_the_mutex(variant)
     try:
-        assert _violations(run, ASSIGNMENT_FOUND) == [(SLOT, 1, CARD, KUBELET, CLEANUP)]
+        assert _violations(run, ASSIGNMENT_FOUND) == [
+            (SLOT, 1, CARD, KUBELET, CLEANUP, _pass_start(run))]
         assert run.tracker.pods.phase.mv[SLOT] == PodPhase.PENDING  # still waiting for Allocate
     finally:
         run.close()
@@ -102,7 +116,8 @@ def test_cleanup_keeping_only_running_pods_drops_a_pending_pods_assignment() -> 
     run = _cleanup_between_get_preferred_allocation_and_allocate("running-only")
     try:
         [fields] = _violations(run, ASSIGNMENT_FOUND)
-        assert (fields[0], fields[1], fields[3], fields[4]) == (SLOT, 1, KUBELET, CLEANUP)
+        assert (fields[0], fields[1], fields[3], fields[4], fields[5]) == (
+            SLOT, 1, KUBELET, CLEANUP, _pass_start(run))
     finally:
         run.close()
 
@@ -113,6 +128,44 @@ def test_cleanup_keeping_pending_pods_spares_the_assignment(variant: str) -> Non
     try:
         assert _violations(run, ASSIGNMENT_FOUND) == []
         assert run.tracker.pods.phase.mv[SLOT] == PodPhase.RUNNING
+    finally:
+        run.close()
+
+
+def _pod_starts_between_the_cleanups_lists(variant: str) -> SequentialRun:
+    """A pod GetPreferredAllocation served is pending; the kubelet starts it running just
+    before the cleanup's second list (or its only one)."""
+    run = _build(variant)
+    _create_pod(run)
+    slot, generation = _get_preferred_allocation(run)
+
+    def start_running() -> None:
+        run.runtime.become(KUBELET)
+        run.tracker.pods.start_running(slot, generation)
+
+    run.set_gate(InjectAt(run.runtime, CLEANUP, "List pods on node", start_running,
+                          nth=2 if variant == "list-before-lock" else 1))
+    run.runtime.become(CLEANUP)
+    run.tracker.manager.cleanup_pass()
+    return run
+
+
+def test_two_lists_can_miss_a_pod_that_starts_in_between() -> None:
+    run = _pod_starts_between_the_cleanups_lists("list-before-lock")
+    try:
+        assert run.tracker.pods.phase.mv[SLOT] == PodPhase.RUNNING
+        assert run.tracker.assignments.generation.mv[SLOT] == NONE  # a running pod's entry
+    finally:
+        run.close()
+
+
+def test_the_fixed_cleanup_lists_running_and_pending_pods_in_one_consistent_list() -> None:
+    run = _pod_starts_between_the_cleanups_lists("fixed")
+    try:
+        lists = [label for worker, label in run.trace if label == "List pods on node"]
+        assert len(lists) == 1
+        assert run.tracker.pods.phase.mv[SLOT] == PodPhase.RUNNING
+        assert run.tracker.assignments.card.mv[SLOT] == CARD
     finally:
         run.close()
 
@@ -165,7 +218,8 @@ def test_violations_render_as_one_line_naming_pod_card_and_workers() -> None:
     workers = [WorkerInfo(0, "kubelet", 0, 11), WorkerInfo(1, "cleanup", 0, 12)]
     params = {"pods": 4, "cards": 2, "hold-visits": 2}
     found = AssignmentFound().render(
-        {"pod": 3, "generation": 7, "card": 1, "kubelet": 0, "remover": 1}, workers, params)
+        {"pod": 3, "generation": 7, "card": 1, "kubelet": 0, "remover": 1, "since": 40},
+        workers, params)
     assert found == (
         "Allocate by kubelet #1 (pid 11) found no assignment for pending pod "
         "default/gpu-pod-3-7, although GetPreferredAllocation stored card1 for it; "
@@ -175,6 +229,57 @@ def test_violations_render_as_one_line_naming_pod_card_and_workers() -> None:
         {"pod": 2, "generation": 5, "card": 0, "passes": 2, "cleanup": 1}, workers, params)
     assert "default/gpu-pod-2-5" in stale and "card0" in stale and "cleanup #1" in stale
     assert "\n" not in found + stale
+
+
+def test_log_words_name_pods_and_cards_as_the_device_plugin_does() -> None:
+    words = GpuLogWords()
+    assert words.logger == "gpu-plugin"
+    assert words.event("Selected devices for container",
+                       (("pod", 1), ("generation", 2), ("card", 0))) == (
+        "Selected devices for container",
+        (("pod", "default/gpu-pod-1-2"), ("card", "card0")))
+    assert words.step("List pods on node", {"phase": "running,pending"}) == \
+        "lists running and pending pods"
+    assert words.step("List pods on node", {}) == "lists pods"  # known from the tape only
+    scope = words.scope("assignment-found", {"pod": 1, "generation": 2, "card": 0,
+                                             "kubelet": 0, "remover": 1, "since": 40})
+    assert (scope.worker, scope.start, scope.subjects) == (1, 40, (("pod", 1),))
+    assert scope.names[("pod", 1)] == 'pod "default/gpu-pod-1-2"'
+
+
+RACING_STEPS = {
+    "running-only": {"assignment-found": [
+        "lists running pods", "removes the pod's assignment", "calls Allocate", "finds none"]},
+    "list-before-lock": {"assignment-found": [
+        "lists running pods", "lists pending pods", "creates the pod",
+        "stores the pod's assignment", "takes the cleanup mutex", "removes the pod's assignment",
+        "finds none"]},
+}
+
+
+@pytest.mark.stress
+@pytest.mark.parametrize("variant", RACY)
+def test_racy_variant_is_found_in_controlled_mode_and_replays_with_its_story(
+    variant: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert_controlled_failure_replays("gpu-assignments", variant, RACING_STEPS[variant],
+                                      tmp_path, capsys)
+
+
+@pytest.mark.stress
+@pytest.mark.parametrize("variant", MUTANTS)
+def test_mutant_is_found_in_controlled_mode_and_replays(
+    variant: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    steps = ["deletes the pod", "lists running, pending and terminating pods"]
+    assert_controlled_failure_replays("gpu-assignments", variant,
+                                      {"no-stale-assignment": steps}, tmp_path, capsys)
+
+
+@pytest.mark.stress
+@pytest.mark.parametrize("variant", CORRECT)
+def test_fixed_variant_is_clean_under_pct(variant: str) -> None:
+    assert_clean_under_pct("gpu-assignments", variant)
 
 
 @pytest.mark.stress

@@ -2,22 +2,32 @@
 
 A stress test that a racy tracker passes is broken, so "caught" means every
 trial of a batch, each within a budget; "silent" means a long keep-going
-run that counts violations instead of stopping at the first.
+run that counts violations instead of stopping at the first. In controlled
+mode, "caught" means PCT finds the bug, its bundle replays, and the
+explanation names the steps that race; "silent" means every PCT execution
+finishes.
 """
 
 from __future__ import annotations
 
 import os
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping, Sequence
+from pathlib import Path
 
+import pytest
+
+from harness.bundle import load_bundle
+from harness.cli import main
 from harness.config import RunConfig
 from harness.exit_reason import ExitReason
+from harness.explore import InterleavingFailure, check_interleavings
 from harness.result import RunResult
 from harness.runner import run
 
 TRIALS = 5
 BUDGET_S = 15.0
 CLEAN_POINTS = 150_000 if os.environ.get("CI") else 100_000
+CONTROLLED_EXECUTIONS = 300
 
 
 def assert_caught_every_trial(
@@ -62,3 +72,48 @@ def assert_caught_at_rest_every_trial(
         assert any(v.invariant == invariant and v.at_rest for v in result.violations), [
             v.message for v in result.violations
         ]
+
+
+def assert_controlled_failure_replays(
+    tracker: str,
+    variant: str,
+    racing_steps: Mapping[str, Sequence[str]],
+    out: Path,
+    capsys: pytest.CaptureFixture[str],
+    executions: int = CONTROLLED_EXECUTIONS,
+    params: Mapping[str, int] | None = None,
+) -> str:
+    """Controlled mode's default strategy (PCT) finds the bug; its bundle replays with
+    ``shmstress replay`` (exit 1, "reproduced"); the explanation reads in the seed's form and
+    names the racing steps of the invariant that broke (``racing_steps``), in order.
+
+    Returns the replay's explanation.
+    """
+    with pytest.raises(InterleavingFailure) as failure:
+        check_interleavings(tracker, variant, strategy="pct", executions=executions,
+                            params=params, out=out)
+    assert "explanation:" in str(failure.value)
+    (bundle,) = out.glob("*.json")
+    invariant = load_bundle(bundle).violation.invariant
+    assert invariant in racing_steps, invariant
+    capsys.readouterr()
+    assert main(["replay", str(bundle)]) == 1
+    printed = capsys.readouterr().out
+    assert f"reproduced: {invariant}: " in printed
+    explanation = printed[printed.index("Initial state: "):]
+    assert not explanation.startswith("Initial state: unknown")
+    lines = [line.strip() for line in explanation.splitlines()]
+    assert any(line.startswith("- ") for line in lines)
+    assert any(line.startswith("=> ") for line in lines)
+    at = 0
+    for step in racing_steps[invariant]:  # in this order, each after the one before
+        at = explanation.find(step, at)
+        assert at >= 0, f"{step!r} missing in order from:\n{explanation}"
+        at += len(step)
+    return explanation
+
+
+def assert_clean_under_pct(tracker: str, variant: str, executions: int = 200) -> None:
+    """Every PCT execution of a correct variant finishes: no violation, no step bound."""
+    result = check_interleavings(tracker, variant, strategy="pct", executions=executions)
+    assert result.ends == {"finished": executions}, result.ends

@@ -9,6 +9,7 @@ from collections.abc import Mapping, Sequence
 from typing import ClassVar
 
 from harness import Arena, FoundViolation, Parameter, Phase, Role, Runtime, WorkerInfo
+from harness.tracker_api import idle
 
 
 class _Positive:
@@ -224,3 +225,65 @@ class _Idles(_Locked):
 class IdlesWithoutPoint(_Valid):
     def role(self, name: str, index: int) -> Role:
         return _Idles(self)
+
+
+class _ZerosOnly(_Positive):
+    def render(
+        self, fields: Mapping[str, int], workers: Sequence[WorkerInfo], params: Mapping[str, int]
+    ) -> str:
+        return ("counter went to zero",)[fields["value"]]  # any other value raises
+
+
+class RenderRaisesForNonZero(_Valid):
+    invariants: ClassVar[Sequence[object]] = (_ZerosOnly(),)
+
+
+class FinalViolationsRaises(_Valid):
+    def final_violations(self) -> list[FoundViolation]:
+        raise RuntimeError("lost track of the counter")
+
+
+ROUNDS = 10
+
+
+class _TakesTurns(_Locked):
+    """Ping-pong with the other worker: act on its own parity of the counter, else poll again.
+    A point every step, but no yield while waiting for the other one's turn."""
+
+    def __init__(self, tracker: _Valid, parity: int) -> None:
+        super().__init__(tracker)
+        self.parity = parity
+
+    yields = False
+
+    def step(self, phase: Phase) -> bool:
+        with self.t.lock.held("take a turn"):
+            value = int(self.t.counter.mv[0])
+            acted = value % 2 == self.parity and value < 2 * ROUNDS
+            if acted:
+                self.t.counter.mv[0] = value = value + 1
+        if value >= 2 * ROUNDS:
+            return False
+        return acted or not self.yields or idle()
+
+
+class _TakesTurnsYielding(_TakesTurns):
+    yields = True
+
+
+class SpinsWithoutYield(_Valid):
+    """Fine in free mode; under PCT only a priority change hands the turn over, and an
+    execution has too few of them for every round."""
+
+    roles: ClassVar[Mapping[str, str]] = {"ping": "takes even turns", "pong": "takes odd turns"}
+    default_counts: ClassVar[Mapping[str, int]] = {}
+
+    def role(self, name: str, index: int) -> Role:
+        return _TakesTurns(self, 0 if name == "ping" else 1)
+
+
+class YieldsWhileWaiting(SpinsWithoutYield):
+    """Control: the same turns, with a yield while waiting (harness.tracker_api.idle)."""
+
+    def role(self, name: str, index: int) -> Role:
+        return _TakesTurnsYielding(self, 0 if name == "ping" else 1)

@@ -19,13 +19,9 @@ from dataclasses import dataclass
 import numpy as np
 
 from harness.locks import InstrumentedLock
-from harness.runtime import Runtime
 from harness.shm import Arena
+from harness.tracker_api import ApiConflict, TrackerRuntime, age_one
 from tracker.claim_deallocation.names import NONE
-
-
-class ApiConflict(Exception):  # noqa: N818 - named after the HTTP status
-    """The object changed since it was read; re-read and retry."""
 
 
 class PodPhase(enum.IntEnum):
@@ -43,7 +39,8 @@ class ClaimStatus:
 
 class ApiServer:
     def __init__(
-        self, runtime: Runtime, arena: Arena, lock: InstrumentedLock, claims: int, pods: int
+        self, runtime: TrackerRuntime, arena: Arena, lock: InstrumentedLock, claims: int,
+        pods: int,
     ) -> None:
         self._runtime = runtime
         self.lock = lock
@@ -72,9 +69,14 @@ class ApiServer:
 
     def update_claim_status(
         self, claim: int, expected_rv: int, allocated: bool, reserved_for: int,
-        deallocation_requested: bool,
+        deallocation_requested: bool | None, since: int = NONE,
     ) -> int:
-        with self.lock.held("update claim status", claim=claim, reservedFor=reserved_for):
+        """Write the status if ``expected_rv`` is current. ``deallocation_requested`` is None
+        where the status has no such field (the flag lives in PodScheduling); ``since`` is
+        where the caller's read began, for explanations."""
+        flag = {} if deallocation_requested is None else {"requested": deallocation_requested}
+        with self.lock.held("update claim status", claim=claim, reservedFor=reserved_for,
+                            allocated=allocated, **flag):
             if self.claim_rv.mv[claim] != expected_rv:
                 raise ApiConflict
             added = reserved_for & ~self.reserved_for.mv[claim]
@@ -82,10 +84,11 @@ class ApiServer:
                 self._runtime.violation(
                     "no-reserve-while-deallocating", claim=claim,
                     pod=(added & -added).bit_length() - 1, worker=self._runtime.worker_id,
+                    since=since,
                 )
             self.allocated.mv[claim] = int(allocated)
             self.reserved_for.mv[claim] = reserved_for
-            self.requested.mv[claim] = int(deallocation_requested)
+            self.requested.mv[claim] = int(bool(deallocation_requested))
             rv = self._next_rv()
             self.claim_rv.mv[claim] = rv
             return rv
@@ -118,13 +121,8 @@ class ApiServer:
     def age_running_pod(self, pick: int, hold: int) -> int:
         """One running pod (chosen by ``pick``) ages a step; returns it once it is done, or NONE."""
         with self.lock.held("pod runs"):
-            running = np.flatnonzero(self.pod_phase.np == PodPhase.RUNNING)
-            if running.size == 0:
-                return NONE
-            pod = int(running[pick % running.size])
-            age = self.pod_age.mv[pod] + 1
-            self.pod_age.mv[pod] = age
-            return pod if age >= hold else NONE
+            return age_one(np.flatnonzero(self.pod_phase.np == PodPhase.RUNNING), self.pod_age,
+                           pick, hold)
 
     def any_running(self) -> bool:
         with self.lock.held("any pod running"):

@@ -9,14 +9,14 @@ the hardware is freed, against ReservedFor as the API server holds it then
 from __future__ import annotations
 
 from harness.locks import InstrumentedLock
-from harness.runtime import Runtime
 from harness.shm import Arena
+from harness.tracker_api import TrackerRuntime
 from tracker.claim_deallocation.api_server import ApiServer
 
 
 class DriverBackend:
     def __init__(
-        self, runtime: Runtime, arena: Arena, lock: InstrumentedLock, api: ApiServer,
+        self, runtime: TrackerRuntime, arena: Arena, lock: InstrumentedLock, api: ApiServer,
         claims: int,
     ) -> None:
         self._runtime = runtime
@@ -28,7 +28,8 @@ class DriverBackend:
         with self.lock.held("Allocated claim in the driver", claim=claim):
             self.allocated.mv[claim] = 1
 
-    def deallocate(self, claim: int) -> None:
+    def deallocate(self, claim: int, since: int) -> None:
+        """Free the hardware; ``since`` is where the driver's read of the claim began."""
         with self.lock.held("Deallocating claim in the driver", claim=claim):
             self.allocated.mv[claim] = 0
             users = int(self._api.reserved_for.mv[claim])
@@ -36,5 +37,5 @@ class DriverBackend:
                 self._runtime.violation(
                     "no-deallocate-while-reserved", claim=claim,
                     pod=(users & -users).bit_length() - 1, users=users.bit_count(),
-                    worker=self._runtime.worker_id,
+                    worker=self._runtime.worker_id, since=since,
                 )

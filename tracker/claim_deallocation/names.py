@@ -4,7 +4,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-NONE = -1
+from harness.tracker_api import NONE
+
+__all__ = ["NAMESPACE", "NONE", "Naming"]
+
 NAMESPACE = "default"
 
 
@@ -25,3 +28,7 @@ class Naming:
         if pod == NONE:
             return "<no pod>"
         return f"{NAMESPACE}/pod-{self.claim_of(pod)}-{pod % self.pods_per_claim}"
+
+    def pods(self, reserved_for: int) -> list[str]:
+        """The pods of a ReservedFor mask, by name."""
+        return [self.pod(p) for p in range(reserved_for.bit_length()) if reserved_for >> p & 1]

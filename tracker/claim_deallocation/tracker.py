@@ -2,17 +2,18 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from typing import ClassVar
+from collections.abc import Callable, Mapping
+from typing import Any, ClassVar
 
-from harness.errors import ConfigError, UnknownVariantError
-from harness.runtime import Runtime
+from harness.errors import ConfigError
+from harness.log_words import LogWords
 from harness.shm import Arena
-from harness.tracker_api import FoundViolation, Invariant, Parameter, Role
+from harness.tracker_api import BaseTracker, Invariant, Parameter, Role, TrackerRuntime
 from tracker.claim_deallocation.api_server import ApiServer
 from tracker.claim_deallocation.claim_client import ClaimClient
 from tracker.claim_deallocation.driver_backend import DriverBackend
-from tracker.claim_deallocation.invariants import INVARIANTS, StatusMatchesDriver
+from tracker.claim_deallocation.invariants import INVARIANTS
+from tracker.claim_deallocation.log_words import ClaimLogWords
 from tracker.claim_deallocation.names import Naming
 from tracker.claim_deallocation.roles.deallocator import Deallocator
 from tracker.claim_deallocation.roles.driver import Driver
@@ -23,7 +24,7 @@ from tracker.claim_deallocation.variants import VARIANTS
 _MAX_PODS = 62  # ReservedFor is a bitmask in one int64
 
 
-class ClaimDeallocationTracker:
+class ClaimDeallocationTracker(BaseTracker):
     """Shared ResourceClaims: pods reserve them while deallocation is requested and carried out."""
 
     name: ClassVar[str] = "claim-deallocation"
@@ -39,6 +40,9 @@ class ClaimDeallocationTracker:
         "driver": "frees requested claims nobody uses, then clears the status; allocates free "
         "claims",
     }
+    role_types: ClassVar[Mapping[str, Callable[[Any, int], Role]]] = {
+        "scheduler": Scheduler, "kubelet": Kubelet, "deallocator": Deallocator, "driver": Driver,
+    }
     default_counts: ClassVar[Mapping[str, int]] = {
         "scheduler": 1, "kubelet": 1, "deallocator": 1, "driver": 1,
     }
@@ -51,13 +55,8 @@ class ClaimDeallocationTracker:
     invariants: ClassVar[tuple[Invariant, ...]] = INVARIANTS
 
     def __init__(
-        self, runtime: Runtime, arena: Arena, variant: str, params: Mapping[str, int]
+        self, runtime: TrackerRuntime, arena: Arena, variant: str, params: Mapping[str, int]
     ) -> None:
-        if variant not in VARIANTS:
-            raise UnknownVariantError(
-                f"tracker {self.name} has no variant {variant!r}; "
-                f"choose from {', '.join(VARIANTS)}"
-            )
         self.runtime = runtime
         self.claims = params["claims"]
         self.pods = params["claims"] * params["pods-per-claim"]
@@ -74,19 +73,10 @@ class ClaimDeallocationTracker:
         self.client = ClaimClient(runtime, self.api, self.backend, self.naming,
                                   flag_in_status=VARIANTS[variant][0])
 
-    def role(self, name: str, index: int) -> Role:
-        if name == "scheduler":
-            return Scheduler(self)
-        if name == "kubelet":
-            return Kubelet(self)
-        if name == "deallocator":
-            return Deallocator(self)
-        if name == "driver":
-            return Driver(self, index)
-        raise ValueError(f"{self.name} has no role {name!r}")
+    @classmethod
+    def log_words(cls, params: Mapping[str, int]) -> LogWords:
+        """Claim and pod names, and the KEP actors' API calls, for logs and explanations."""
+        return ClaimLogWords(Naming(params["pods-per-claim"]))
 
     def drained(self) -> bool:
         return self.api.settled()
-
-    def final_violations(self) -> list[FoundViolation]:
-        return StatusMatchesDriver().check(self)

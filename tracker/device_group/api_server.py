@@ -13,6 +13,7 @@ import numpy as np
 
 from harness.locks import InstrumentedLock
 from harness.shm import Arena
+from harness.tracker_api import age_one
 from tracker.device_group.names import NONE
 
 
@@ -72,13 +73,8 @@ class ApiServer:
     def finished_pod(self, pick: int, hold: int) -> int:
         """One running pod (chosen by ``pick``) ages a step; returns it once it is done, or NONE."""
         with self.lock.held("Pod runs"):
-            running = np.flatnonzero(self.state.np == PodState.RUNNING)
-            if running.size == 0:
-                return NONE
-            pod = int(running[pick % running.size])
-            age = self.age.mv[pod] + 1
-            self.age.mv[pod] = age
-            return pod if age >= hold else NONE
+            return age_one(np.flatnonzero(self.state.np == PodState.RUNNING), self.age, pick,
+                           hold)
 
     def count_in(self, *states: PodState) -> int:
         with self.lock.held("Count pods", states=len(states)):

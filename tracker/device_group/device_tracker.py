@@ -1,16 +1,19 @@
 """The plugin's in-memory device tracker: which group holds which device of which node.
 
 Every operation is one critical section under the tracker's lock, as
-upstream's tracker methods are. The lock is reentrant, so the atomic
-PreBind runs check, select, allocate and bind under one acquisition, while
-the racy one calls them one after the other. Users of a group are counted:
-the last one to leave (a pod that finished, or Unreserve) releases its
-devices and unbinds it.
+upstream's tracker methods are. The lock is reentrant, so the atomic claim
+runs check, select and allocate under one acquisition, while the racy
+PreBind calls them one after the other. Users of a group are counted (the
+pod that allocated its devices, and each pod that reuses them): the last
+one to leave (a pod that finished, or Unreserve) releases the devices and
+unbinds the group. ``bound`` says BindGroup ran for the group's current
+allocation.
 
 The three invariants are checked where the state changes: ``allocate``
 (no device in two groups), ``bind_group`` (one node per group) and
 ``release`` (a release gives back exactly what the group held, and the
-free count agrees with the devices actually free).
+free count agrees with the devices actually free). A violation carries
+where the reporting PreBind began (``since``): its explanation starts there.
 """
 
 from __future__ import annotations
@@ -20,8 +23,8 @@ import enum
 import numpy as np
 
 from harness.locks import InstrumentedLock
-from harness.runtime import Runtime
 from harness.shm import Arena
+from harness.tracker_api import TrackerRuntime
 from tracker.device_group.names import NONE
 
 PADDING = (0, 0, 0, 0)  # what the mutant's make([]int, 4, n) puts before the real ids
@@ -30,8 +33,8 @@ PADDING = (0, 0, 0, 0)  # what the mutant's make([]int, 4, n) puts before the re
 class Outcome(enum.IntEnum):
     """What PreBind's device claim came to."""
 
-    REUSED = 0  # the group was bound to this node: share its devices
-    ALLOCATED = 1  # the group was unbound: new devices allocated and bound
+    REUSED = 0  # the group has devices on this node: share them
+    ALLOCATED = 1  # the group had none: new devices allocated (BindGroup follows)
     ELSEWHERE = 2  # the group is bound to another node
     NO_DEVICES = 3  # not enough free devices on this node
 
@@ -44,7 +47,7 @@ class ReleaseProblem(enum.IntEnum):
 
 class DeviceTracker:
     def __init__(
-        self, runtime: Runtime, arena: Arena, lock: InstrumentedLock, nodes: int,
+        self, runtime: TrackerRuntime, arena: Arena, lock: InstrumentedLock, nodes: int,
         devices_per_node: int, groups: int,
     ) -> None:
         self._runtime = runtime
@@ -55,10 +58,11 @@ class DeviceTracker:
         self.group_node = arena.array("devices.group_node", groups, NONE)
         self.group_mask = arena.array("devices.group_mask", groups)
         self.group_users = arena.array("devices.group_users", groups)
+        self.group_bound = arena.array("devices.group_bound", groups)
 
     # -- reads ------------------------------------------------------------------------------
     def group_devices(self, group: int) -> tuple[int, int]:
-        """(device mask, node) the group is bound to, or (0, NONE)."""
+        """(device mask, node) the group holds devices on, or (0, NONE)."""
         with self.lock.held("Get group devices", group=group):
             return int(self.group_mask.mv[group]), int(self.group_node.mv[group])
 
@@ -69,15 +73,19 @@ class DeviceTracker:
 
     # -- the steps of PreBind ---------------------------------------------------------------
     def join_bound(self, group: int, node: int) -> tuple[Outcome | None, int]:
-        """Share the group's devices if it is bound to ``node``; None if it is unbound."""
+        """GetGroupDevices: reuse the group's devices if it is bound to ``node``; None if the
+        group is not bound (yet)."""
         with self.lock.held("Check group binding", group=group, node=node):
-            bound = self.group_node.mv[group]
-            if bound == NONE:
-                return None, 0
-            if bound != node:
-                return Outcome.ELSEWHERE, 0
-            self.group_users.mv[group] += 1
-            return Outcome.REUSED, int(self.group_mask.mv[group])
+            return self._join(group, node)
+
+    def _join(self, group: int, node: int) -> tuple[Outcome | None, int]:
+        held_on = self.group_node.mv[group]
+        if held_on == NONE:
+            return None, 0
+        if held_on != node:
+            return Outcome.ELSEWHERE, 0
+        self.group_users.mv[group] += 1
+        return Outcome.REUSED, int(self.group_mask.mv[group])
 
     def select_devices(self, node: int, count: int) -> int:
         """A mask of the ``count`` lowest free devices of ``node``, or 0 if there are fewer."""
@@ -88,42 +96,54 @@ class DeviceTracker:
                 return 0
             return sum(1 << int(d) for d in free[:count])
 
-    def allocate_devices(self, node: int, mask: int, group: int) -> None:
+    def allocate_devices(self, node: int, mask: int, group: int, since: int) -> None:
+        """Mark the devices the group's; the allocating pod is the group's first user."""
         with self.lock.held("Allocate devices", node=node, group=group, devices=mask):
-            for device in _bits(mask):
+            for device in bits(mask):
                 slot = node * self.devices_per_node + device
-                holder = self.owner.mv[slot]
+                holder = int(self.owner.mv[slot])
                 if holder not in (NONE, group):
                     self._runtime.violation(
                         "no-shared-device", node=node, device=device, group=group,
-                        other=holder, worker=self._runtime.worker_id,
+                        other=holder, worker=self._runtime.worker_id, since=since,
                     )
                 self.owner.mv[slot] = group
                 self.free.mv[node] -= 1
+            self.group_users.mv[group] += 1
 
-    def bind_group(self, group: int, node: int, mask: int) -> None:
+    def undo_allocation(self, node: int, mask: int, group: int) -> None:
+        """PreBind's rollback when the annotation could not be stored: ReleaseDevices."""
+        with self.lock.held("Roll back devices", node=node, group=group, devices=mask):
+            self.group_users.mv[group] -= 1
+            self._release(node, bits(mask), group)
+
+    def bind_group(self, group: int, node: int, mask: int, since: int) -> None:
+        """BindGroup, after the annotation was stored: the group now lives on ``node``."""
         with self.lock.held("Bind group to node", group=group, node=node):
-            bound = self.group_node.mv[group]
-            if bound != NONE:
+            if self.group_bound.mv[group]:
                 self._runtime.violation(
-                    "group-on-one-node", group=group, node=node, other=bound,
-                    worker=self._runtime.worker_id,
+                    "group-on-one-node", group=group, node=node,
+                    other=int(self.group_node.mv[group]), worker=self._runtime.worker_id,
+                    since=since,
                 )
             self.group_node.mv[group] = node
             self.group_mask.mv[group] = mask
-            self.group_users.mv[group] = 1
+            self.group_bound.mv[group] = 1
 
     def claim_group(self, group: int, node: int, count: int) -> tuple[Outcome, int]:
-        """The atomic PreBind: join a bound group, or select, allocate and bind, in one go."""
+        """The atomic claim: reuse the group's devices, or select and allocate them and hold
+        them for ``node``, in one critical section. BindGroup still follows the annotation."""
         with self.lock.held("Claim group devices", group=group, node=node):
-            outcome, mask = self.join_bound(group, node)
+            since = self._runtime.last_seq  # this acquisition: where the PreBind began
+            outcome, mask = self._join(group, node)
             if outcome is not None:
                 return outcome, mask
             mask = self.select_devices(node, count)
             if not mask:
                 return Outcome.NO_DEVICES, 0
-            self.allocate_devices(node, mask, group)
-            self.bind_group(group, node, mask)
+            self.allocate_devices(node, mask, group, since)
+            self.group_node.mv[group] = node
+            self.group_mask.mv[group] = mask
             return Outcome.ALLOCATED, mask
 
     # -- leaving ----------------------------------------------------------------------------
@@ -135,15 +155,17 @@ class DeviceTracker:
             node = int(self.group_node.mv[group])
             if users > 0 or node == NONE:
                 return
-            ids = list(_bits(int(self.group_mask.mv[group])))
+            ids = bits(int(self.group_mask.mv[group]))
             self._release(node, [*PADDING, *ids] if padded else ids, group)
             self.group_node.mv[group] = NONE
             self.group_mask.mv[group] = 0
+            self.group_bound.mv[group] = 0
 
     def _release(self, node: int, ids: list[int], group: int) -> None:
         """Upstream's ReleaseDevices: mark each id free and count it back; the lock is held."""
         runtime = self._runtime
-        runtime.point("Released devices", node=node, group=group, count=len(ids))
+        runtime.point("Released devices", node=node, group=group,
+                      devices=sum(1 << device for device in set(ids)))
         base = node * self.devices_per_node
         for device in ids:
             holder = self.owner.mv[base + device]
@@ -164,5 +186,6 @@ class DeviceTracker:
             )
 
 
-def _bits(mask: int) -> list[int]:
+def bits(mask: int) -> list[int]:
+    """The device ids of a mask, lowest first."""
     return [bit for bit in range(mask.bit_length()) if mask >> bit & 1]

@@ -1,16 +1,22 @@
 """The SharedDeviceGroup plugin's extension points: Filter, PreBind, Unreserve, and pod exit.
 
 The intended logic of the seed plugin, without its injected bugs except
-where a mutation variant puts one back. PreBind claims the group's devices
-either atomically (one tracker call) or as upstream writes it: check the
-binding, select, allocate, bind, each a call of its own.
+where a mutation variant puts one back. PreBind keeps the seed's order in
+every variant: claim the devices, store the device annotation on the pod
+(an API call, which may fail and roll the claim back), then BindGroup. The
+variants differ in the claim only: the seed checks the group's binding,
+selects and allocates in three calls, so the group becomes visible to other
+PreBinds only at BindGroup, after the API call (a yield: time passes there,
+the seed's widest window); the atomic claim does all three in one critical
+section and holds the devices for the node at once.
 """
 
 from __future__ import annotations
 
+import os
 import random
 
-from harness.runtime import Runtime
+from harness.tracker_api import TrackerRuntime
 from tracker.device_group.api_server import ApiServer
 from tracker.device_group.device_tracker import DeviceTracker, Outcome
 from tracker.device_group.names import NONE, Naming
@@ -19,7 +25,7 @@ from tracker.device_group.variants import Traits
 
 class SharedDeviceGroupPlugin:
     def __init__(
-        self, runtime: Runtime, api: ApiServer, devices: DeviceTracker, naming: Naming,
+        self, runtime: TrackerRuntime, api: ApiServer, devices: DeviceTracker, naming: Naming,
         traits: Traits, devices_per_group: int, api_error_percent: int,
     ) -> None:
         self._runtime = runtime
@@ -41,29 +47,46 @@ class SharedDeviceGroupPlugin:
 
     def pre_bind(self, pod: int, node: int, rng: random.Random) -> bool:
         group = self.naming.group_of(pod)
-        if self.traits.atomic_prebind:
-            outcome, mask = self.devices.claim_group(group, node, self.devices_per_group)
-        else:
-            outcome, mask = self._claim_step_by_step(group, node)
+        outcome, mask, since = self._claim(group, node)
         if outcome in (Outcome.ELSEWHERE, Outcome.NO_DEVICES):
             return False
-        if rng.random() * 100 < self.api_error_percent:
-            self._runtime.point("Failed to patch pod annotations", pod=pod)
-            self.devices.leave_group(group, self.traits.padded_release)
+        if not self._store_device_allocation(pod, mask, rng):
+            if outcome is Outcome.ALLOCATED and not self.traits.atomic_prebind:
+                self.devices.undo_allocation(node, mask, group)
+            else:
+                self.devices.leave_group(group, self.traits.padded_release)
             return False
-        self.api.store_device_allocation(pod, mask)
+        if outcome is Outcome.ALLOCATED:
+            self.devices.bind_group(group, node, mask, since)
+            self._runtime.log("PreBind: Allocated NEW devices for group", group=group,
+                              node=node, devices=mask)
         return True
 
-    def _claim_step_by_step(self, group: int, node: int) -> tuple[Outcome, int]:
-        outcome, mask = self.devices.join_bound(group, node)
-        if outcome is not None:
-            return outcome, mask
-        mask = self.devices.select_devices(node, self.devices_per_group)
+    def _claim(self, group: int, node: int) -> tuple[Outcome, int, int]:
+        """(outcome, device mask, where this PreBind began) of claiming the group's devices."""
+        devices = self.devices
+        if self.traits.atomic_prebind:
+            outcome, mask = devices.claim_group(group, node, self.devices_per_group)
+            return outcome, mask, self._runtime.last_seq
+        found, mask = devices.join_bound(group, node)
+        since = self._runtime.last_seq
+        if found is not None:
+            return found, mask, since
+        self._runtime.log("Group not yet bound, allocating new devices on node", group=group,
+                          node=node)
+        mask = devices.select_devices(node, self.devices_per_group)
         if not mask:
-            return Outcome.NO_DEVICES, 0
-        self.devices.allocate_devices(node, mask, group)
-        self.devices.bind_group(group, node, mask)
-        return Outcome.ALLOCATED, mask
+            return Outcome.NO_DEVICES, 0, since
+        devices.allocate_devices(node, mask, group, since)
+        return Outcome.ALLOCATED, mask, since
+
+    def _store_device_allocation(self, pod: int, mask: int, rng: random.Random) -> bool:
+        if rng.random() * 100 < self.api_error_percent:
+            self._runtime.point("Failed to patch pod annotations", pod=pod)
+            return False
+        self.api.store_device_allocation(pod, mask)
+        os.sched_yield()  # an API call: time passes before BindGroup
+        return True
 
     def unreserve(self, pod: int) -> None:
         """Undo PreBind for a pod that will not bind: leave its group if it had joined."""

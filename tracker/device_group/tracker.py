@@ -2,16 +2,17 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from typing import ClassVar
+from collections.abc import Callable, Mapping
+from typing import Any, ClassVar
 
-from harness.errors import ConfigError, UnknownVariantError
-from harness.runtime import Runtime
+from harness.errors import ConfigError
+from harness.log_words import LogWords
 from harness.shm import Arena
-from harness.tracker_api import FoundViolation, Invariant, Parameter, Role
+from harness.tracker_api import BaseTracker, Invariant, Parameter, Role, TrackerRuntime
 from tracker.device_group.api_server import ApiServer
 from tracker.device_group.device_tracker import DeviceTracker
-from tracker.device_group.invariants import INVARIANTS, RollbackRestoresFree
+from tracker.device_group.invariants import INVARIANTS
+from tracker.device_group.log_words import DeviceGroupLogWords
 from tracker.device_group.names import Naming
 from tracker.device_group.plugin import SharedDeviceGroupPlugin
 from tracker.device_group.roles.binder import Binder
@@ -22,7 +23,7 @@ from tracker.device_group.variants import VARIANTS
 _MAX_DEVICES_PER_NODE = 62  # a group's devices are a bitmask in one int64
 
 
-class DeviceGroupTracker:
+class DeviceGroupTracker(BaseTracker):
     """Shared device groups: PreBind claims a node's devices for a group; Unreserve rolls back."""
 
     name: ClassVar[str] = "device-group"
@@ -36,6 +37,9 @@ class DeviceGroupTracker:
         "binder": "binding cycle: PreBind claims the group's devices, Bind may fail into "
         "Unreserve",
         "kubelet": "running pods finish after a hold and leave their group",
+    }
+    role_types: ClassVar[Mapping[str, Callable[[Any, int], Role]]] = {
+        "scheduler": Scheduler, "binder": Binder, "kubelet": Kubelet,
     }
     default_counts: ClassVar[Mapping[str, int]] = {"scheduler": 1, "binder": 2, "kubelet": 1}
     parameters: ClassVar[Mapping[str, Parameter]] = {
@@ -56,20 +60,14 @@ class DeviceGroupTracker:
     invariants: ClassVar[tuple[Invariant, ...]] = INVARIANTS
 
     def __init__(
-        self, runtime: Runtime, arena: Arena, variant: str, params: Mapping[str, int]
+        self, runtime: TrackerRuntime, arena: Arena, variant: str, params: Mapping[str, int]
     ) -> None:
-        if variant not in VARIANTS:
-            raise UnknownVariantError(
-                f"tracker {self.name} has no variant {variant!r}; "
-                f"choose from {', '.join(VARIANTS)}"
-            )
         if params["devices-per-group"] > params["devices-per-node"]:
             raise ConfigError(
                 f"--param devices-per-group ({params['devices-per-group']}) must be <= "
                 f"devices-per-node ({params['devices-per-node']})"
             )
         self.runtime = runtime
-        self.variant = variant
         self.pods = params["groups"] * params["pods-per-group"]
         self.hold_steps = params["hold-steps"]
         self.bind_error_percent = params["bind-error-percent"]
@@ -85,17 +83,10 @@ class DeviceGroupTracker:
             params["devices-per-group"], params["api-error-percent"],
         )
 
-    def role(self, name: str, index: int) -> Role:
-        if name == "scheduler":
-            return Scheduler(self)
-        if name == "binder":
-            return Binder(self)
-        if name == "kubelet":
-            return Kubelet(self)
-        raise ValueError(f"{self.name} has no role {name!r}")
+    @classmethod
+    def log_words(cls, params: Mapping[str, int]) -> LogWords:
+        """The plugin's messages and device, group and pod names for logs and explanations."""
+        return DeviceGroupLogWords(Naming(params["pods-per-group"]), params["devices-per-node"])
 
     def drained(self) -> bool:
         return self.api.all_pending()
-
-    def final_violations(self) -> list[FoundViolation]:
-        return RollbackRestoresFree().check(self)

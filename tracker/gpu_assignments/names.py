@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
-NONE = -1
+from harness.tracker_api import NONE
+
+__all__ = ["NAMESPACE", "NONE", "card", "pod"]
+
 NAMESPACE = "default"
 
 

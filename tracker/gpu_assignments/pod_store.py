@@ -9,16 +9,22 @@ caught before its slot is reused.
 The pass bookkeeping is what ``no-stale-assignment`` needs: every cleanup
 pass takes an ordinal when it lists pods (atomically with the list), and a
 pass counts for a deleted pod only if it listed after the deletion.
+
+What the controller does to a pod is a point of its own inside the lock
+("Created pod", ...), so logs and explanations say what happened, not only
+that a pod was visited.
 """
 
 from __future__ import annotations
 
 import enum
+import os
 
 import numpy as np
 
 from harness.locks import InstrumentedLock
 from harness.shm import Arena
+from harness.tracker_api import TrackerRuntime
 from tracker.gpu_assignments.names import NONE
 
 _CREATED = 0
@@ -33,7 +39,10 @@ class PodPhase(enum.IntEnum):
 
 
 class PodStore:
-    def __init__(self, arena: Arena, lock: InstrumentedLock, pods: int) -> None:
+    def __init__(
+        self, runtime: TrackerRuntime, arena: Arena, lock: InstrumentedLock, pods: int
+    ) -> None:
+        self._runtime = runtime
         self.lock = lock
         self.phase = arena.array("gpu.pods.phase", pods, PodPhase.ABSENT)
         self.generation = arena.array("gpu.pods.generation", pods)
@@ -54,23 +63,27 @@ class PodStore:
                 return NONE, NONE
             slot = int(free[np.argmin(self.created_at.np[free])])
             self.admitted_by.mv[slot] = kubelet
-            return slot, self.generation.mv[slot]
+            return slot, int(self.generation.mv[slot])
 
-    def start_running(self, slot: int) -> None:
-        with self.lock.held("Pod started", pod=slot):
+    def start_running(self, slot: int, generation: int) -> None:
+        with self.lock.held("Pod started", pod=slot, generation=generation):
             self.phase.mv[slot] = PodPhase.RUNNING
             self.age.mv[slot] = 0
 
     # -- the cleanup's side ---------------------------------------------------------------
-    def list_phase(self, phase: PodPhase, begins_pass: bool) -> tuple[np.ndarray, int]:
-        """Generation per slot for pods in ``phase`` (NONE elsewhere), and the pass ordinal."""
-        with self.lock.held("List pods on node", phase=phase.name.lower()):
+    def list_phases(
+        self, phases: tuple[PodPhase, ...], begins_pass: bool
+    ) -> tuple[np.ndarray, int]:
+        """Generation per slot of pods in ``phases`` (NONE elsewhere), and the pass ordinal."""
+        names = ",".join(phase.name.lower() for phase in phases)
+        with self.lock.held("List pods on node", phase=names):
             ordinal = 0
             if begins_pass:
                 ordinal = self.counters.mv[_PASSES] + 1
                 self.counters.mv[_PASSES] = ordinal
-            listed = self.phase.np == phase
-            return np.where(listed, self.generation.np, NONE), ordinal
+            listed = np.where(np.isin(self.phase.np, phases), self.generation.np, NONE)
+        os.sched_yield()  # an API call: time passes while its response travels back
+        return listed, ordinal
 
     def finish_pass(self, ordinal: int) -> list[tuple[int, int, int]]:
         """Count this pass for pods deleted before it listed; (slot, gen, passes) of those >= 2."""
@@ -83,17 +96,20 @@ class PodStore:
                 seen = self.cleanups_seen.mv[slot] + 1
                 self.cleanups_seen.mv[slot] = seen
                 if seen >= 2:
-                    overdue.append((int(slot), self.generation.mv[slot], seen))
+                    overdue.append((int(slot), int(self.generation.mv[slot]), int(seen)))
             return overdue
 
     # -- the controller's side ------------------------------------------------------------
     def visit(self, slot: int, churn: bool, hold: int) -> None:
         """Create, delete or garbage-collect the pod in ``slot`` as its phase allows."""
-        with self.lock.held("Sync pod", pod=slot):
+        point = self._runtime.point
+        with self.lock.held("Sync pod", slot=slot):
             phase = self.phase.mv[slot]
+            generation = int(self.generation.mv[slot])
             if phase == PodPhase.ABSENT and churn:
+                point("Created pod", pod=slot, generation=generation + 1)
                 counters = self.counters.mv
-                self.generation.mv[slot] += 1
+                self.generation.mv[slot] = generation + 1
                 self.created_at.mv[slot] = counters[_CREATED]
                 counters[_CREATED] += 1
                 self.admitted_by.mv[slot] = NONE
@@ -103,9 +119,11 @@ class PodStore:
                 age = self.age.mv[slot] + 1
                 self.age.mv[slot] = age
                 if age >= hold:
+                    point("Deleted pod", pod=slot, generation=generation)
                     self.deleted_pass.mv[slot] = self.counters.mv[_PASSES]
                     self.phase.mv[slot] = PodPhase.TERMINATING
             elif phase == PodPhase.TERMINATING and self.cleanups_seen.mv[slot] >= 2:
+                point("Removed pod", pod=slot, generation=generation)
                 self.phase.mv[slot] = PodPhase.ABSENT
 
     def any_pending(self) -> bool:

@@ -1,10 +1,11 @@
 """The device plugin's resource manager: GetPreferredAllocation, Allocate, and the cleanup.
 
-The variant decides only the cleanup: which pod phases its list holds, and
-whether the list is taken before or while holding the cleanup mutex.
-Upstream lists running and pending pods in two API calls, then takes the
-mutex: a pod created after the list and given an assignment before the
-mutex is taken looks like a dead pod to the cleanup.
+The variant decides only the cleanup: which pod phases its list holds, in
+one consistent list or one API call per phase, and whether the list is
+taken before or while holding the cleanup mutex. Upstream lists running and
+pending pods in two API calls, then takes the mutex: a pod created after
+the list and given an assignment before the mutex is taken looks like a
+dead pod to the cleanup.
 """
 
 from __future__ import annotations
@@ -12,17 +13,17 @@ from __future__ import annotations
 import numpy as np
 
 from harness.locks import InstrumentedLock
-from harness.runtime import Runtime
+from harness.tracker_api import TrackerRuntime
 from tracker.gpu_assignments.assignments import Assignments
 from tracker.gpu_assignments.names import NONE
-from tracker.gpu_assignments.pod_store import PodPhase, PodStore
+from tracker.gpu_assignments.pod_store import PodStore
 from tracker.gpu_assignments.variants import Traits
 
 
 class ResourceManager:
     def __init__(
         self,
-        runtime: Runtime,
+        runtime: TrackerRuntime,
         pods: PodStore,
         assignments: Assignments,
         mutex: InstrumentedLock,
@@ -35,7 +36,8 @@ class ResourceManager:
         self._traits = traits
 
     def get_preferred_allocation(self, slot: int, generation: int, card: int) -> None:
-        self._runtime.point("Selected devices for container", pod=slot, card=card)
+        self._runtime.point("Selected devices for container", pod=slot, generation=generation,
+                            card=card)
         self.assignments.store(slot, generation, card)
 
     def allocate(self, slot: int, generation: int, card: int) -> None:
@@ -43,39 +45,42 @@ class ResourceManager:
         runtime = self._runtime
         found = self.assignments.lookup(slot, generation)
         if found == NONE:
-            runtime.point("Couldn't find allocation info from assignments", pod=slot)
+            runtime.point("Couldn't find allocation info from assignments", pod=slot,
+                          generation=generation)
             runtime.violation(
                 "assignment-found", pod=slot, generation=generation, card=card,
                 kubelet=runtime.worker_id,
                 remover=int(self.assignments.removed_by.mv[slot]),
+                since=int(self.assignments.removed_since.mv[slot]),
             )
 
     def cleanup_pass(self) -> None:
-        runtime = self._runtime
-        runtime.point("Running cleanup")
+        since = self._runtime.point("Running cleanup")
         if self._traits.list_under_mutex:
             with self.mutex.held("Cleanup takes the mutex"):
                 keep, ordinal = self._list()
-                self._prune(keep, ordinal)
+                self._prune(keep, ordinal, since)
         else:
             keep, ordinal = self._list()
             with self.mutex.held("Cleanup takes the mutex"):
-                self._prune(keep, ordinal)
+                self._prune(keep, ordinal, since)
 
     def _list(self) -> tuple[np.ndarray, int]:
         """Generation per slot of every pod the cleanup keeps (NONE: drop its assignment)."""
-        keep, ordinal = self.pods.list_phase(PodPhase.RUNNING, begins_pass=True)
-        for phase, wanted in ((PodPhase.PENDING, self._traits.keeps_pending),
-                              (PodPhase.TERMINATING, self._traits.keeps_terminating)):
-            if wanted:
-                listed, _ = self.pods.list_phase(phase, begins_pass=False)
-                keep = np.where(listed != NONE, listed, keep)
+        phases = self._traits.phases
+        if self._traits.one_list:
+            return self.pods.list_phases(phases, begins_pass=True)
+        keep, ordinal = self.pods.list_phases(phases[:1], begins_pass=True)
+        for phase in phases[1:]:
+            listed, _ = self.pods.list_phases((phase,), begins_pass=False)
+            keep = np.where(listed != NONE, listed, keep)
         return keep, ordinal
 
-    def _prune(self, keep: np.ndarray, ordinal: int) -> None:
+    def _prune(self, keep: np.ndarray, ordinal: int, since: int) -> None:
         runtime = self._runtime
-        for slot in self.assignments.prune(keep, runtime.worker_id):
-            runtime.point("Removing from assignments", pod=int(slot))
+        for slot, generation in self.assignments.stale(keep):
+            runtime.point("Removing from assignments", pod=slot, generation=generation)
+            self.assignments.remove(slot, runtime.worker_id, since)
         for slot, generation, passes in self.pods.finish_pass(ordinal):
             if self.assignments.held_for(slot, generation):
                 runtime.violation(

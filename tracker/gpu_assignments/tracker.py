@@ -2,15 +2,15 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from typing import ClassVar
+from collections.abc import Callable, Mapping
+from typing import Any, ClassVar
 
-from harness.errors import UnknownVariantError
-from harness.runtime import Runtime
+from harness.log_words import LogWords
 from harness.shm import Arena
-from harness.tracker_api import FoundViolation, Invariant, Parameter, Role
+from harness.tracker_api import BaseTracker, Invariant, Parameter, Role, TrackerRuntime
 from tracker.gpu_assignments.assignments import Assignments
-from tracker.gpu_assignments.invariants import INVARIANTS, NoStaleAssignment
+from tracker.gpu_assignments.invariants import INVARIANTS
+from tracker.gpu_assignments.log_words import GpuLogWords
 from tracker.gpu_assignments.pod_store import PodStore
 from tracker.gpu_assignments.resource_manager import ResourceManager
 from tracker.gpu_assignments.roles.cleanup import Cleanup
@@ -19,7 +19,7 @@ from tracker.gpu_assignments.roles.kubelet import Kubelet
 from tracker.gpu_assignments.variants import VARIANTS
 
 
-class GpuAssignmentsTracker:
+class GpuAssignmentsTracker(BaseTracker):
     """Intel GPU device plugin: per-pod assignments written, read, and pruned by a cleanup."""
 
     name: ClassVar[str] = "gpu-assignments"
@@ -33,6 +33,9 @@ class GpuAssignmentsTracker:
         "cleanup": "the periodic cleanup: list pods on the node, prune other assignments",
         "controller": "creates pods, deletes running ones, removes them after two cleanups",
     }
+    role_types: ClassVar[Mapping[str, Callable[[Any, int], Role]]] = {
+        "kubelet": Kubelet, "cleanup": Cleanup, "controller": Controller,
+    }
     default_counts: ClassVar[Mapping[str, int]] = {"kubelet": 1, "cleanup": 1, "controller": 1}
     parameters: ClassVar[Mapping[str, Parameter]] = {
         "pods": Parameter(4, "pod slots on the node (each reused by new incarnations)",
@@ -44,36 +47,23 @@ class GpuAssignmentsTracker:
     invariants: ClassVar[tuple[Invariant, ...]] = INVARIANTS
 
     def __init__(
-        self, runtime: Runtime, arena: Arena, variant: str, params: Mapping[str, int]
+        self, runtime: TrackerRuntime, arena: Arena, variant: str, params: Mapping[str, int]
     ) -> None:
-        if variant not in VARIANTS:
-            raise UnknownVariantError(
-                f"tracker {self.name} has no variant {variant!r}; "
-                f"choose from {', '.join(VARIANTS)}"
-            )
         self.runtime = runtime
-        self.variant = variant
         self.pod_slots = params["pods"]
         self.cards = params["cards"]
         self.hold_visits = params["hold-visits"]
-        self.pods = PodStore(arena, runtime.lock("api server pods"), self.pod_slots)
+        self.pods = PodStore(runtime, arena, runtime.lock("api server pods"), self.pod_slots)
         mutex = runtime.lock("cleanup mutex")
         self.assignments = Assignments(arena, mutex, self.pod_slots)
         self.manager = ResourceManager(
             runtime, self.pods, self.assignments, mutex, VARIANTS[variant][0]
         )
 
-    def role(self, name: str, index: int) -> Role:
-        if name == "kubelet":
-            return Kubelet(self)
-        if name == "cleanup":
-            return Cleanup(self)
-        if name == "controller":
-            return Controller(self)
-        raise ValueError(f"{self.name} has no role {name!r}")
+    @classmethod
+    def log_words(cls, params: Mapping[str, int]) -> LogWords:
+        """The device plugin's messages and pod names for logs and explanations."""
+        return GpuLogWords()
 
     def drained(self) -> bool:
         return not self.pods.any_pending()
-
-    def final_violations(self) -> list[FoundViolation]:
-        return NoStaleAssignment().check(self)

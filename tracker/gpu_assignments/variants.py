@@ -1,36 +1,43 @@
-"""The cleanup's pod list: which phases it holds, and whether it is taken under the mutex."""
+"""The cleanup's pod list: which phases it holds, in how many calls, and whether under the mutex."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
+from tracker.gpu_assignments.pod_store import PodPhase
+
+RUNNING_AND_PENDING = (PodPhase.RUNNING, PodPhase.PENDING)
+
 
 @dataclass(frozen=True)
 class Traits:
-    """What a variant's cleanup keeps: running pods, pending pods, terminating pods."""
+    """What a variant's cleanup lists: its phases, one call per phase or one for all, and
+    whether the list is taken before or while holding the cleanup mutex."""
 
-    keeps_pending: bool
+    phases: tuple[PodPhase, ...]
     list_under_mutex: bool
-    keeps_terminating: bool = False
+    one_list: bool  # one consistent list of every phase, not one API call per phase
 
 
 VARIANTS: dict[str, tuple[Traits, str]] = {
     "running-only": (
-        Traits(keeps_pending=False, list_under_mutex=False),
+        Traits((PodPhase.RUNNING,), list_under_mutex=False, one_list=False),
         "cleanup keeps only running pods, so it drops the assignment of a pod between "
         "GetPreferredAllocation and Allocate (racy)",
     ),
     "list-before-lock": (
-        Traits(keeps_pending=True, list_under_mutex=False),
-        "cleanup keeps running and pending pods, but lists them before taking the cleanup "
+        Traits(RUNNING_AND_PENDING, list_under_mutex=False, one_list=False),
+        "cleanup lists running, then pending pods as upstream does, before taking the cleanup "
         "mutex: a pod created in between loses its assignment (racy)",
     ),
     "fixed": (
-        Traits(keeps_pending=True, list_under_mutex=True),
-        "cleanup lists running and pending pods while holding the cleanup mutex (correct)",
+        Traits(RUNNING_AND_PENDING, list_under_mutex=True, one_list=True),
+        "cleanup lists running and pending pods in one consistent list while holding the "
+        "cleanup mutex (correct)",
     ),
     "mutant-all-phases": (
-        Traits(keeps_pending=True, list_under_mutex=True, keeps_terminating=True),
+        Traits((*RUNNING_AND_PENDING, PodPhase.TERMINATING), list_under_mutex=True,
+               one_list=True),
         "mutation: the cleanup's list has no phase selector, so deleted (terminating) pods "
         "keep their assignments (buggy)",
     ),

@@ -2,28 +2,30 @@
 
 The damage the race does: a pod was admitted to a claim the driver is
 freeing. Checked by the driver at the moment it frees the hardware.
+``since`` is where the driver's read of the claim began: the explanation
+starts there.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 
-from harness.tracker_api import WorkerInfo
-from tracker.claim_deallocation.invariants.common import naming, worker_name
+from harness.tracker_api import WorkerInfo, describe_worker
+from tracker.claim_deallocation.names import Naming
 
 
 class NoDeallocateWhileReserved:
     name = "no-deallocate-while-reserved"
     summary = "no claim is deallocated while its ReservedFor is non-empty"
-    fields = ("claim", "pod", "users", "worker")
+    fields = ("claim", "pod", "users", "worker", "since")
 
     def render(
         self, fields: Mapping[str, int], workers: Sequence[WorkerInfo], params: Mapping[str, int]
     ) -> str:
-        names = naming(params)
+        names = Naming(params["pods-per-claim"])
         users = fields["users"]
         return (
             f"claim {names.claim(fields['claim'])} was deallocated by "
-            f"{worker_name(fields['worker'], workers)} while ReservedFor still held pod "
+            f"{describe_worker(fields['worker'], workers)} while ReservedFor still held pod "
             f"{names.pod(fields['pod'])} ({users} user{'s' if users != 1 else ''})"
         )

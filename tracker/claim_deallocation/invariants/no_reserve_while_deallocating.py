@@ -3,28 +3,29 @@
 The rule the KEP states for DeallocationRequested. Checked in the API
 server's claim status update, against the flag wherever the variant keeps
 it, so the racy variant is caught at the root cause, before any pod is
-left with a claim that is being freed under it.
+left with a claim that is being freed under it. ``since`` is where the
+scheduler's read of the flag began: the explanation starts at that stale read.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 
-from harness.tracker_api import WorkerInfo
-from tracker.claim_deallocation.invariants.common import naming, worker_name
+from harness.tracker_api import WorkerInfo, describe_worker
+from tracker.claim_deallocation.names import Naming
 
 
 class NoReserveWhileDeallocating:
     name = "no-reserve-while-deallocating"
     summary = "no pod is added to ReservedFor of a claim whose deallocation is requested"
-    fields = ("claim", "pod", "worker")
+    fields = ("claim", "pod", "worker", "since")
 
     def render(
         self, fields: Mapping[str, int], workers: Sequence[WorkerInfo], params: Mapping[str, int]
     ) -> str:
-        names = naming(params)
+        names = Naming(params["pods-per-claim"])
         return (
-            f"{worker_name(fields['worker'], workers)} added pod {names.pod(fields['pod'])} to "
+            f"{describe_worker(fields['worker'], workers)} added pod {names.pod(fields['pod'])} to "
             f"ReservedFor of claim {names.claim(fields['claim'])} while its deallocation was "
             "requested"
         )

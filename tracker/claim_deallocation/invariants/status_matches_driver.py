@@ -12,7 +12,7 @@ from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING
 
 from harness.tracker_api import FoundViolation, WorkerInfo
-from tracker.claim_deallocation.invariants.common import naming
+from tracker.claim_deallocation.names import Naming
 
 if TYPE_CHECKING:
     from tracker.claim_deallocation.tracker import ClaimDeallocationTracker
@@ -32,7 +32,7 @@ class StatusMatchesDriver:
     def render(
         self, fields: Mapping[str, int], workers: Sequence[WorkerInfo], params: Mapping[str, int]
     ) -> str:
-        claim = naming(params).claim(fields["claim"])
+        claim = Naming.claim(fields["claim"])
         kind = fields["kind"]
         if kind == Disagreement.REQUEST_LEFT:
             return f"claim {claim} still has its deallocation requested at rest"
@@ -43,7 +43,7 @@ class StatusMatchesDriver:
             f"says allocated={bool(fields['driver'])}"
         )
 
-    def check(self, tracker: ClaimDeallocationTracker) -> list[FoundViolation]:
+    def check_at_rest(self, tracker: ClaimDeallocationTracker) -> list[FoundViolation]:
         api, backend = tracker.api, tracker.backend
         found = []
         for claim in range(tracker.claims):

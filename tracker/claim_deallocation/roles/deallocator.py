@@ -8,17 +8,17 @@ reservation all the time.
 
 from __future__ import annotations
 
-import os
 from typing import TYPE_CHECKING
 
 from harness.control import Phase
+from harness.tracker_api import idle
 
 if TYPE_CHECKING:
     from tracker.claim_deallocation.tracker import ClaimDeallocationTracker
 
 
 class Deallocator:
-    def __init__(self, tracker: ClaimDeallocationTracker) -> None:
+    def __init__(self, tracker: ClaimDeallocationTracker, index: int) -> None:
         self._t = tracker
         self._rng = tracker.runtime.rng
 
@@ -26,6 +26,4 @@ class Deallocator:
         if phase >= Phase.DRAIN:  # no new requests while the run settles
             return False
         t = self._t
-        if not t.client.request_deallocation(self._rng.randrange(t.claims)):
-            os.sched_yield()
-        return True
+        return t.client.request_deallocation(self._rng.randrange(t.claims)) or idle()

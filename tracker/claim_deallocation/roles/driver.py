@@ -2,6 +2,7 @@
 
 Driver workers split the claims between them (claim modulo worker count),
 as a work queue keyed by claim never hands one claim to two workers at once.
+A sync with nothing to do yields, as a controller waits for its next event.
 It stops once every other role finished and no deallocation is pending.
 """
 
@@ -10,6 +11,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from harness.control import Phase
+from harness.tracker_api import idle
 
 if TYPE_CHECKING:
     from tracker.claim_deallocation.tracker import ClaimDeallocationTracker
@@ -30,6 +32,6 @@ class Driver:
             t.runtime.role_finished(role) for role in ("scheduler", "kubelet", "deallocator")
         ) and self._next == 0 and not t.api.any_request():
             return False
-        t.client.sync(self._mine[self._next])
+        acted = t.client.sync(self._mine[self._next])
         self._next = (self._next + 1) % len(self._mine)
-        return True
+        return acted or idle()

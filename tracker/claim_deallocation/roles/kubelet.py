@@ -7,10 +7,10 @@ deallocation was requested can be deallocated.
 
 from __future__ import annotations
 
-import os
 from typing import TYPE_CHECKING
 
 from harness.control import Phase
+from harness.tracker_api import idle
 from tracker.claim_deallocation.api_server import PodPhase
 from tracker.claim_deallocation.names import NONE
 
@@ -19,7 +19,7 @@ if TYPE_CHECKING:
 
 
 class Kubelet:
-    def __init__(self, tracker: ClaimDeallocationTracker) -> None:
+    def __init__(self, tracker: ClaimDeallocationTracker, index: int) -> None:
         self._t = tracker
         self._rng = tracker.runtime.rng
 
@@ -34,5 +34,4 @@ class Kubelet:
         if phase >= Phase.STOP and t.runtime.role_finished("scheduler") and \
                 not t.api.any_running():
             return False
-        os.sched_yield()
-        return True
+        return idle()

@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-import os
 from typing import TYPE_CHECKING
 
 from harness.control import Phase
+from harness.tracker_api import idle
 from tracker.claim_deallocation.api_server import PodPhase
 
 if TYPE_CHECKING:
@@ -13,7 +13,7 @@ if TYPE_CHECKING:
 
 
 class Scheduler:
-    def __init__(self, tracker: ClaimDeallocationTracker) -> None:
+    def __init__(self, tracker: ClaimDeallocationTracker, index: int) -> None:
         self._t = tracker
         self._rng = tracker.runtime.rng
 
@@ -25,5 +25,4 @@ class Scheduler:
         if t.api.pod_waiting(pod) and t.client.reserve(pod):
             t.api.set_pod_phase(pod, PodPhase.RUNNING)
             return True
-        os.sched_yield()
-        return True
+        return idle()

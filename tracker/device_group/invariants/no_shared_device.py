@@ -2,28 +2,29 @@
 
 Checked in the device tracker's allocate, the one place a device gets a
 group: allocating a device another group holds is the double allocation
-that select-then-allocate lets through.
+that select-then-allocate lets through. ``since`` is where the reporting
+PreBind began.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 
-from harness.tracker_api import WorkerInfo
-from tracker.device_group.invariants.common import naming, worker_name
+from harness.tracker_api import WorkerInfo, describe_worker
+from tracker.device_group.names import Naming
 
 
 class NoSharedDevice:
     name = "no-shared-device"
     summary = "no device is held by two groups"
-    fields = ("node", "device", "group", "other", "worker")
+    fields = ("node", "device", "group", "other", "worker", "since")
 
     def render(
         self, fields: Mapping[str, int], workers: Sequence[WorkerInfo], params: Mapping[str, int]
     ) -> str:
-        names = naming(params)
+        names = Naming(params["pods-per-group"])
         return (
             f"device {names.device(fields['node'], fields['device'])} was allocated to "
-            f"{names.group(fields['group'])} by {worker_name(fields['worker'], workers)} "
+            f"{names.group(fields['group'])} by {describe_worker(fields['worker'], workers)} "
             f"while {names.group(fields['other'])} held it"
         )

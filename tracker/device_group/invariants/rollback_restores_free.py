@@ -13,10 +13,9 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from harness.tracker_api import FoundViolation, WorkerInfo
+from harness.tracker_api import FoundViolation, WorkerInfo, describe_worker
 from tracker.device_group.device_tracker import ReleaseProblem
-from tracker.device_group.invariants.common import naming, worker_name
-from tracker.device_group.names import NONE
+from tracker.device_group.names import NONE, Naming
 
 if TYPE_CHECKING:
     from tracker.device_group.tracker import DeviceGroupTracker
@@ -30,9 +29,9 @@ class RollbackRestoresFree:
     def render(
         self, fields: Mapping[str, int], workers: Sequence[WorkerInfo], params: Mapping[str, int]
     ) -> str:
-        names = naming(params)
+        names = Naming(params["pods-per-group"])
         node, group = fields["node"], names.group(fields["group"])
-        who = worker_name(fields["worker"], workers)
+        who = describe_worker(fields["worker"], workers)
         kind = fields["kind"]
         if kind == ReleaseProblem.NOT_HELD:
             holder = fields["holder"]
@@ -48,7 +47,7 @@ class RollbackRestoresFree:
         return (f"at rest, device {names.device(node, fields['device'])} is still held by "
                 f"{group} although no pod uses it ({fields['actual']} user(s) counted)")
 
-    def check(self, tracker: DeviceGroupTracker) -> list[FoundViolation]:
+    def check_at_rest(self, tracker: DeviceGroupTracker) -> list[FoundViolation]:
         devices = tracker.devices
         per_node = devices.devices_per_node
         found = []

@@ -7,10 +7,10 @@ Unreserve's rollback runs all the time.
 
 from __future__ import annotations
 
-import os
 from typing import TYPE_CHECKING
 
 from harness.control import Phase
+from harness.tracker_api import idle
 from tracker.device_group.api_server import PodState
 from tracker.device_group.names import NONE
 
@@ -19,7 +19,7 @@ if TYPE_CHECKING:
 
 
 class Binder:
-    def __init__(self, tracker: DeviceGroupTracker) -> None:
+    def __init__(self, tracker: DeviceGroupTracker, index: int) -> None:
         self._t = tracker
         self._rng = tracker.runtime.rng
 
@@ -30,8 +30,7 @@ class Binder:
             if phase >= Phase.STOP and t.runtime.role_finished("scheduler") and \
                     t.api.count_in(PodState.SCHEDULED, PodState.BINDING) == 0:
                 return False
-            os.sched_yield()
-            return True
+            return idle()
         if t.plugin.pre_bind(pod, node, self._rng) and self._bind(pod):
             t.api.set_state(pod, PodState.RUNNING)
             return True

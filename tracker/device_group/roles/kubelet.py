@@ -7,10 +7,10 @@ every group is released.
 
 from __future__ import annotations
 
-import os
 from typing import TYPE_CHECKING
 
 from harness.control import Phase
+from harness.tracker_api import idle
 from tracker.device_group.api_server import PodState
 from tracker.device_group.names import NONE
 
@@ -19,7 +19,7 @@ if TYPE_CHECKING:
 
 
 class Kubelet:
-    def __init__(self, tracker: DeviceGroupTracker) -> None:
+    def __init__(self, tracker: DeviceGroupTracker, index: int) -> None:
         self._t = tracker
         self._rng = tracker.runtime.rng
 
@@ -34,5 +34,4 @@ class Kubelet:
         if phase >= Phase.STOP and t.runtime.role_finished("binder") and \
                 t.api.count_in(PodState.RUNNING) == 0:
             return False
-        os.sched_yield()
-        return True
+        return idle()

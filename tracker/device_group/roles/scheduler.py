@@ -6,10 +6,10 @@ scheduling loop; the race is between binding cycles, which run in parallel.
 
 from __future__ import annotations
 
-import os
 from typing import TYPE_CHECKING
 
 from harness.control import Phase
+from harness.tracker_api import idle
 from tracker.device_group.names import NONE
 
 if TYPE_CHECKING:
@@ -17,7 +17,7 @@ if TYPE_CHECKING:
 
 
 class Scheduler:
-    def __init__(self, tracker: DeviceGroupTracker) -> None:
+    def __init__(self, tracker: DeviceGroupTracker, index: int) -> None:
         self._t = tracker
         self._rng = tracker.runtime.rng
 
@@ -32,5 +32,4 @@ class Scheduler:
                 if node != NONE:
                     t.api.schedule(pod, node)
                     return True
-        os.sched_yield()  # nothing schedulable: let binders and the kubelet move
-        return True
+        return idle()  # nothing schedulable: let binders and the kubelet move

@@ -2,32 +2,32 @@
 
 Checked in Allocate, for a pod that is still pending (only the kubelet that
 admits it moves it on). When the entry is missing, the ghost record of who
-removed it last names the cleanup pass that did.
+removed it last names the cleanup pass that did, and where that pass began
+(``since``: the explanation starts there).
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 
-from harness.tracker_api import WorkerInfo
+from harness.tracker_api import WorkerInfo, describe_worker
 from tracker.gpu_assignments import names
-from tracker.gpu_assignments.invariants.common import worker_name
 from tracker.gpu_assignments.names import NONE
 
 
 class AssignmentFound:
     name = "assignment-found"
     summary = "Allocate finds the assignment GetPreferredAllocation stored for a pending pod"
-    fields = ("pod", "generation", "card", "kubelet", "remover")
+    fields = ("pod", "generation", "card", "kubelet", "remover", "since")
 
     def render(
         self, fields: Mapping[str, int], workers: Sequence[WorkerInfo], params: Mapping[str, int]
     ) -> str:
         remover = fields["remover"]
-        by = f"{worker_name(remover, workers)} removed it" if remover != NONE else \
+        by = f"{describe_worker(remover, workers)} removed it" if remover != NONE else \
             "nobody is recorded as removing it"
         return (
-            f"Allocate by {worker_name(fields['kubelet'], workers)} found no assignment for "
+            f"Allocate by {describe_worker(fields['kubelet'], workers)} found no assignment for "
             f"pending pod {names.pod(fields['pod'], fields['generation'])}, although "
             f"GetPreferredAllocation stored {names.card(fields['card'])} for it; {by}"
         )

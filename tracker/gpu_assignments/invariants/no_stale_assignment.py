@@ -11,9 +11,8 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from harness.tracker_api import FoundViolation, WorkerInfo
+from harness.tracker_api import FoundViolation, WorkerInfo, describe_worker
 from tracker.gpu_assignments import names
-from tracker.gpu_assignments.invariants.common import worker_name
 from tracker.gpu_assignments.names import NONE
 from tracker.gpu_assignments.pod_store import PodPhase
 
@@ -30,14 +29,14 @@ class NoStaleAssignment:
         self, fields: Mapping[str, int], workers: Sequence[WorkerInfo], params: Mapping[str, int]
     ) -> str:
         seen = "at rest" if fields["cleanup"] == NONE else \
-            f"seen by {worker_name(fields['cleanup'], workers)}"
+            f"seen by {describe_worker(fields['cleanup'], workers)}"
         return (
             f"assignment of deleted pod {names.pod(fields['pod'], fields['generation'])} "
             f"({names.card(fields['card'])}) survived {fields['passes']} cleanups after the "
             f"deletion ({seen})"
         )
 
-    def check(self, tracker: GpuAssignmentsTracker) -> list[FoundViolation]:
+    def check_at_rest(self, tracker: GpuAssignmentsTracker) -> list[FoundViolation]:
         """At rest: an entry whose pod incarnation is gone or terminating after two passes."""
         pods, entries = tracker.pods, tracker.assignments
         found = []

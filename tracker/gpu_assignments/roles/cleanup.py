@@ -1,9 +1,9 @@
 """Cleanup: the resource manager's periodic goroutine, one pass per step.
 
-Upstream waits two minutes between passes; here passes run back to back,
-which only makes the race window come up more often. Once the kubelets and
-the controller have finished, two more passes run, so that at rest every
-deleted pod has had its two cleanups.
+Upstream waits two minutes between passes; here a pass ends in a yield (the
+ticker's wait), so the other roles run between passes in controlled mode
+too. Once the kubelets and the controller have finished, two more passes
+run, so that at rest every deleted pod has had its two cleanups.
 """
 
 from __future__ import annotations
@@ -11,6 +11,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from harness.control import Phase
+from harness.tracker_api import idle
 
 if TYPE_CHECKING:
     from tracker.gpu_assignments.tracker import GpuAssignmentsTracker
@@ -19,7 +20,7 @@ FINAL_PASSES = 2
 
 
 class Cleanup:
-    def __init__(self, tracker: GpuAssignmentsTracker) -> None:
+    def __init__(self, tracker: GpuAssignmentsTracker, index: int) -> None:
         self._t = tracker
         self._final_passes = 0
 
@@ -31,4 +32,4 @@ class Cleanup:
                 return False
             self._final_passes += 1
         t.manager.cleanup_pass()
-        return True
+        return idle()

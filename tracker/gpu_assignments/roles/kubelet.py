@@ -1,9 +1,10 @@
 """Kubelet: admits pending pods, calling GetPreferredAllocation and then Allocate for each.
 
 One admission is one step. Between the two calls the kubelet does other
-work (a point of its own), which is the window the cleanup can fall into.
-Several kubelet workers stand for concurrent plugin calls; each takes a
-different pod.
+work (a yield, then a point of its own): time passes there, which is the
+window the seed's comment warns about, and where controlled mode's PCT
+lets the others run. Several kubelet workers stand for concurrent plugin
+calls; each takes a different pod.
 """
 
 from __future__ import annotations
@@ -12,6 +13,7 @@ import os
 from typing import TYPE_CHECKING
 
 from harness.control import Phase
+from harness.tracker_api import idle
 from tracker.gpu_assignments.names import NONE
 
 if TYPE_CHECKING:
@@ -19,7 +21,7 @@ if TYPE_CHECKING:
 
 
 class Kubelet:
-    def __init__(self, tracker: GpuAssignmentsTracker) -> None:
+    def __init__(self, tracker: GpuAssignmentsTracker, index: int) -> None:
         self._t = tracker
         self._rng = tracker.runtime.rng
 
@@ -29,11 +31,11 @@ class Kubelet:
         if slot == NONE:
             if phase >= Phase.STOP and t.runtime.role_finished("controller"):
                 return False
-            os.sched_yield()
-            return True
+            return idle()
         card = self._rng.randrange(t.cards)
         t.manager.get_preferred_allocation(slot, generation, card)
-        t.runtime.point("Kubelet calls Allocate", pod=slot)
+        os.sched_yield()
+        t.runtime.point("Kubelet calls Allocate", pod=slot, generation=generation)
         t.manager.allocate(slot, generation, card)
-        t.pods.start_running(slot)
+        t.pods.start_running(slot, generation)
         return True
