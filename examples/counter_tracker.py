@@ -20,17 +20,22 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any, ClassVar
 
-from harness import Arena, FoundViolation, InstrumentedLock, Parameter, Phase, SharedArray
-from harness.log_words import Effect, LogWords, Scope, Subject
-from harness.tracker_api import (
+from harness import (
     NONE,
+    Arena,
     BaseTracker,
+    FoundViolation,
+    InstrumentedLock,
     Invariant,
+    Parameter,
+    Phase,
     Role,
+    SharedArray,
     TrackerRuntime,
     WorkerInfo,
     describe_worker,
 )
+from harness.log_words import Effect, LogWords, Scope, Subject
 
 
 # -- 1. shared state: named int64 arrays, and instrumented locks --------------------------------

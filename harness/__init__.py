@@ -8,10 +8,26 @@ from harness.noise import NoiseConfig
 from harness.result import RunResult, Violation
 from harness.runtime import Runtime, StopRun
 from harness.shm import Arena, SharedArray
-from harness.tracker_api import FoundViolation, Invariant, Parameter, Role, Tracker, WorkerInfo
+from harness.tracker_api import (
+    NONE,
+    ApiConflict,
+    BaseTracker,
+    FoundViolation,
+    Invariant,
+    Parameter,
+    Role,
+    Tracker,
+    TrackerRuntime,
+    WorkerInfo,
+    describe_worker,
+    idle,
+)
 
 __all__ = [
+    "NONE",
+    "ApiConflict",
     "Arena",
+    "BaseTracker",
     "ExitReason",
     "FoundViolation",
     "InstrumentedLock",
@@ -26,6 +42,9 @@ __all__ = [
     "SharedArray",
     "StopRun",
     "Tracker",
+    "TrackerRuntime",
     "Violation",
     "WorkerInfo",
+    "describe_worker",
+    "idle",
 ]
