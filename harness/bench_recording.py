@@ -3,13 +3,18 @@
 The free-mode ratio (points/s with recording on vs off) says whether recording
 hides races; this says where the time goes: the same ``Runtime.point`` calls
 with and without the recorder as sink, the difference divided by the calls.
+Every recorded point takes the path of a real run's: its call site looked up,
+its step stored on the schedule tape (the tape is as long as the batch, and
+the sequence counter starts over for each batch), its record written into a
+ring of the run's default size, which wraps as a long run's does.
 """
 
 from __future__ import annotations
 
 import time
 
-from harness.control import ControlBlock
+from harness.config import RunConfig
+from harness.control import SEQ, ControlBlock
 from harness.recording import Recorder
 from harness.runtime import Runtime
 from harness.shm import Arena
@@ -23,7 +28,7 @@ def recording_ns_per_event(events: int = 200_000, rounds: int = 3) -> float:
         control = ControlBlock(arena, workers=1, max_violations=1, max_locks=1)
         runtime = Runtime(control)
         runtime.become(0)
-        recorder = Recorder(arena, workers=1, ring_size=16384, tape_size=16)
+        recorder = Recorder(arena, workers=1, ring_size=RunConfig().ring_size, tape_size=events)
         best = float("inf")
         for _ in range(rounds):
             runtime.sink = None
@@ -39,6 +44,7 @@ def recording_ns_per_event(events: int = 200_000, rounds: int = 3) -> float:
 
 
 def _time_points(runtime: Runtime, events: int) -> int:
+    runtime.control.control.mv[SEQ] = 0  # every recorded point lands on the tape
     point = runtime.point
     t0 = time.perf_counter_ns()
     for i in range(events):

@@ -3,7 +3,7 @@
 ``run --log PATH`` writes the merged klog text of every worker; a failing run
 also writes ``<out>/run.log`` next to its bundle, and the run's report quotes
 the snippet and the explanation. ``log`` filters a recorded log by the
-objects a failure is about.
+objects a failure is about, with the words of the tracker the log names.
 """
 
 from __future__ import annotations
@@ -12,13 +12,14 @@ import argparse
 import json
 import os
 import sys
+import textwrap
 from pathlib import Path
 
 from harness.errors import ConfigError
 from harness.explain import explain, render_explanation
 from harness.log_words import MAX_VERBOSITY
-from harness.logfilter import EventFilter, filter_events
-from harness.logview import render_snippet, write_log
+from harness.logfilter import EventFilter, Vocabulary, filter_events, parse_events
+from harness.logview import render_snippet, words_of_log, write_log
 from harness.result import RunResult
 
 RUN_LOG = "run.log"
@@ -58,9 +59,9 @@ def report_run_log(args: argparse.Namespace, result: RunResult) -> list[str]:
         snippet = render_snippet(result)
         explanation = explain(result)
         if snippet:
-            lines += ["  log snippet:", _indent(snippet, "    ")]
+            lines += ["  log snippet:", textwrap.indent(snippet, "    ")]
         if explanation is not None:
-            lines += ["  explanation:", _indent(render_explanation(explanation), "    ")]
+            lines += ["  explanation:", render_explanation(explanation, indent="    ")]
     targets: list[Path] = []
     if args.log:
         targets.append(Path(args.log))
@@ -73,16 +74,15 @@ def report_run_log(args: argparse.Namespace, result: RunResult) -> list[str]:
     return lines
 
 
-def _indent(text: str, prefix: str) -> str:
-    return "\n".join(prefix + line if line else "" for line in text.split("\n"))
-
-
 def _cmd_log(args: argparse.Namespace) -> int:
-    text = _read_log(Path(args.source))
-    wanted = EventFilter(claims=tuple(args.claim), devices=tuple(args.device),
-                         pids=tuple(args.pid))
+    events = parse_events(_read_log(Path(args.source)))
+    words = words_of_log(event.parsed for event in events)
+    objects = (*(("claim", name) for name in args.claim),
+               *(("device", name) for name in args.device), *args.match)
+    wanted = EventFilter(objects=objects, pids=tuple(args.pid))
+    matching = filter_events(events, wanted, Vocabulary(words.kinds, words.related))
     try:
-        for event in filter_events(text, wanted):
+        for event in matching:
             sys.stdout.write(event + "\n")
         sys.stdout.flush()
     except BrokenPipeError:  # `shmstress log ... | head`: the reader has all it wanted
@@ -113,20 +113,33 @@ def _read(path: Path) -> str:
         raise ConfigError(f"cannot read {path}: {exc.strerror or exc}") from exc
 
 
+def _kind_name(text: str) -> tuple[str, str]:
+    kind, equals, name = text.partition("=")
+    if not (kind and equals and name):
+        raise argparse.ArgumentTypeError(f"expected KIND=NAME, got {text!r}")
+    return kind, name
+
+
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     parser = sub.add_parser(
-        "log", help="show a recorded log, filtered by claim, device or worker pid",
+        "log", help="show a recorded log, filtered by claim, device, any field, or worker pid",
         description="Print the events of a recorded klog-style log (a run's --out directory, "
         "its bundle, or a log file) that name any of the given objects; no filter prints all. "
         "A name matches a field value equal to it, ending in /NAME, or, for a number, "
-        "ending in that number (--claim 553 matches claim=\"ns/claim-0553\").",
+        "ending in that number (--claim 553 matches claim=\"ns/claim-0553\"); it must name "
+        "one object of the log, else the candidates are listed. With the words of the "
+        "tracker the log names, fields that name an object under another key (a previous "
+        "device) and objects that belong to it (a claim's pod) match too.",
     )
     parser.add_argument("source", metavar="BUNDLE_OR_DIR",
                         help="a directory with run.log, a bundle (.json) or a log file")
     parser.add_argument("--claim", action="append", default=[], metavar="X",
-                        help="events whose claim field names X (repeatable)")
+                        help="events naming claim X: --match claim=X (repeatable)")
     parser.add_argument("--device", action="append", default=[], metavar="Y",
-                        help="events whose device field names Y (repeatable)")
+                        help="events naming device Y: --match device=Y (repeatable)")
+    parser.add_argument("--match", action="append", default=[], type=_kind_name,
+                        metavar="KIND=NAME", help="events naming this object: any field key "
+                        "of any tracker, e.g. pod=my-pod-0006, card=3 (repeatable)")
     parser.add_argument("--pid", action="append", default=[], type=int, metavar="PID",
                         help="events of this worker process (repeatable)")
     parser.set_defaults(handler=_cmd_log)

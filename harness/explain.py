@@ -4,18 +4,21 @@ The form is the one a developer writes under a log snippet in a commit
 message: the initial state of the objects involved, one line per run of
 consecutive steps of one worker, then what broke. Nothing here knows a race:
 the window and objects come from ``harness.focus``, the words from the
-tracker, and the structure from the order of the recorded points. It works
-on any RunResult with a recording, a free run's or a replayed schedule's.
+tracker, and the structure from the order of the recorded points and log
+calls. A worker that still holds one of the objects when the operation
+breaks (a popped, undelivered event) is named under the outcome. It works on
+any RunResult with a recording, a free run's or a replayed schedule's.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import textwrap
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 
-from harness.focus import Focus, focus, label_text
+from harness.focus import Facts, Focus, focus, held, label_text, merged
 from harness.log_words import LogWords, Subject
-from harness.recording import Recording
+from harness.recording import Record, Recording
 from harness.result import RunResult, Violation
 from harness.tracker_api import WorkerInfo
 
@@ -40,6 +43,7 @@ class Explanation:
     start: int
     end: int
     notes: tuple[str, ...] = ()  # what the recording lost, if anything
+    still_held: tuple[str, ...] = ()  # objects a worker still held when it broke
 
 
 def explain(result: RunResult, violation: Violation | None = None) -> Explanation | None:
@@ -48,79 +52,153 @@ def explain(result: RunResult, violation: Violation | None = None) -> Explanatio
     if found is None or result.recording is None:
         return None
     recording = result.recording
-    horizon = _complete_from(recording)
     chosen = found.violation
+    words = found.words
     return Explanation(
         invariant=chosen.invariant,
-        initial_state=_initial_state(found, recording, horizon),
+        initial_state=_initial_state(found, found.facts(recording, found.start), result.workers),
         runs=_runs(found, recording, result.workers),
-        outcome=found.words.outcome(chosen.invariant, chosen.fields) or chosen.message,
+        outcome=words.outcome(chosen.invariant, chosen.fields) or chosen.message,
         start=found.start,
         end=found.end,
-        notes=_notes(found, recording, horizon),
+        notes=_notes(found, recording),
+        still_held=tuple(
+            _holding(found, subject, fact, setting.worker, result.workers)
+            for subject, fact, setting in held(words, found.facts(recording, found.end + 1))
+        ),
     )
 
 
-def render_explanation(explanation: Explanation) -> str:
+def render_explanation(explanation: Explanation, indent: str = "") -> str:
+    """The seed's form; ``indent`` prefixes every line but the blank one before ``=>``."""
     initial = "; ".join(explanation.initial_state) or "unknown (nothing recorded about it)"
     lines = [f"Initial state: {initial}"]
     lines += [f"- {run.worker}: {', '.join(run.steps)}" for run in explanation.runs]
     lines += ["", f"=> {explanation.outcome}"]
+    lines += [f"   while {holding}" for holding in explanation.still_held]
     lines += [f"(note: {note})" for note in explanation.notes]
-    return "\n".join(lines)
+    return textwrap.indent("\n".join(lines), indent)
+
+
+@dataclass
+class _Step:
+    worker: int
+    seq: int
+    phrase: str
+    opens: frozenset[tuple[Subject, str]]  # holdings this step begins
+    closes: frozenset[tuple[Subject, str]]  # ... and ends
+
+
+def holding_steps(found: Focus, recording: Recording) -> frozenset[tuple[int, int]]:
+    """(worker, seq) of the story's steps that begin a holding: the snippet shows them too."""
+    return frozenset((step.worker, step.seq) for step in _story(found, recording) if step.opens)
 
 
 def _runs(found: Focus, recording: Recording, workers: Sequence[WorkerInfo]) -> tuple[StepRun, ...]:
-    """The window's steps that matter, collapsed into runs of one worker."""
-    words = found.words
-    by_seq = {r.seq: r for r in recording.records if found.start <= r.seq <= found.end}
-    runs: list[StepRun] = []
-    for seq in range(found.start, found.end + 1):
-        record = by_seq.get(seq)
-        if record is not None:
-            worker, label = record.worker, label_text(recording, record)
-            fields = dict(record.fields)
-            involved, elsewhere = found.relevance(recording, record)
-        elif seq < len(recording.steps):  # overwritten in its ring: the tape still has the step
-            step = recording.steps[seq]
-            worker, label, fields, involved, elsewhere = step.worker, step.label, {}, False, False
+    """The story's steps collapsed into runs of one worker."""
+    out: list[StepRun] = []
+    for step in _story(found, recording):
+        if out and out[-1].worker_id == step.worker:
+            last = out[-1]
+            phrases = last.steps if last.steps[-1] == step.phrase else (*last.steps, step.phrase)
+            out[-1] = StepRun(last.worker, step.worker, phrases, last.first_seq, step.seq)
         else:
-            continue
-        # Others' steps on the objects; the worker's own steps unless about other objects.
-        if not involved and (worker != found.worker or elsewhere):
-            continue
+            out.append(StepRun(_describe(step.worker, workers), step.worker, (step.phrase,),
+                               step.seq, step.seq))
+    return tuple(out)
+
+
+def _story(found: Focus, recording: Recording) -> list[_Step]:
+    """The window's worded steps that matter.
+
+    A holding a worker begins and ends within one run of its own steps was seen
+    by nobody else, so the step that began it is not worth a word there.
+    """
+    runs: list[list[_Step]] = []
+    for step in _steps(found, recording):
+        if runs and runs[-1][-1].worker == step.worker:
+            runs[-1].append(step)
+        else:
+            runs.append([step])
+    return [
+        step for run in runs for index, step in enumerate(run)
+        if not step.opens or not any(step.opens & later.closes for later in run[index + 1 :])
+    ]
+
+
+def _steps(found: Focus, recording: Recording) -> Iterator[_Step]:
+    """Worded steps of the window: the involved objects' and the operation's own."""
+    words = found.words
+    for worker, seq, label, fields, record in _window(found, recording):
+        if record is not None:
+            involved, elsewhere = found.relevance(recording, record)
+            # Others' steps on the objects; the worker's own steps unless about other objects.
+            if not involved and not found.own_context(record, elsewhere):
+                continue
+        elif worker != found.worker or seq < found.operation_start:
+            continue  # known from the tape only: no fields say what it touched
         phrase = words.step(label, fields)
         if phrase is None:
             continue
-        if runs and runs[-1].worker_id == worker:
-            last = runs[-1]
-            steps = last.steps if last.steps[-1] == phrase else (*last.steps, phrase)
-            runs[-1] = StepRun(last.worker, worker, steps, last.first_seq, seq)
-        else:
-            runs.append(StepRun(_describe(worker, workers), worker, (phrase,), seq, seq))
-    return tuple(runs)
+        opens, closes = _holdings_changed(words, label, fields)
+        yield _Step(worker, seq, phrase, opens, closes)
 
 
-def _initial_state(found: Focus, recording: Recording, horizon: int) -> tuple[str, ...]:
-    """Facts of the involved objects just before the window, folded from the records."""
-    words = found.words
-    facts: dict[Subject, dict[str, bool]] = {
-        subject: dict(words.initial_facts(subject)) if horizon == 0 else {}
-        for subject in found.scope.subjects
-    }
-    for record in recording.records:
-        if record.seq >= found.start:
+def _window(
+    found: Focus, recording: Recording
+) -> Iterator[tuple[int, int, str, dict[str, object], Record | None]]:
+    """(worker, seq, label, fields, record or None) from the start to the end of the window.
+
+    A point overwritten in its ring still has its step on the schedule tape
+    (worker and label, no fields); its log calls are gone with it.
+    """
+    seen = found.start
+    for record in merged(recording):
+        if record.seq > found.end:
             break
-        if record.seq < horizon or not record.fields:
+        if record.seq < found.start:
             continue
-        for effect in words.effects(label_text(recording, record), dict(record.fields)):
-            if effect.subject in facts:
-                facts[effect.subject][effect.fact] = effect.holds
-    return tuple(
-        _state_phrase(words, found.scope.names.get(subject) or words.name(subject), known)
-        for subject, known in facts.items()
-        if known
-    )
+        for seq in range(seen, record.seq):
+            if seq < len(recording.steps):
+                step = recording.steps[seq]
+                yield step.worker, seq, step.label, {}, None
+        seen = max(seen, record.seq + 1)
+        yield record.worker, record.seq, label_text(recording, record), dict(record.fields), record
+    for seq in range(seen, min(found.end + 1, len(recording.steps))):
+        step = recording.steps[seq]
+        yield step.worker, seq, step.label, {}, None
+
+
+def _holdings_changed(
+    words: LogWords, label: str, fields: Mapping[str, object]
+) -> tuple[frozenset[tuple[Subject, str]], frozenset[tuple[Subject, str]]]:
+    changed = [
+        (effect.holds, (effect.subject, effect.fact))
+        for effect in (words.effects(label, fields) if fields else ())
+        if effect.fact in words.holdings
+    ]
+    return (frozenset(key for holds, key in changed if holds),
+            frozenset(key for holds, key in changed if not holds))
+
+
+def _initial_state(
+    found: Focus, facts: Facts, workers: Sequence[WorkerInfo]
+) -> tuple[str, ...]:
+    """Facts of the involved objects just before the window, and who holds any of them."""
+    words = found.words
+    known: dict[Subject, dict[str, bool]] = {subject: {} for subject in found.scope.subjects}
+    for (subject, fact), setting in facts.items():
+        if fact not in words.holdings:
+            known[subject][fact] = setting.holds
+    phrases = [
+        _state_phrase(words, _name(found, subject), state)
+        for subject, state in known.items()
+        if state
+    ]
+    return (*phrases, *(
+        _holding(found, subject, fact, setting.worker, workers)
+        for subject, fact, setting in held(words, facts)
+    ))
 
 
 def _state_phrase(words: LogWords, name: str, known: dict[str, bool]) -> str:
@@ -128,24 +206,28 @@ def _state_phrase(words: LogWords, name: str, known: dict[str, bool]) -> str:
     return f"{name} is " + ", ".join(f if known[f] else f"not {f}" for f in order)
 
 
-def _complete_from(recording: Recording) -> int:
-    """First sequence number from which every worker's records are all still in its ring."""
-    horizon = 0
-    for worker in recording.ring_lost:
-        kept = [r.seq for r in recording.records if r.worker == worker]
-        horizon = max(horizon, min(kept) if kept else 0)
-    return horizon
+def _holding(
+    found: Focus, subject: Subject, fact: str, worker: int, workers: Sequence[WorkerInfo]
+) -> str:
+    return f"{_describe(worker, workers)} {fact} {_name(found, subject)}"
 
 
-def _notes(found: Focus, recording: Recording, horizon: int) -> tuple[str, ...]:
+def _name(found: Focus, subject: Subject) -> str:
+    return found.scope.names.get(subject) or found.words.name(subject)
+
+
+def _notes(found: Focus, recording: Recording) -> tuple[str, ...]:
     notes = []
-    if horizon > found.start:
+    if found.horizon > found.start:
         notes.append(
-            f"records before point {horizon} were overwritten in a ring (raise --ring-size); "
-            "steps there are known from the schedule tape without their fields"
+            f"records before point {found.horizon} were overwritten in a ring (raise "
+            "--ring-size); steps there are known from the schedule tape without their fields"
         )
     if found.end >= len(recording.steps) and recording.tape_lost:
-        notes.append("the schedule tape ended before the violation (raise --tape-size)")
+        notes.append(
+            f"the schedule tape keeps the first {len(recording.steps):,} points and ended "
+            "before the violation: the steps after it are known only from the rings"
+        )
     return tuple(notes)
 
 

@@ -4,7 +4,11 @@ Trackers use it instead of ``multiprocessing.Lock`` so that every acquire is
 a scheduling decision and a log event, and the sequence number is taken
 while the lock is held (per-lock order then equals sequence order). It is
 reentrant for its owner, so a variant can put several structures under one
-lock without rewriting their code; a nested acquire is not a point.
+lock without rewriting their code. A nested acquire is not a point (the
+worker already holds the lock: there is nothing to schedule), but a named one
+(``held(label, **fields)``) is still the step its code names, so it is logged
+as a record after the worker's last point, at its own call site, with its
+fields.
 """
 
 from __future__ import annotations
@@ -38,17 +42,8 @@ class InstrumentedLock:
         return int(self._table[self._owner])
 
     def acquire(self, label: str | None = None, **fields: object) -> None:
-        runtime = self._runtime
-        table = self._table
-        if table[self._owner] == runtime.worker_id and table[self._depth] > 0:
-            table[self._depth] += 1
-            return
-        point_label = label or self.label
-        runtime.before_acquire(point_label, self.slot)
-        self._lock.acquire()
-        table[self._owner] = runtime.worker_id
-        table[self._depth] = 1
-        runtime.commit_point(point_label, fields)
+        """Take the lock, a point named ``label`` (by default "acquire <name>")."""
+        _Held(self, label, fields).__enter__()
 
     def release(self) -> None:
         table = self._table
@@ -63,8 +58,7 @@ class InstrumentedLock:
         return _Held(self, label, fields)
 
     def __enter__(self) -> InstrumentedLock:
-        self.acquire()
-        return self
+        return _Held(self, None, {}).__enter__()
 
     def __exit__(
         self,
@@ -76,16 +70,39 @@ class InstrumentedLock:
 
 
 class _Held:
+    """One acquisition of an instrumented lock, as a context manager.
+
+    The acquire itself lives in ``__enter__``: ``with lock.held(...)`` is how
+    trackers take locks, so its point is made one call from the tracker's line
+    (no extra frame to pay for, nor for the recorder to walk out of).
+    """
+
     __slots__ = ("_fields", "_label", "_lock")
 
-    def __init__(self, lock: InstrumentedLock, label: str, fields: dict[str, object]) -> None:
+    def __init__(
+        self, lock: InstrumentedLock, label: str | None, fields: dict[str, object]
+    ) -> None:
         self._lock = lock
         self._label = label
         self._fields = fields
 
     def __enter__(self) -> InstrumentedLock:
-        self._lock.acquire(self._label, **self._fields)
-        return self._lock
+        lock = self._lock
+        runtime = lock._runtime
+        table = lock._table
+        if table[lock._owner] == runtime.worker_id and table[lock._depth] > 0:
+            table[lock._depth] += 1
+            log = runtime.log_sink
+            if self._label is not None and log is not None:
+                log(runtime.last_seq, runtime.worker_id, self._label, 0, self._fields)
+            return lock
+        label = self._label or lock.label
+        runtime.before_acquire(label, lock.slot)
+        lock._lock.acquire()
+        table[lock._owner] = runtime.worker_id
+        table[lock._depth] = 1
+        runtime.commit_point(label, self._fields)
+        return lock
 
     def __exit__(
         self,

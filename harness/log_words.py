@@ -10,13 +10,21 @@ which render every point as its label with its fields as recorded.
 The explanation is built by the harness (``harness.explain``) from the
 recorded steps; the tracker contributes only words and three small facts
 about its own model: which objects a step names (``subjects``), what a step
-makes true (``effects``), and what a violation is about (``scope``).
+makes true (``effects``), and what a violation is about (``scope``). A fact
+listed in ``holdings`` is one a worker holds until it finishes a step (an
+event popped and not yet delivered): the harness names that worker, and
+reaches back to where it began holding, when a failure's objects are held.
+
+``kinds`` and ``related`` serve ``shmstress log``: which object a field names
+when its key is not the object's kind (``previous`` names a device), and which
+objects belong to another and are found named alongside it (a claim's pod).
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
+from typing import ClassVar
 
 from harness.errors import PluginError
 from harness.tracker_api import Tracker
@@ -59,6 +67,13 @@ class LogWords:
     logger: str = "shmstress"
     facts: tuple[str, ...] = ()
     """Facts ``effects`` can set, in the order the initial state lists them."""
+    holdings: tuple[str, ...] = ()
+    """Facts held by the worker that set them, worded to sit between the worker and the
+    object: "informer #1 (pid 7) <holds the popped event of> claim 3"."""
+    kinds: ClassVar[Mapping[str, str]] = {}
+    """Field key -> kind of the object it names, where the two differ."""
+    related: ClassVar[Mapping[str, tuple[str, ...]]] = {}
+    """Kind -> kinds of the objects that belong to one of it (named alongside it in a line)."""
 
     def event(self, label: str, fields: Fields) -> tuple[str, Fields]:
         """The klog message and rendered fields of a record (ints become names here)."""

@@ -4,19 +4,25 @@ Rendering happens after the run, from the records copied out of the rings:
 every worker's records merged by (sequence number, sub-index), which is the
 true global order of the points (a log call sits right after the point it
 follows). Names, messages and verbosity come from the tracker's words.
+
+A written log starts with one line naming the run ("Recorded run", with the
+tracker and its parameters), so ``shmstress log`` can find the tracker's
+words for a log file alone. The order of the lines is exact; their
+timestamps are taken just after the sequence number, so two workers' stamps
+can be out of order by the microseconds between the two.
 """
 
 from __future__ import annotations
 
-import heapq
 import logging
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
 from harness.errors import ConfigError
-from harness.focus import Focus, focus, words_of
-from harness.klog import KlogEvent, format_event
+from harness.explain import holding_steps
+from harness.focus import Focus, focus, merged, tracker_words, words_of
+from harness.klog import KlogEvent, ParsedLine, format_event
 from harness.log_words import MAX_VERBOSITY, LogWords
 from harness.recording import LEVELS, Record, Recording
 from harness.result import RunResult, Violation
@@ -30,6 +36,9 @@ SNIPPET_LEAD = 3
 SNIPPET_MAX_LINES = 60
 
 CUT = "..."
+
+HARNESS_LOGGER = "shmstress"
+RUN_HEADER = "Recorded run"
 
 _LOGGING_LEVELS = {"I": logging.INFO, "W": logging.WARNING, "E": logging.ERROR}
 
@@ -45,13 +54,13 @@ class Entry:
 def entries(recording: Recording, words: LogWords) -> list[Entry]:
     """Every point and log call, merged in global order."""
     levels: dict[int, int] = {}
-    merged: list[Entry] = []
-    for record in heapq.merge(recording.records, recording.logs, key=lambda r: (r.seq, r.sub)):
+    found: list[Entry] = []
+    for record in merged(recording):
         level = levels.get(record.label)
         if level is None:
             level = levels[record.label] = words.verbosity(recording.labels[record.label].text)
-        merged.append(Entry(record, level))
-    return merged
+        found.append(Entry(record, level))
+    return found
 
 
 def to_event(result: RunResult, words: LogWords, record: Record) -> KlogEvent:
@@ -71,16 +80,22 @@ def to_event(result: RunResult, words: LogWords, record: Record) -> KlogEvent:
     )
 
 
-def log_lines(result: RunResult, verbosity: int = MAX_VERBOSITY) -> Iterator[str]:
-    """The merged log as klog events (an event may span lines), ring overflow first."""
+def log_events(result: RunResult, verbosity: int = MAX_VERBOSITY) -> Iterator[KlogEvent]:
+    """The merged log: a header naming the run, ring overflow, the records up to ``verbosity``."""
     recording = result.recording
     if recording is None:
         return
     words = words_of(result)
-    yield from _overflow_warnings(result, words)
+    yield _header(result, recording)
+    yield from _overflow_warnings(result)
     for entry in entries(recording, words):
         if entry.verbosity <= verbosity:
-            yield format_event(to_event(result, words, entry.record))
+            yield to_event(result, words, entry.record)
+
+
+def log_lines(result: RunResult, verbosity: int = MAX_VERBOSITY) -> Iterator[str]:
+    """The merged log as klog text (an event may span lines)."""
+    return (format_event(event) for event in log_events(result, verbosity))
 
 
 def write_log(result: RunResult, path: Path, verbosity: int = MAX_VERBOSITY) -> Path:
@@ -102,15 +117,8 @@ def to_log_records(result: RunResult, verbosity: int = MAX_VERBOSITY) -> list[lo
     ``run.log``; any other handler sees ordinary records with the fields in
     ``record.kv``.
     """
-    recording = result.recording
-    if recording is None:
-        return []
-    words = words_of(result)
     out = []
-    for entry in entries(recording, words):
-        if entry.verbosity > verbosity:
-            continue
-        event = to_event(result, words, entry.record)
+    for event in log_events(result, verbosity):
         record = logging.LogRecord(
             event.logger, _LOGGING_LEVELS[event.level], event.file, event.line, event.message,
             None, None,
@@ -124,15 +132,29 @@ def to_log_records(result: RunResult, verbosity: int = MAX_VERBOSITY) -> list[lo
     return out
 
 
+def words_of_log(events: Iterable[ParsedLine]) -> LogWords:
+    """The words of the tracker a written log names in its header; the defaults if none."""
+    for event in events:
+        if (event.logger, event.message) == (HARNESS_LOGGER, RUN_HEADER):
+            name, params = event.fields.get("tracker"), event.fields.get("params")
+            if isinstance(name, str) and isinstance(params, dict):
+                return tracker_words(name, params)
+            break
+    return LogWords()
+
+
 def render_snippet(result: RunResult, violation: Violation | None = None) -> str:
     """The log lines that matter for a violation, ``...`` where lines were cut; "" if none."""
     found = focus(result, violation)
     if found is None or result.recording is None:
         return ""
     recording = result.recording
+    holding = holding_steps(found, recording)  # chattier, but the explanation rests on them
     visible = [
         e for e in entries(recording, found.words)
-        if e.verbosity <= SNIPPET_VERBOSITY and e.record.seq <= found.end
+        if e.record.seq <= found.end and (
+            e.verbosity <= SNIPPET_VERBOSITY or (e.record.worker, e.record.seq) in holding
+        )
     ]
     kept = _select(found, recording, visible)
     if len(kept) > SNIPPET_MAX_LINES:
@@ -149,12 +171,7 @@ def render_snippet(result: RunResult, violation: Violation | None = None) -> str
 
 
 def _select(found: Focus, recording: Recording, visible: list[Entry]) -> list[int]:
-    """Indices into ``visible``: the worker's window, the objects' events, and a short lead.
-
-    Within one operation every line of its worker is context (other devices it saw
-    in flight); in a window the harness chose, that worker's lines about other
-    objects are noise.
-    """
+    """Indices into ``visible``: the worker's window, the objects' events, and a short lead."""
     kept: list[int] = []
     lead: list[int] = []
     for index, entry in enumerate(visible):
@@ -163,25 +180,33 @@ def _select(found: Focus, recording: Recording, visible: list[Entry]) -> list[in
         if record.seq < found.start:
             if involved:
                 lead = [*lead, index][-SNIPPET_LEAD:]
-        elif involved or (
-            record.worker == found.worker and (found.operation or not elsewhere)
-        ):
+        elif involved or found.own_context(record, elsewhere):
             kept.append(index)
     return lead + kept
 
 
-def _overflow_warnings(result: RunResult, words: LogWords) -> Iterable[str]:
+def _header(result: RunResult, recording: Recording) -> KlogEvent:
+    config = result.config
+    return KlogEvent(
+        file="logview.py", line=0, level="I", time=recording.wall0_ns / 1e9, pid=0,
+        logger=HARNESS_LOGGER, message=RUN_HEADER,
+        fields=(("tracker", config.tracker), ("variant", config.variant), ("seed", config.seed),
+                ("params", dict(config.params))),
+    )
+
+
+def _overflow_warnings(result: RunResult) -> Iterable[KlogEvent]:
     recording = result.recording
     assert recording is not None
     for worker, lost in sorted(recording.ring_lost.items()):
         kept = [r for r in recording.records if r.worker == worker]
         when = recording.wall_time(kept[0].t_ns) if kept else recording.wall0_ns / 1e9
-        yield format_event(KlogEvent(
+        yield KlogEvent(
             file="logview.py", line=0, level="W", time=when, pid=_pid(result, worker),
-            logger="shmstress", message="Ring overflow: oldest records overwritten",
+            logger=HARNESS_LOGGER, message="Ring overflow: oldest records overwritten",
             fields=(("worker", _describe(result, worker)), ("lost", lost),
                     ("hint", "raise --ring-size")),
-        ))
+        )
 
 
 def _pid(result: RunResult, worker: int) -> int:

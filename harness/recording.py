@@ -3,19 +3,39 @@
 Three pieces, all in shared memory so the coordinator can read them after the
 workers are gone, whatever way they ended:
 
-- a **string table**: labels, field names and string values are interned once
-  per process (a dict hit afterwards) into a table every process shares, so a
-  record holds small ids; the call site of a label is resolved the first time
-  the label is seen, by walking out of the harness's own frames;
+- a **string table**: labels with their call sites, field names and string
+  values, each interned once per process (a dict hit afterwards) into a table
+  every process shares, so a record holds small ids. Texts live whole in a
+  byte heap: nothing is cut, and a full table is an error, never a silent loss;
 - one **ring per worker** of fixed-size records (sequence number, monotonic
-  time, worker, label id, up to four typed fields); when a ring wraps, the
-  loss is counted and reported, never silent;
+  time, worker, label id, up to ``MAX_FIELDS`` typed fields); when a ring
+  wraps, the loss is counted and reported, never silent;
 - the **schedule tape**: for every sequence number, which worker took it at
   which label. It is what a replay follows, so it is indexed by sequence
   number and never wraps; points past its end are counted as not replayable.
 
-A label names one call site: two places that share a label share one
-``file:line`` in the log.
+**Call sites.** A record's label id names its text *and* its call site: the
+first frame outside the harness's point plumbing (``_PLUMBING``). The site is
+identified per event by the calling frame's code object and instruction
+offset, a few attribute reads and one dict hit; the file name and line are
+resolved, and the entry interned, only the first time a site is seen. So one
+label used at two places shows both places, and a label first seen as a field
+value still gets its call site when it is first used as a label.
+
+**Fields** keep their type: int (and int-likes such as IntEnum or numpy
+integers), bool, float, str, None, and sequences of ints (tuple, list or an
+integer numpy array, e.g. a set of device ids), decoded as a tuple. A
+sequence's items go into continuation slots right after the record in the
+same ring, so a record is kept or lost whole. Anything else, a fifth field,
+an int outside int64, or a sequence too long for the ring is refused with a
+``PluginError`` naming the call site the first time a site does it: no
+per-event validation beyond the type dispatch packing needs anyway.
+
+**Crash safety.** Each slot starts with a tag holding its ring index, written
+first; the ring's counter is bumped only after the whole record is written.
+A worker killed mid-record leaves either a slot past the counter (never read)
+or a slot whose tag does not match the index the counter implies (dropped and
+counted as lost), never a stale slot decoded as a record.
 
 A tracker's log call that is not a point (``Runtime.log``) is a ring record
 too, stamped with the sequence number of the worker's last point and a
@@ -25,6 +45,8 @@ it follows; it takes no sequence number and is not a step of the schedule.
 
 from __future__ import annotations
 
+import enum
+import operator
 import os
 import struct
 import sys
@@ -33,32 +55,63 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from multiprocessing.synchronize import Lock as MpLock
 from types import FrameType
+from typing import Any
 
 import numpy as np
 
 from harness.control import FORK
+from harness.errors import PluginError
 from harness.shm import Arena, SharedArray
 
 MAX_FIELDS = 4
-_RECORD = struct.Struct(f"{5 + 2 * MAX_FIELDS + 2}q")  # ..., fields, sub, level
-RECORD_WORDS = 16  # 15 used, padded to 128 bytes
-_RECORD_BYTES = RECORD_WORDS * 8
+SLOT_WORDS = 16  # one record: tag, seq, time, worker, label, count, 4 x (key, value), sub, level
+_SLOT = struct.Struct(f"{SLOT_WORDS}q")
+_SLOT_BYTES = SLOT_WORDS * 8
+_ITEMS_PER_SLOT = SLOT_WORDS - 1  # a continuation slot: its tag, then items of sequence fields
+_EXTRA_BITS = 8  # a header's tag: (ring index + 1) << 8 | continuation slots that follow it
+_MAX_EXTRA = (1 << _EXTRA_BITS) - 1
 _COUNTER_STRIDE = 16  # words between two workers' ring counters
-_NO_FIELDS = (0,) * (1 + 2 * MAX_FIELDS + 2)  # count, fields, sub, level of a bare point
+_NO_FIELDS = (0,) * (1 + 2 * MAX_FIELDS)  # count and fields of a bare point
+_TYPE_SHIFT = 40  # a field's key word: key id | FieldType << 40
+_KEY_MASK = (1 << _TYPE_SHIFT) - 1
+_SPAN_SHIFT = 32  # a sequence field's value word: offset into the payload << 32 | length
+_DOUBLE = struct.Struct("<d")
+_INT64 = struct.Struct("<q")
 _monotonic_ns = time.monotonic_ns
+_getframe = sys._getframe
 LEVELS = "IWE"  # a record's level is an index into this (klog's severity letters)
-_STRING_BYTES = 96
-_STRING_WORDS = _STRING_BYTES // 8
-_STRING_ENTRY_WORDS = 2 + 2 * _STRING_WORDS  # length, line, text, file
-STRING_FLAG = 1 << 40  # set on a field's key id when its value is a string id
-BOOL_FLAG = 1 << 41  # set on a field's key id when its value is a bool
-_HARNESS_DIR = os.path.dirname(os.path.abspath(__file__))
+_ENTRY_WORDS = 5  # per string: text offset, text length, file offset, file length, line
+_PLAIN = -1  # the line of a string that is not a label (a field name or value)
 _TAPE_WORKER_SHIFT = 32
+_HERE = sys._getframe().f_code.co_filename
+_PLUMBING = frozenset(
+    os.path.join(os.path.dirname(_HERE), *name.split("/"))
+    for name in ("recording.py", "runtime.py", "locks.py", "controlled/gate.py")
+)
+"""Modules between a tracker's call and the recorder; the call site is the first frame outside."""
+
+
+class FieldType(enum.IntEnum):
+    """How a field's value word is to be read back."""
+
+    INT = 0
+    BOOL = 1
+    STR = 2  # a string id
+    FLOAT = 3  # the IEEE 754 bits
+    NONE = 4
+    INTS = 5  # a span of the record's continuation slots
+
+
+_SEQUENCES = (tuple, list, np.ndarray)
+_BOOLS = (bool, np.bool_)
+_FLOATS = (float, np.floating)
+_STR_KEY = FieldType.STR << _TYPE_SHIFT  # plain ints: the hot path skips the enum lookups
+_BOOL_KEY = FieldType.BOOL << _TYPE_SHIFT
 
 
 @dataclass(frozen=True)
 class Label:
-    """An interned string: a point's label with its call site, or a field name or value."""
+    """An interned string: a label with its call site (``line >= 0``), or a name or value."""
 
     text: str
     file: str
@@ -92,7 +145,7 @@ class Recording:
 
     labels: tuple[Label, ...]
     records: tuple[Record, ...]  # merged from every worker's ring, in sequence order
-    ring_lost: dict[int, int]  # worker -> records overwritten in its ring
+    ring_lost: dict[int, int]  # worker -> ring slots overwritten (or torn by a kill)
     steps: tuple[Step, ...]  # the schedule, from sequence number 0 without gaps
     tape_lost: int  # points past the end of the tape (not replayable)
     mono0_ns: int
@@ -105,7 +158,7 @@ class Recording:
 
 
 class Recorder:
-    """Shared recording state; built before the fork, then ``bind``-ed inside each worker."""
+    """Shared recording state; built before the fork, then used inside each worker."""
 
     def __init__(
         self, arena: Arena, workers: int, ring_size: int, tape_size: int, max_strings: int = 4096
@@ -114,12 +167,11 @@ class Recorder:
         self.ring_size = ring_size
         self.tape_size = tape_size
         self.max_strings = max_strings
-        self.strings: SharedArray = arena.array(
-            "recording.strings", max_strings * _STRING_ENTRY_WORDS
-        )
-        self.string_count: SharedArray = arena.array("recording.string_count", 1)
+        self.strings: SharedArray = arena.array("recording.strings", max_strings * _ENTRY_WORDS)
+        self.heap: SharedArray = arena.array("recording.heap", max_strings * 8)  # 64 bytes each
+        self.string_count: SharedArray = arena.array("recording.string_count", 2)  # n, heap used
         self.rings: SharedArray = arena.array(
-            "recording.rings", max(1, workers) * ring_size * RECORD_WORDS
+            "recording.rings", max(1, workers) * ring_size * SLOT_WORDS
         )
         # one counter per 128 bytes: workers bump theirs at every point, and counters
         # sharing a cache line would bounce it between the CPUs
@@ -132,48 +184,81 @@ class Recorder:
         self.clock.mv[0] = time.monotonic_ns()
         self.clock.mv[1] = time.time_ns()
         self._lock: MpLock = FORK.Lock()
-        self._ids: dict[str, int] = {}
+        self._table: dict[tuple[str, str, int], int] = {}  # this process's copy of the table
+        self._synced = 0  # entries of the shared table copied into ``_table``
+        self._strings: dict[str, int] = {}  # field names and values
+        self._sites: dict[tuple[int, int, str], int] = {}  # (code id, offset, label) -> id
         self._last_log = (-1, -1, 0)  # (worker, seq, sub) of this process's latest log call
         self._ring_bytes = self.rings.mv.cast("B")
+        self._heap_bytes = self.heap.mv.cast("B")
         self._tape_mv = self.tape.mv
         self._written_mv = self.ring_written.mv
 
     # -- interning ------------------------------------------------------------------------
     def intern(self, text: str, call_site: bool = False) -> int:
-        """The shared id of ``text``; a label's call site is resolved on first sight."""
-        found = self._ids.get(text)
+        """The shared id of ``text``; with ``call_site``, of it as a label at the caller's site."""
+        if not call_site:
+            found = self._strings.get(text)
+            if found is None:
+                found = self._strings[text] = self._entry(text, "", _PLAIN)
+            return found
+        frame = _caller(_getframe(1))
+        return self._entry(text, os.path.basename(frame.f_code.co_filename), frame.f_lineno)
+
+    def _label_id(self, frame: FrameType, label: str) -> int:
+        """The id of ``label`` at its call site, the first frame from ``frame`` out of the
+        plumbing: identified by code object and instruction offset, resolved on first sight."""
+        code = frame.f_code
+        while code.co_filename in _PLUMBING:
+            frame = frame.f_back  # type: ignore[assignment]  # a tracker frame is always above
+            code = frame.f_code
+        key = (id(code), frame.f_lasti, label)
+        found = self._sites.get(key)
+        if found is None:
+            found = self._sites[key] = self._entry(
+                label, os.path.basename(code.co_filename), frame.f_lineno
+            )
+        return found
+
+    def _entry(self, text: str, file: str, line: int) -> int:
+        key = (text, file, line)
+        found = self._table.get(key)
         if found is not None:
             return found
-        file, line = _call_site() if call_site else ("", 0)
         with self._lock:
-            existing = self._find(text)
-            ident = existing if existing >= 0 else self._append(text, file, line)
-        self._ids[text] = ident
-        return ident
+            self._sync()
+            found = self._table.get(key)
+            if found is None:
+                found = self._table[key] = self._append(text, file, line)
+                self._synced += 1
+        return found
 
-    def _find(self, text: str) -> int:
-        for ident in range(self.string_count.mv[0]):
-            if self._decode_string(ident).text == text:
-                return ident
-        return -1
+    def _sync(self) -> None:
+        """Copy the entries other processes appended into this process's table."""
+        for ident in range(self._synced, self.string_count.mv[0]):
+            label = self._decode_string(ident)
+            self._table.setdefault((label.text, label.file, label.line), ident)
+        self._synced = self.string_count.mv[0]
 
     def _append(self, text: str, file: str, line: int) -> int:
-        ident = self.string_count.mv[0]
-        if ident >= self.max_strings:
-            raise OverflowError(f"more than {self.max_strings} distinct labels and field names")
-        base = ident * _STRING_ENTRY_WORDS
-        raw_text = text.encode()[:_STRING_BYTES]
-        raw_file = file.encode()[:_STRING_BYTES]
-        self.strings.mv[base] = len(raw_text) | (len(raw_file) << 16)
-        self.strings.mv[base + 1] = line
-        words = self.strings.np
-        words[base + 2 : base + 2 + _STRING_WORDS] = np.frombuffer(
-            raw_text.ljust(_STRING_BYTES, b"\0"), dtype=np.int64
-        )
-        words[base + 2 + _STRING_WORDS : base + _STRING_ENTRY_WORDS] = np.frombuffer(
-            raw_file.ljust(_STRING_BYTES, b"\0"), dtype=np.int64
-        )
-        self.string_count.mv[0] = ident + 1
+        counts = self.string_count.mv
+        ident = counts[0]
+        raw_text, raw_file = text.encode(errors="surrogatepass"), file.encode()
+        used = counts[1]
+        end = used + len(raw_text) + len(raw_file)
+        if ident >= self.max_strings or end > len(self._heap_bytes):
+            raise PluginError(
+                f"the recording's string table is full ({self.max_strings} labels, field "
+                f"names and string values) at {text[:60]!r}: string fields are for names, "
+                "not for data; record ids as ints"
+            )
+        self._heap_bytes[used : used + len(raw_text)] = raw_text
+        self._heap_bytes[used + len(raw_text) : end] = raw_file
+        entry = (used, len(raw_text), used + len(raw_text), len(raw_file), line)
+        for offset, word in enumerate(entry, ident * _ENTRY_WORDS):
+            self.strings.mv[offset] = word
+        counts[1] = end
+        counts[0] = ident + 1  # last: another process syncs only complete entries
         return ident
 
     def label(self, ident: int) -> Label:
@@ -181,34 +266,23 @@ class Recorder:
         return self._decode_string(ident)
 
     def _decode_string(self, ident: int) -> Label:
-        base = ident * _STRING_ENTRY_WORDS
-        lengths = self.strings.mv[base]
-        words = self.strings.np
-        text = words[base + 2 : base + 2 + _STRING_WORDS].tobytes()[: lengths & 0xFFFF]
-        file = words[base + 2 + _STRING_WORDS : base + _STRING_ENTRY_WORDS].tobytes()[
-            : lengths >> 16
-        ]
-        return Label(text.decode(errors="replace"), file.decode(errors="replace"),
-                     self.strings.mv[base + 1])
+        base = ident * _ENTRY_WORDS
+        text_at, text_len, file_at, file_len, line = self.strings.mv[base : base + _ENTRY_WORDS]
+        heap = self._heap_bytes
+        return Label(
+            bytes(heap[text_at : text_at + text_len]).decode(errors="surrogatepass"),
+            bytes(heap[file_at : file_at + file_len]).decode(errors="replace"),
+            line,
+        )
 
     # -- hot path -------------------------------------------------------------------------
     def record(self, seq: int, worker: int, label: str, fields: dict[str, object]) -> None:
         """The runtime's point sink: one ring record and one tape entry, no formatting."""
-        label_id = self._ids.get(label)
-        if label_id is None:
-            label_id = self.intern(label, call_site=True)
+        # frames 1 and 2 are Runtime.commit_point and its caller
+        label_id = self._label_id(_getframe(3), label)
         if seq < self.tape_size:
             self._tape_mv[seq] = ((worker << _TAPE_WORKER_SHIFT) | label_id) + 1
-        written_mv = self._written_mv
-        written = written_mv[worker * _COUNTER_STRIDE]
-        written_mv[worker * _COUNTER_STRIDE] = written + 1
-        offset = (worker * self.ring_size + written % self.ring_size) * _RECORD_BYTES
-        if fields:
-            _RECORD.pack_into(self._ring_bytes, offset, seq, _monotonic_ns(), worker, label_id,
-                              *self._pack(fields), 0, 0)
-        else:
-            _RECORD.pack_into(self._ring_bytes, offset, seq, _monotonic_ns(), worker, label_id,
-                              *_NO_FIELDS)
+        self._write(seq, worker, label_id, fields, 0, 0)
 
     def log(
         self, seq: int, worker: int, message: str, level: int, fields: Mapping[str, object]
@@ -219,43 +293,122 @@ class Recorder:
         last_worker, last_seq, last_sub = self._last_log
         sub = last_sub + 1 if (last_worker, last_seq) == (worker, seq) else 1
         self._last_log = (worker, seq, sub)
-        label_id = self._ids.get(message)
-        if label_id is None:
-            label_id = self.intern(message, call_site=True)
-        written_mv = self._written_mv
-        written = written_mv[worker * _COUNTER_STRIDE]
-        written_mv[worker * _COUNTER_STRIDE] = written + 1
-        offset = (worker * self.ring_size + written % self.ring_size) * _RECORD_BYTES
-        _RECORD.pack_into(self._ring_bytes, offset, seq, _monotonic_ns(), worker, label_id,
-                          *self._pack(fields), sub, level)
+        # frame 1 is Runtime.log or a nested acquire (the lock's _Held.__enter__)
+        label_id = self._label_id(_getframe(2), message)
+        self._write(seq, worker, label_id, fields, sub, level)
 
-    def _pack(self, fields: Mapping[str, object]) -> list[int]:
-        """Field count, then (key id with its type flag, value word) per field, zero-padded."""
-        ids = self._ids
-        packed = [0] * (1 + 2 * MAX_FIELDS)
-        count = 0
+    def _write(
+        self, seq: int, worker: int, label_id: int, fields: Mapping[str, Any], sub: int,
+        level: int,
+    ) -> None:
+        """Pack the record: its continuation slots and its own slot first, the counter last."""
+        counter = worker * _COUNTER_STRIDE
+        written_mv = self._written_mv
+        index = written_mv[counter]
+        offset = (worker * self.ring_size + index % self.ring_size) * _SLOT_BYTES
+        if not fields:
+            _SLOT.pack_into(self._ring_bytes, offset, (index + 1) << _EXTRA_BITS, seq,
+                            _monotonic_ns(), worker, label_id, *_NO_FIELDS, sub, level)
+            written_mv[counter] = index + 1
+            return
+        if len(fields) > MAX_FIELDS:
+            raise self._refuse(label_id, f"has more than {MAX_FIELDS} fields")
+        # tag, seq, time, worker, label, count, (key id | type, value word) x 4, sub, level
+        words = [(index + 1) << _EXTRA_BITS, seq, 0, worker, label_id, len(fields),
+                 0, 0, 0, 0, 0, 0, 0, 0, sub, level]
+        strings = self._strings
+        items: list[int] | None = None  # the items of sequence fields, in field order
+        at = 6
         for key, raw in fields.items():
-            if count == MAX_FIELDS:
-                break
-            key_id = ids.get(key)
+            key_id = strings.get(key)
             if key_id is None:
                 key_id = self.intern(key)
-            if type(raw) is int:  # the common case first; bool is an int subclass
+            kind = type(raw)
+            if kind is int:  # the common case first
                 value = raw
-            elif isinstance(raw, bool):
-                key_id |= BOOL_FLAG
+            elif kind is str:
+                value = strings.get(raw)
+                if value is None:
+                    value = self.intern(raw)
+                key_id |= _STR_KEY
+            elif kind is bool:
                 value = int(raw)
+                key_id |= _BOOL_KEY
             else:
-                try:
-                    value = int(raw)  # type: ignore[call-overload]
-                except (TypeError, ValueError):
-                    key_id |= STRING_FLAG
-                    value = self.intern(str(raw))
-            count += 1
-            packed[2 * count - 1] = key_id
-            packed[2 * count] = value
-        packed[0] = count
-        return packed
+                if items is None:
+                    items = []
+                field_type, value = self._pack_other(label_id, key, raw, items)
+                key_id |= field_type << _TYPE_SHIFT
+            words[at] = key_id
+            words[at + 1] = value
+            at += 2
+        extra = 0
+        if items:
+            extra = self._write_items(label_id, worker, index, items)
+            words[0] |= extra
+        words[2] = _monotonic_ns()
+        try:
+            _SLOT.pack_into(self._ring_bytes, offset, *words)
+        except struct.error:
+            raise self._refuse(label_id, "has an int field outside int64") from None
+        written_mv[counter] = index + 1 + extra
+
+    def _pack_other(
+        self, label_id: int, key: str, raw: object, items: list[int]
+    ) -> tuple[FieldType, int]:
+        """The value types off the fast path; anything unsupported is refused, never coerced."""
+        if raw is None:
+            return FieldType.NONE, 0
+        if isinstance(raw, _SEQUENCES):
+            array = np.asarray(raw)
+            kind = array.dtype.kind
+            if array.ndim == 1 and (
+                kind == "i" or (kind == "u" and array.dtype.itemsize < 8) or not array.size
+            ):
+                start = len(items)
+                items.extend(array.tolist())
+                return FieldType.INTS, start << _SPAN_SHIFT | len(array)
+        elif isinstance(raw, _BOOLS):
+            return FieldType.BOOL, int(raw)
+        elif isinstance(raw, _FLOATS):
+            return FieldType.FLOAT, _INT64.unpack(_DOUBLE.pack(float(raw)))[0]
+        elif isinstance(raw, str):
+            return FieldType.STR, self.intern(str.__str__(raw))
+        else:
+            try:
+                return FieldType.INT, operator.index(raw)  # type: ignore[arg-type]
+            except TypeError:
+                pass
+        raise self._refuse(
+            label_id,
+            f"has field {key}={raw!r:.60} of type {type(raw).__name__}; a field is an int, "
+            "bool, float, str, None or a flat sequence of ints",
+        )
+
+    def _write_items(self, label_id: int, worker: int, index: int, items: list[int]) -> int:
+        """Sequence items into the slots after the record's; how many slots they took."""
+        extra = -(-len(items) // _ITEMS_PER_SLOT)
+        if extra > _MAX_EXTRA or extra >= self.ring_size:
+            raise self._refuse(
+                label_id,
+                f"has {len(items)} sequence items, more than a record holds "
+                f"({min(_MAX_EXTRA, self.ring_size - 1) * _ITEMS_PER_SLOT} with this ring size)",
+            )
+        items += [0] * (extra * _ITEMS_PER_SLOT - len(items))
+        ring_base = worker * self.ring_size
+        for k in range(1, extra + 1):
+            _SLOT.pack_into(
+                self._ring_bytes, (ring_base + (index + k) % self.ring_size) * _SLOT_BYTES,
+                -(index + k + 1),  # the tag first, as in every slot
+                *items[(k - 1) * _ITEMS_PER_SLOT : k * _ITEMS_PER_SLOT],
+            )
+        return extra
+
+    def _refuse(self, label_id: int, problem: str) -> PluginError:
+        label = self.label(label_id)
+        return PluginError(
+            f"{label.file}:{label.line}: the point or log call {label.text!r} {problem}"
+        )
 
     # -- after the run --------------------------------------------------------------------
     def collect(self, points: int) -> Recording:
@@ -265,15 +418,11 @@ class Recorder:
         logs: list[Record] = []
         lost: dict[int, int] = {}
         for worker in range(self.workers):
-            written = self.ring_written.mv[worker * _COUNTER_STRIDE]
-            if written > self.ring_size:
-                lost[worker] = written - self.ring_size
-            first = max(0, written - self.ring_size)
-            for index in range(first, written):
-                slot = worker * self.ring_size + index % self.ring_size
-                values = _RECORD.unpack_from(self._ring_bytes, slot * RECORD_WORDS * 8)
-                decoded = _decode_record(values, labels)
-                (logs if decoded.sub else records).append(decoded)
+            decoded, missing = self._decode_ring(worker, labels)
+            for record in decoded:
+                (logs if record.sub else records).append(record)
+            if missing:
+                lost[worker] = missing
         records.sort(key=lambda r: r.seq)
         logs.sort(key=lambda r: (r.seq, r.sub))
         tape = self.tape.np
@@ -294,37 +443,75 @@ class Recorder:
             logs=tuple(logs),
         )
 
+    def _decode_ring(self, worker: int, labels: tuple[Label, ...]) -> tuple[list[Record], int]:
+        """The worker's records still in its ring, and how many slots were lost."""
+        size = self.ring_size
+        written = self.ring_written.mv[worker * _COUNTER_STRIDE]
+        index = max(0, written - size)
+        lost = index
+        records: list[Record] = []
+
+        def slot(at: int) -> tuple[int, ...]:
+            return _SLOT.unpack_from(self._ring_bytes, (worker * size + at % size) * _SLOT_BYTES)
+
+        while index < written:
+            values = slot(index)
+            tag = values[0]
+            extra = tag & _MAX_EXTRA
+            payload: list[int] = []
+            whole = tag > 0 and tag >> _EXTRA_BITS == index + 1 and index + extra < written
+            for k in range(1, extra + 1 if whole else 0):
+                more = slot(index + k)
+                if more[0] != -(index + k + 1):
+                    whole = False
+                    break
+                payload.extend(more[1:])
+            if not whole:  # overwritten from the front, or torn by a kill
+                lost += 1
+                index += 1
+                continue
+            records.append(_decode_record(values, labels, payload))
+            index += 1 + extra
+        return records, lost
+
     def release(self) -> None:
         """Drop this object's own views so the arena can unmap its segments."""
         self._ring_bytes.release()
+        self._heap_bytes.release()
 
 
-def _decode_record(values: tuple[int, ...], labels: tuple[Label, ...]) -> Record:
-    seq, t_ns, worker, label, count = values[:5]
-    sub, level = values[5 + 2 * MAX_FIELDS :]
+def _decode_record(
+    values: tuple[int, ...], labels: tuple[Label, ...], payload: list[int]
+) -> Record:
+    _, seq, t_ns, worker, label, count = values[:6]
+    sub, level = values[6 + 2 * MAX_FIELDS :]
     fields: list[tuple[str, object]] = []
     for i in range(count):
-        key_id, value = values[5 + 2 * i], values[6 + 2 * i]
-        key = labels[key_id & 0xFFFFFFFF].text
-        if key_id & STRING_FLAG:
-            fields.append((key, labels[value].text))
-        elif key_id & BOOL_FLAG:
-            fields.append((key, bool(value)))
-        else:
-            fields.append((key, value))
+        key_word, value = values[6 + 2 * i], values[7 + 2 * i]
+        fields.append((labels[key_word & _KEY_MASK].text,
+                       _decode_value(FieldType(key_word >> _TYPE_SHIFT), value, labels, payload)))
     return Record(seq, t_ns, worker, label, tuple(fields), sub, level)
 
 
-def _in_harness(filename: str) -> bool:
-    """Is ``filename`` in the harness package or one of its subpackages (controlled mode's)?"""
-    return os.path.abspath(filename).startswith(_HARNESS_DIR + os.sep)
+def _decode_value(
+    kind: FieldType, value: int, labels: tuple[Label, ...], payload: list[int]
+) -> object:
+    if kind is FieldType.INT:
+        return value
+    if kind is FieldType.STR:
+        return labels[value].text
+    if kind is FieldType.BOOL:
+        return bool(value)
+    if kind is FieldType.FLOAT:
+        return _DOUBLE.unpack(_INT64.pack(value))[0]
+    if kind is FieldType.NONE:
+        return None
+    start, length = value >> _SPAN_SHIFT, value & ((1 << _SPAN_SHIFT) - 1)
+    return tuple(payload[start : start + length])
 
 
-def _call_site() -> tuple[str, int]:
-    """The first frame outside the harness package: the tracker line that made the point."""
-    frame: FrameType | None = sys._getframe(1)
-    while frame is not None:
-        if not _in_harness(frame.f_code.co_filename):
-            return os.path.basename(frame.f_code.co_filename), frame.f_lineno
+def _caller(frame: FrameType) -> FrameType:
+    """The first frame outside the harness's point plumbing: the tracker line of the point."""
+    while frame.f_back is not None and frame.f_code.co_filename in _PLUMBING:
         frame = frame.f_back
-    return "", 0
+    return frame

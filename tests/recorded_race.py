@@ -1,13 +1,20 @@
-"""The seed's race, driven by hand in one process and recorded as a real run would be.
+"""The two upstream races, driven by hand in one process and recorded as a real run would be.
 
-A deterministic RunResult with a recording, for golden tests of the log
-snippet and the explanation: gatherer #1 copies allocated devices, binder #1
-assumes the claim and removes it from in-flight, gatherer #1 checks in-flight.
+Deterministic RunResults with a recording, for golden tests of the log
+snippet and the explanation:
+
+- the seed's race (``recorded_seed_race``): gatherer #1 copies allocated
+  devices, binder #1 assumes the claim and removes it from in-flight,
+  gatherer #1 checks in-flight;
+- the unordered-events race (``recorded_unordered_race``): informer #1 pops
+  binder #1's event and is preempted before delivering it; binder #1 finds
+  the queue empty, returns from assume and removes the claim from in-flight;
+  gatherer #1 gathers; only then does informer #1 deliver.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 
 from harness.config import RunConfig
@@ -23,12 +30,14 @@ CLAIM, DEVICE, OTHER_CLAIM = 3, 5, 6
 PARAMS = {name: p.default for name, p in DraTracker.parameters.items()}
 
 
-def _bind(run: SequentialRun) -> None:
+def bind(run: SequentialRun) -> None:
+    """The binder's PreBind as the binder role does it: update, assume, drop in-flight, bind."""
     run.runtime.become(BINDER)
     tracker = run.tracker
     rv = tracker.api.update_status(CLAIM, tracker.api.get(CLAIM)[1], DEVICE)
     tracker.claims.assume_claim_after_api_call(CLAIM, DEVICE, rv)
     tracker.claims.remove_claim_pending_allocation(CLAIM)
+    run.runtime.point("Attempting to bind pod to node", pod=CLAIM, device=DEVICE)
 
 
 def _unrelated_informer_update(run: SequentialRun) -> None:
@@ -41,11 +50,8 @@ def recorded_seed_race(
     variant: str = "gather-unchecked", ring_size: int = 4096, noise_points: int = 0
 ) -> Iterator[RunResult]:
     """The seed interleaving; ``noise_points`` unrelated binder #2 points come first."""
-    run = SequentialRun.build(DraTracker, variant, params=PARAMS, seed=0, record=False)
-    try:
-        recorder = Recorder(run.arena, len(run.workers), ring_size, tape_size=4096)
-        run.runtime.sink = recorder.record
-        run.runtime.log_sink = recorder.log
+
+    def race(run: SequentialRun) -> None:
         run.runtime.become(BINDER_2)
         for _ in range(noise_points):
             run.runtime.point("take pod to bind")
@@ -55,11 +61,60 @@ def recorded_seed_race(
 
         def preempted() -> None:
             _unrelated_informer_update(run)
-            _bind(run)
+            bind(run)
 
         run.set_gate(InjectAt(run.runtime, GATHERER, "check in-flight claims", preempted))
         run.runtime.become(GATHERER)
         run.tracker.claims.gather_allocated_state()
+
+    with recorded_interleaving(variant, ring_size, race) as result:
+        yield result
+
+
+@contextmanager
+def recorded_unordered_race(variant: str = "events-unordered") -> Iterator[RunResult]:
+    """Informer #1 holds binder #1's popped event across a whole gather."""
+
+    def race(run: SequentialRun) -> None:
+        tracker = run.tracker
+        run.runtime.become(GATHERER)
+        tracker.claims.signal_claim_pending_allocation(CLAIM, DEVICE)
+        run.runtime.become(BINDER)
+        rv = tracker.api.update_status(CLAIM, tracker.api.get(CLAIM)[1], DEVICE)
+
+        def informer_pops_the_event() -> None:
+            run.runtime.become(INFORMER)
+            tracker.cache.emit_events()
+
+        def binder_returns_and_gatherer_gathers() -> None:
+            run.runtime.become(BINDER)
+            tracker.claims.remove_claim_pending_allocation(CLAIM)
+            run.runtime.become(GATHERER)
+            tracker.claims.gather_allocated_state()
+
+        outer = InjectAt(run.runtime, BINDER, "pop event", informer_pops_the_event)
+        outer.inner = InjectAt(run.runtime, INFORMER, "Observed device allocation",
+                               binder_returns_and_gatherer_gathers)
+        run.set_gate(outer)
+        run.runtime.become(BINDER)
+        tracker.claims.assume_claim_after_api_call(CLAIM, DEVICE, rv)
+        assert outer.fired and outer.inner.fired
+
+    with recorded_interleaving(variant, 4096, race) as result:
+        yield result
+
+
+@contextmanager
+def recorded_interleaving(
+    variant: str, ring_size: int, race: Callable[[SequentialRun], None]
+) -> Iterator[RunResult]:
+    """``race`` driven on a fresh DRA tracker of ``variant``, recorded, as a RunResult."""
+    run = SequentialRun.build(DraTracker, variant, params=PARAMS, seed=0, record=False)
+    try:
+        recorder = Recorder(run.arena, len(run.workers), ring_size, tape_size=4096)
+        run.runtime.sink = recorder.record
+        run.runtime.log_sink = recorder.log
+        race(run)
         recording = recorder.collect(run.control.points)
         recorder.release()
         yield RunResult(

@@ -10,7 +10,7 @@ import pytest
 from harness.cli import main
 from harness.explain import Explanation, explain, render_explanation
 from harness.result import Violation
-from tests.recorded_race import CLAIM, DEVICE, recorded_seed_race
+from tests.recorded_race import CLAIM, DEVICE, recorded_seed_race, recorded_unordered_race
 from tracker.dra.names import NONE, Naming
 from tracker.dra.tracker import DraTracker
 
@@ -38,6 +38,49 @@ def test_seed_race_explained_in_the_seed_form() -> None:
     violation = result.violations[0]
     assert (explanation.start, explanation.end) == (violation.fields["start"], violation.seq)
     assert explanation.notes == ()
+
+
+def test_unordered_events_race_names_the_worker_holding_the_event() -> None:
+    with recorded_unordered_race() as result:
+        explanation = explain(result)
+    assert explanation is not None
+    assert render_explanation(explanation) == "\n".join([
+        f'Initial state: claim "{CLAIM_NAME}" is in flight; device "{DEVICE_NAME}" is not in '
+        "allocated devices",
+        "- informer #1: pops the claim's event",
+        "- binder #1: removes the claim from in-flight",
+        "- gatherer #1: starts GatherAllocatedState, copies allocated devices, checks in-flight "
+        "claims, checks the revision",
+        "",
+        f'=> device "{DEVICE_NAME}" never seen as allocated by this GatherAllocatedState',
+        f'   while informer #1 holds the popped event of claim "{CLAIM_NAME}"',
+    ])
+    # The window reaches back from the gather's start to the informer's pop.
+    violation = result.violations[0]
+    assert explanation.start < violation.fields["start"]
+    assert explanation.runs[0].first_seq == explanation.start
+
+
+def test_a_holding_begun_and_ended_in_one_run_is_not_worth_a_word() -> None:
+    # In the seed race binder #1 pops its own event and delivers it in one run.
+    with recorded_seed_race() as result:
+        explanation = explain(result)
+        assert result.recording is not None
+        popped = [r for r in result.recording.logs
+                  if result.recording.labels[r.label].text == "Popped event"
+                  and dict(r.fields)["claim"] == CLAIM]
+    assert explanation is not None and len(popped) == 1
+    assert all("pops the claim's event" not in run.steps for run in explanation.runs)
+    assert explanation.still_held == ()
+
+
+def test_rendered_with_an_indent_the_blank_line_stays_empty() -> None:
+    with recorded_seed_race() as result:
+        explanation = explain(result)
+    assert explanation is not None
+    lines = render_explanation(explanation, indent="    ").split("\n")
+    assert lines[-2] == "" and lines[-1].startswith("    => device ")
+    assert all(line.startswith("    ") for line in lines if line)
 
 
 def test_steps_of_uninvolved_workers_are_left_out() -> None:
@@ -137,8 +180,12 @@ def test_free_run_failure_shows_snippet_and_ordered_explanation(
 
     runs = _explanation_runs(output)
     assert runs, output
-    steps = [(worker, step) for worker, run_steps in runs for step in run_steps]
-    assert runs[0][0] == "gatherer #1" and runs[0][1][0] == "starts GatherAllocatedState"
+    # The gather is the story; only a worker holding the claim's popped event when the gather
+    # started may come before it (a binder preempted between its pop and its delivery).
+    first_gather = next(i for i, (worker, _) in enumerate(runs) if worker == "gatherer #1")
+    assert runs[first_gather][1][0] == "starts GatherAllocatedState", output
+    assert all(steps == ["pops the claim's event"] for _, steps in runs[:first_gather]), output
+    steps = [(worker, step) for worker, run_steps in runs[first_gather:] for step in run_steps]
     assert runs[-1] == ("gatherer #1", ["checks in-flight claims"])
     copied = steps.index(("gatherer #1", "copies allocated devices"))
     removal = [i for i, (w, s) in enumerate(steps)
@@ -150,7 +197,39 @@ def test_free_run_failure_shows_snippet_and_ordered_explanation(
     assert all(copied < i for i in added), output
     assert re.search(r'Initial state: claim "\S+" is in flight; device "\S+" is not in '
                      "allocated devices", output), output
-    assert "=> device " in output
+    assert "\n\n    => device " in output  # the blank line before it carries no indent
+
+
+@pytest.mark.stress
+@pytest.mark.parametrize("seed", [1, 2])
+def test_unordered_events_failure_names_the_informer_holding_the_claims_event(
+    seed: int, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # One binder: the only other worker that delivers events is the informer.
+    code = main(["run", "--variant", "events-unordered", "--binders", "1", "--seed", str(seed),
+                 "--quiet", "--duration", "20"])
+    output = capsys.readouterr().out
+    assert code == 1 and "gather-complete" in output, output
+    claim = re.search(r"although claim (\S+) held it", output)
+    assert claim is not None, output
+    informer = re.search(r"informer #1 \(pid \d+\)", output)
+    assert informer is not None, output
+    explanation = output.split("  explanation:\n", 1)[1]
+    steps = [(worker, step) for worker, run_steps in _explanation_runs(output)
+             for step in run_steps]
+    # The informer popped the claim's event before the binder let go of the claim, which the
+    # gather then did not find in flight...
+    popped = steps.index(("informer #1", "pops the claim's event"))
+    released = steps.index(("binder #1", "removes the claim from in-flight"))
+    assert popped < released < steps.index(("gatherer #1", "checks in-flight claims")), output
+    # ...and delivered it only after the gather's copy, or still held it when the gather ended.
+    copied = steps.index(("gatherer #1", "copies allocated devices"))
+    delivered = [i for i, step in enumerate(steps)
+                 if step == ("informer #1", "adds the device to allocated devices")]
+    still_held = f'       while {informer[0]} holds the popped event of claim "{claim[1]}"\n'
+    assert still_held in explanation or (delivered and delivered[0] > copied), output
+    snippet = output.split("  log snippet:\n", 1)[1].split("  explanation:\n", 1)[0]
+    assert f'scheduler: Popped event claim="{claim[1]}"' in snippet, output
 
 
 def test_explanation_is_plain_data() -> None:

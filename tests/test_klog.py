@@ -24,6 +24,8 @@ from harness.klog import (
     level_for,
     parse_line,
 )
+from tracker.dra.log_words import DraLogWords
+from tracker.dra.names import Naming
 
 NS = "testdra-all-usesallresources-hvs5d"
 
@@ -179,6 +181,35 @@ def test_golden_multi_line_value() -> None:
     parsed = parse_line(line)
     assert parsed.fields == dict(event.fields)
     assert json.loads(str(parsed.fields["allocation"])) == ALLOCATION
+
+
+def test_golden_gather_result_as_the_set_of_devices() -> None:
+    # The seed's "Finished GatherAllocatedState allocatedDevices=<map... | len:2>: {": the set
+    # is shown whole, so a reader sees which device is missing; an empty set stays on the line.
+    words = DraLogWords(Naming(nodes=8, devices_per_node=100))
+
+    def finished(devices: tuple[int, ...]) -> str:
+        message, fields = words.event("Finished GatherAllocatedState",
+                                      (("allocatedDevices", devices),))
+        return format_event(KlogEvent("dra_manager.go", 265, "I", local_ts(408264), 18778,
+                                      words.logger, message, fields))
+
+    head = "dra_manager.go:265: I0115 15:11:04.408264   18778] scheduler: "
+    line = finished((595, 596))
+    assert line == (
+        head + "Finished GatherAllocatedState allocatedDevices=<\n"
+        "\t[\n"
+        '\t  "driver.example.com/worker-5/worker-5-device-095",\n'
+        '\t  "driver.example.com/worker-5/worker-5-device-096"\n'
+        "\t]\n"
+        " >"
+    )
+    assert json.loads(str(parse_line(line).fields["allocatedDevices"])) == [
+        "driver.example.com/worker-5/worker-5-device-095",
+        "driver.example.com/worker-5/worker-5-device-096",
+    ]
+    assert finished(()) == head + "Finished GatherAllocatedState allocatedDevices=[]"
+    assert parse_line(finished(())).fields == {"allocatedDevices": []}
 
 
 def test_explicit_time_zone_and_datetime_time() -> None:

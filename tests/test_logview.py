@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import io
+import json
 import logging
 import sys
 import time
@@ -16,15 +17,32 @@ from harness.config import RunConfig
 from harness.control import ControlBlock
 from harness.exit_reason import ExitReason
 from harness.klog import KlogFormatter, parse_line
+from harness.log_words import LogWords
 from harness.logfilter import split_events
-from harness.logview import CUT, log_lines, render_snippet, to_log_records, write_log
+from harness.logview import (
+    CUT,
+    log_lines,
+    render_snippet,
+    to_log_records,
+    words_of_log,
+    write_log,
+)
 from harness.recording import Recorder
 from harness.result import RunResult
 from harness.runner import run
 from harness.runtime import Runtime
+from harness.sequential import SequentialRun
 from harness.shm import Arena
 from harness.tracker_api import WorkerInfo
-from tests.recorded_race import CLAIM, DEVICE, recorded_seed_race
+from tests.recorded_race import (
+    CLAIM,
+    DEVICE,
+    GATHERER,
+    bind,
+    recorded_interleaving,
+    recorded_seed_race,
+    recorded_unordered_race,
+)
 from tracker.dra.log_words import DraLogWords
 from tracker.dra.names import NONE, Naming
 
@@ -70,9 +88,10 @@ def test_round_trip_record_to_text_to_fields(recorded: _Recorded) -> None:
     line = sys._getframe().f_lineno + 1
     runtime.point("Observed something", count=-7, ok=True, name='a "quoted" name')
     runtime.log("a warning after it", level="W", n=3)
+    runtime.point("Typed", ratio=0.75, id="0553", nothing=None, ids=(5, 3))
     after = time.time()
     result = recorded.result()
-    first, second = (parse_line(text) for text in log_lines(result))
+    _, first, second, third = (parse_line(text) for text in log_lines(result))  # after the header
     assert (first.file, first.line, first.level, first.pid) == ("test_logview.py", line, "I",
                                                                 1002)
     assert first.logger == "shmstress"  # a tracker without words of its own
@@ -84,6 +103,7 @@ def test_round_trip_record_to_text_to_fields(recorded: _Recorded) -> None:
                - _seconds_of_day(before)) <= (after - before) + 1e-3
     assert (second.level, second.message, second.fields) == ("W", "a warning after it", {"n": 3})
     assert second.line == line + 1
+    assert third.fields == {"ratio": 0.75, "id": "0553", "nothing": None, "ids": [5, 3]}
 
 
 def _seconds_of_day(epoch: float) -> float:
@@ -98,7 +118,7 @@ def test_log_calls_sit_right_after_the_point_they_follow(recorded: _Recorded) ->
         runtime.point(f"point of {worker}")
         runtime.log("first", w=worker)
         runtime.log("second", w=worker)
-    lines = [parse_line(text) for text in log_lines(recorded.result())]
+    _, *lines = [parse_line(text) for text in log_lines(recorded.result())]
     assert [(e.pid, e.message) for e in lines] == [
         (1000, "point of 0"), (1000, "first"), (1000, "second"),
         (1001, "point of 1"), (1001, "first"), (1001, "second"),
@@ -134,13 +154,16 @@ def test_merged_log_follows_the_schedule_across_five_workers(tmp_path: Path) -> 
     result = run(RunConfig(variant="fixed", counts={"binder": 3}, max_points=3000,
                            duration=30, seed=5))
     assert result.recording is not None and not result.recording.ring_lost
+    recording = result.recording
     path = write_log(result, tmp_path / "run.log")
-    events = [parse_line(e) for e in split_events(path.read_text())]
+    header, *events = [parse_line(e) for e in split_events(path.read_text())]
+    assert header.message == "Recorded run"
     pid_of = {w.worker_id: w.pid for w in result.workers}
-    points = [e for e in events if e.message != "Device is in flight for allocation"]
-    assert [e.pid for e in points] == [pid_of[s.worker] for s in result.recording.steps]
+    log_calls = {recording.labels[r.label].text for r in recording.logs}
+    points = [e for e in events if e.message not in log_calls]
+    assert [e.pid for e in points] == [pid_of[s.worker] for s in recording.steps]
     assert len({e.pid for e in events}) == len(result.workers) >= 4
-    assert len(events) == len(result.recording.records) + len(result.recording.logs)
+    assert len(events) == len(recording.records) + len(recording.logs)
 
 
 def test_ring_overflow_is_reported_in_the_run_and_the_log(
@@ -153,7 +176,8 @@ def test_ring_overflow_is_reported_in_the_run_and_the_log(
     assert code == 0, output
     assert "records overwritten in the workers' rings" in output
     assert f"log: {log}" in output
-    first = parse_line(next(split_events(log.read_text())))
+    header, first = (parse_line(e) for e in list(split_events(log.read_text()))[:2])
+    assert header.message == "Recorded run"
     assert (first.level, first.message) == ("W", "Ring overflow: oldest records overwritten")
     assert isinstance(first.fields["lost"], int) and first.fields["lost"] > 0
 
@@ -164,9 +188,9 @@ def test_log_level_keeps_every_point_only_at_the_most_verbose(tmp_path: Path) ->
         everything = list(log_lines(result))
         quiet = [parse_line(e).message for e in log_lines(result, verbosity=0)]
         points, logs = len(result.recording.records), len(result.recording.logs)
-    assert len(everything) == points + logs
+    assert len(everything) == 1 + points + logs  # the header line first
     assert "pop event" not in quiet and "update claim status" not in quiet
-    assert quiet[0] == "Starting GatherAllocatedState"
+    assert quiet[:2] == ["Recorded run", "Starting GatherAllocatedState"]
     assert "Removed in-flight claim" in quiet
 
 
@@ -174,7 +198,7 @@ def test_snippet_shows_the_gather_the_claim_and_cuts_the_rest() -> None:
     with recorded_seed_race() as result:
         snippet = render_snippet(result)
     names = Naming(2, 4)
-    lines = snippet.split("\n")
+    lines = list(split_events(snippet))
     messages = [parse_line(line).message if line != CUT else CUT for line in lines]
     assert messages == [
         "Signal claim pending allocation",  # how the claim got in flight
@@ -185,11 +209,31 @@ def test_snippet_shows_the_gather_the_claim_and_cuts_the_rest() -> None:
         "Claim stored in assume cache",
         "Observed device allocation",
         "Removed in-flight claim",
+        "Attempting to bind pod to node",
         "Device is in flight for allocation",  # the other claim, still in flight
         "Finished GatherAllocatedState",
     ]
-    assert f'claim="{names.claim(CLAIM)}"' in lines[-3]
+    assert f'claim="{names.claim(CLAIM)}"' in lines[7]
     assert f'device="{names.device(DEVICE)}"' in lines[6]
+    # The gather's result is the set of devices, as upstream logs it: the claim's is missing.
+    finished = parse_line(lines[-1]).fields["allocatedDevices"]
+    assert isinstance(finished, str) and json.loads(finished) == [names.device(0)]
+
+
+def test_snippet_shows_the_chatty_step_of_a_worker_holding_the_claim() -> None:
+    with recorded_unordered_race() as result:
+        snippet = render_snippet(result)
+    messages = [parse_line(line).message if line != CUT else CUT
+                for line in split_events(snippet)]
+    assert messages == [
+        "Signal claim pending allocation", "update claim status",
+        "Claim stored in assume cache",
+        CUT,  # the point of the pop carries no fields; the log call after it does
+        "Popped event",  # verbosity 2, shown: informer #1 holds the event across the gather
+        "Removed in-flight claim",
+        "Starting GatherAllocatedState",
+        "Finished GatherAllocatedState",
+    ]
 
 
 def test_logging_records_format_like_run_log() -> None:
@@ -211,17 +255,89 @@ def test_log_command_filters_by_claim_device_and_pid(
         write_log(result, tmp_path / "run.log")
     names = Naming(2, 4)
     assert main(["log", str(tmp_path), "--claim", str(CLAIM)]) == 0
-    by_claim = list(split_events(capsys.readouterr().out))
-    assert by_claim and all(parse_line(e).fields["claim"] == names.claim(CLAIM)
-                            for e in by_claim)
+    by_claim = [parse_line(e) for e in split_events(capsys.readouterr().out)]
+    assert [e.message for e in by_claim] == [
+        "Signal claim pending allocation", "get claim", "update claim status",
+        "Claim stored in assume cache", "Popped event", "Observed device allocation",
+        "Removed in-flight claim",
+        "Attempting to bind pod to node",  # names only the claim's pod
+    ]
+    assert all(e.fields.get("claim", names.claim(CLAIM)) == names.claim(CLAIM)
+               and e.fields.get("pod", names.pod(CLAIM)) == names.pod(CLAIM) for e in by_claim)
     assert main(["log", str(tmp_path), "--device", names.device(DEVICE).split("/")[-1]]) == 0
     by_device = list(split_events(capsys.readouterr().out))
     assert {parse_line(e).message for e in by_device} == {
         "Signal claim pending allocation", "update claim status",
-        "Claim stored in assume cache", "Observed device allocation",
+        "Claim stored in assume cache", "Popped event", "Observed device allocation",
     }
     assert main(["log", str(tmp_path / "run.log")]) == 0
     assert len(list(split_events(capsys.readouterr().out))) == len(list(log_lines(result)))
+
+
+_HEADER = (
+    'logview.py:0: I0115 15:11:04.000000       0] shmstress: Recorded run tracker="{tracker}" '
+    'variant="v" seed=1 params={{}}\n'
+)
+_DRA_LINES = (
+    'a.py:1: I0115 15:11:04.000001       7] scheduler: Observed device allocation '
+    'device="d/worker-0/worker-0-device-000" claim="ns/claim-0006" '
+    'previous="d/worker-1/worker-1-device-000"\n'
+    'a.py:2: I0115 15:11:04.000002       8] scheduler: Claim stored in assume cache '
+    'pod="ns/my-pod-0006" claim="ns/claim-0006"\n'
+    'a.py:3: I0115 15:11:04.000003       8] scheduler: Attempting to bind pod to node '
+    'pod="ns/my-pod-0006" node="worker-0"\n'
+    'a.py:4: I0115 15:11:04.000004       8] scheduler: Attempting to bind pod to node '
+    'pod="ns/my-pod-0016" node="worker-1"\n'
+    'a.py:5: I0115 15:11:04.000005       7] scheduler: Observed device allocation '
+    'device="d/worker-1/worker-1-device-002" claim="ns/claim-0016"\n'
+)
+
+
+def _filtered(capsys: pytest.CaptureFixture[str], log: Path, *args: str) -> list[int]:
+    """The source lines (``a.py:N``) of the events ``shmstress log`` prints."""
+    assert main(["log", str(log), *args]) == 0
+    return [parse_line(e).line for e in split_events(capsys.readouterr().out)]
+
+
+def test_log_filter_uses_the_words_of_the_tracker_the_log_names(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    log = tmp_path / "run.log"
+    log.write_text(_HEADER.format(tracker="dra") + _DRA_LINES)
+    assert _filtered(capsys, log, "--claim", "6") == [1, 2, 3]  # 3: the claim's pod
+    assert _filtered(capsys, log, "--device", "worker-1-device-000") == [1]  # a previous device
+    assert _filtered(capsys, log, "--match", "node=worker-1") == [4]
+    assert _filtered(capsys, log, "--claim", "ns/claim-0016", "--pid", "8") == [2, 3, 4, 5]
+    assert main(["log", str(log), "--device", "0"]) == 2  # device-000 on two nodes
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "device '0' is ambiguous: it fits " in err
+    assert "d/worker-0/worker-0-device-000, d/worker-1/worker-1-device-000;" in err
+    assert main(["log", str(log), "--claim", "7"]) == 2
+    assert "no claim named '7' in the log" in capsys.readouterr().err
+    with pytest.raises(SystemExit) as exited:
+        main(["log", str(log), "--match", "claim"])
+    assert exited.value.code == 2 and "expected KIND=NAME" in capsys.readouterr().err
+
+
+def test_log_filter_without_a_tracker_matches_fields_by_their_own_key(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    log = tmp_path / "run.log"
+    log.write_text(_DRA_LINES)
+    assert _filtered(capsys, log, "--claim", "6") == [1, 2]
+    assert _filtered(capsys, log, "--match", "previous=0") == [1]
+    assert main(["log", str(log), "--device", "worker-1-device-000"]) == 2
+
+
+def test_log_filter_serves_any_tracker_by_any_field(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    log = tmp_path / "run.log"
+    log.write_text(_HEADER.format(tracker="gpu-assignments")
+                   + "b.py:1: I0115 15:11:04.000001       7] shmstress: Selected pod=3 card=1\n"
+                   + "b.py:2: I0115 15:11:04.000002       7] shmstress: Selected pod=13 card=3\n")
+    assert _filtered(capsys, log, "--match", "card=3") == [2]
+    assert _filtered(capsys, log, "--match", "pod=3") == [1]  # exact, not 13
 
 
 def test_log_command_reads_a_bundle_beside_its_log(
@@ -296,3 +412,43 @@ def _site(file: str, needle: str) -> str:
 def _without_time(line: str) -> str:
     head, rest = line.split(": I", 1)
     return f"{head}: I<time>{rest[len('0115 15:11:04.407714'):]}"
+
+
+def test_a_written_log_names_its_run_and_tracker_first() -> None:
+    with recorded_seed_race() as result:
+        header = parse_line(next(iter(log_lines(result))))
+    assert (header.logger, header.message) == ("shmstress", "Recorded run")
+    assert header.fields == {"tracker": "dra", "variant": "gather-unchecked", "seed": 0,
+                             "params": dict(result.config.params)}
+    words = words_of_log([header])
+    assert isinstance(words, DraLogWords) and words.kinds["previous"] == "device"
+    assert type(words_of_log([])) is LogWords
+
+
+def test_single_lock_keeps_each_step_message_and_fields_at_its_own_site(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    def signal_bind_gather(run: SequentialRun) -> None:
+        run.runtime.become(GATHERER)
+        run.tracker.claims.signal_claim_pending_allocation(CLAIM, DEVICE)
+        bind(run)
+        run.runtime.become(GATHERER)
+        run.tracker.claims.gather_allocated_state()
+
+    with recorded_interleaving("single-lock", 4096, signal_bind_gather) as result:
+        events = [parse_line(e) for e in log_lines(result, verbosity=1)]
+        write_log(result, tmp_path / "run.log")
+    names = Naming(2, 4)
+    claim = names.claim(CLAIM)
+    by_message = {e.message: e for e in events}
+    assert [e.message for e in events].count("Starting GatherAllocatedState") == 1
+    for message, file, needle in [
+        ("Signal claim pending allocation", "in_flight.py", '"Signal claim pending allocation"'),
+        ("Claim stored in assume cache", "assume_cache.py", '"Claim stored in assume cache"'),
+        ("Removed in-flight claim", "in_flight.py", '"Removed in-flight claim"'),
+    ]:
+        event = by_message[message]
+        assert (f"{event.file}:{event.line}", event.fields["claim"]) == (_site(file, needle), claim)
+    assert main(["log", str(tmp_path), "--claim", str(CLAIM)]) == 0
+    found = {parse_line(e).message for e in split_events(capsys.readouterr().out)}
+    assert {"Claim stored in assume cache", "Removed in-flight claim"} <= found

@@ -14,6 +14,10 @@ How queued events get delivered is the first root cause upstream fixed:
 - ordered (fixed): the whole pop-and-deliver loop runs under one emit lock, so
   when a caller returns, every event queued before, its own included, has been
   delivered, in queue order.
+
+Which event a pop took is known only once the queue is read under the lock,
+after the point, so it is a log call right after it ("Popped event"): an
+explanation can then name the worker holding a claim's undelivered event.
 """
 
 from __future__ import annotations
@@ -23,6 +27,7 @@ from collections.abc import Callable
 import numpy as np
 
 from harness.locks import InstrumentedLock
+from harness.runtime import Runtime
 from harness.shm import Arena
 from tracker.dra.coverage import Coverage
 from tracker.dra.names import NONE
@@ -44,12 +49,14 @@ class EventQueueOverflow(Exception):  # noqa: N818
 class AssumeCache:
     def __init__(
         self,
+        runtime: Runtime,
         arena: Arena,
         lock: InstrumentedLock,
         emit_lock: InstrumentedLock | None,
         coverage: Coverage,
         claims: int,
     ) -> None:
+        self._runtime = runtime
         self.lock = lock
         self.emit_lock = emit_lock
         self.api_device = arena.array("dra.cache.api_device", claims, NONE)
@@ -137,10 +144,11 @@ class AssumeCache:
                 if head == counters[_TAIL]:
                     return
                 slot = head % self.queue_capacity
-                event = (self.q_claim.mv[slot], self.q_old.mv[slot], self.q_new.mv[slot])
+                claim, old, new = self.q_claim.mv[slot], self.q_old.mv[slot], self.q_new.mv[slot]
                 counters[_HEAD] = head + 1
+                self._runtime.log("Popped event", claim=claim, device=new, old=old)
             if handler is not None:
-                handler(*event)
+                handler(claim, old, new)
 
     # -- reads ----------------------------------------------------------------------------
     def unallocated(self) -> np.ndarray:

@@ -47,7 +47,12 @@ class ClaimTracker:
         cache.add_event_handler(allocated.handle_event)
 
     def _atomically(self, label: str) -> AbstractContextManager[object]:
-        """Under the single-lock variant, an operation's steps run under the one lock."""
+        """Under the single-lock variant, an operation's steps run under the one lock.
+
+        ``label`` names the operation, not one of its steps: the structures'
+        own acquires inside it are nested, and each is still logged with its
+        upstream message and fields at its own call site.
+        """
         if self._single_lock is None:
             return nullcontext()
         return self._single_lock.held(label)
@@ -62,7 +67,7 @@ class ClaimTracker:
 
     def _gather_once(self) -> np.ndarray:
         runtime = self._runtime
-        with self._atomically("Starting GatherAllocatedState"):
+        with self._atomically("lock claim tracker for GatherAllocatedState"):
             start = runtime.point("Starting GatherAllocatedState")
             allocated, revision = self.allocated.get()
             if revision < self._last_revision:
@@ -73,7 +78,9 @@ class ClaimTracker:
             allocated[self.in_flight.devices()] = True
             if self._checked and self.allocated.revision() != revision:
                 raise ConcurrentModification
-            runtime.point("Finished GatherAllocatedState", allocatedDevices=int(allocated.sum()))
+            runtime.point(
+                "Finished GatherAllocatedState", allocatedDevices=np.flatnonzero(allocated)
+            )
         for device, claim in self._coverage.missed(allocated, start):
             runtime.violation(
                 "gather-complete",
@@ -85,21 +92,21 @@ class ClaimTracker:
         return allocated
 
     def signal_claim_pending_allocation(self, claim: int, device: int) -> None:
-        with self._atomically("Signal claim pending allocation"):
+        with self._atomically("lock claim tracker for SignalClaimPendingAllocation"):
             self.in_flight.store(claim, device)
 
     def remove_claim_pending_allocation(self, claim: int) -> bool:
-        with self._atomically("Removed in-flight claim"):
+        with self._atomically("lock claim tracker for RemoveClaimPendingAllocation"):
             return self.in_flight.remove(claim)
 
     def assume_claim_after_api_call(self, claim: int, device: int, rv: int) -> None:
-        with self._atomically("Claim stored in assume cache"):
+        with self._atomically("lock claim tracker for AssumeClaimAfterAPICall"):
             self.cache.assume(claim, device, rv)
 
     def informer_update(self, claim: int, device: int, rv: int) -> bool:
-        with self._atomically("informer update"):
+        with self._atomically("lock claim tracker for informer update"):
             return self.cache.update(claim, device, rv)
 
     def assumed_claim_restore(self, claim: int) -> None:
-        with self._atomically("restore claim"):
+        with self._atomically("lock claim tracker for AssumedClaimRestore"):
             self.cache.restore(claim)

@@ -4,13 +4,19 @@ Messages upstream logs keep upstream's wording and sit at verbosity 0, so a
 log of this tracker reads like the scheduler's; the rest of the model's
 points are chattier levels. Names follow upstream (``<driver>/<pool>/<device>``,
 ``<namespace>/claim-0553``). Facts for the initial state are the two the
-gather reads: is the claim in flight, is its device in allocated devices.
+gather reads: is the claim in flight, is its device in allocated devices;
+and one a worker holds: the claim's event, popped from the assume cache's
+queue and not yet delivered to allocated devices (the unordered-events race).
+A gather's result is rendered as the set of device names, as upstream logs it.
 """
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping
+from typing import ClassVar
 
+from harness.klog import Raw
 from harness.log_words import Effect, Fields, LogWords, Scope, Subject
 from tracker.dra.invariants.quiescent_agreement import Disagreement
 from tracker.dra.names import NONE, Naming
@@ -18,6 +24,7 @@ from tracker.dra.pod_queue import PodState
 
 IN_FLIGHT = "in flight"
 OBSERVED = "in allocated devices"
+UNDELIVERED = "holds the popped event of"
 
 _VERBOSITY = {
     # upstream's own messages
@@ -36,6 +43,7 @@ _VERBOSITY = {
     "Unreserve after API error": 1,
     "conflicting concurrent modification, retrying": 1,
     # reads and hand-offs
+    "Popped event": 2,
     "copy allocated devices": 2,
     "check in-flight claims": 2,
     "check revision": 2,
@@ -61,12 +69,16 @@ _STEPS = {
     "Claim stored in assume cache": "stores the claim in the assume cache",
     "restore claim": "restores the claim in the assume cache",
     "Unreserve after API error": "unreserves the claim after an API error",
+    "Popped event": "pops the claim's event",
 }
 
 
 class DraLogWords(LogWords):
     logger = "scheduler"
     facts = (IN_FLIGHT, OBSERVED)
+    holdings = (UNDELIVERED,)
+    kinds: ClassVar[Mapping[str, str]] = {"previous": "device", "old": "device"}
+    related: ClassVar[Mapping[str, tuple[str, ...]]] = {"claim": ("pod",)}
 
     def __init__(self, naming: Naming) -> None:
         self._names = naming
@@ -92,6 +104,11 @@ class DraLogWords(LogWords):
             )
         if label == "Claim stored in assume cache" and "claim" in values:
             fields = (("pod", values["claim"]), *fields)
+        if label == "Finished GatherAllocatedState":
+            devices = values.get("allocatedDevices")
+            if isinstance(devices, tuple):  # a set of device ids, shown as upstream logs it
+                names = [self._names.device(device) for device in devices]
+                return label, (("allocatedDevices", Raw(json.dumps(names, indent=2))),)
         return label, tuple((key, self._value(key, value)) for key, value in fields)
 
     def _value(self, key: str, value: object) -> object:
@@ -113,6 +130,8 @@ class DraLogWords(LogWords):
         return _VERBOSITY.get(label, _PLUMBING)
 
     def step(self, label: str, fields: Mapping[str, object]) -> str | None:
+        if label == "Popped event" and fields.get("device") == fields.get("old"):
+            return None  # an event that changes nothing: the handler drops it
         if label == "Observed device allocation":
             if "device" not in fields:  # known from the schedule tape only
                 return "delivers an event to allocated devices"
@@ -138,9 +157,15 @@ class DraLogWords(LogWords):
             return (Effect(("claim", claim), IN_FLIGHT, True),)
         if label == "Removed in-flight claim" and isinstance(claim, int):
             return (Effect(("claim", claim), IN_FLIGHT, False),)
+        if label == "Popped event" and isinstance(claim, int):
+            # An event that changes nothing is dropped by the handler: nothing to deliver.
+            changes = fields.get("device") != fields.get("old")
+            return (Effect(("claim", claim), UNDELIVERED, True),) if changes else ()
         if label == "Observed device allocation":
             new, old = fields.get("device", NONE), fields.get("old", NONE)
             effects = []
+            if isinstance(claim, int):
+                effects.append(Effect(("claim", claim), UNDELIVERED, False))
             if isinstance(old, int) and old != NONE:
                 effects.append(Effect(("device", old), OBSERVED, False))
             if isinstance(new, int) and new != NONE:

@@ -5,7 +5,6 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import ClassVar
 
-from harness.errors import UnknownVariantError
 from harness.log_words import LogWords
 from harness.runtime import Runtime
 from harness.shm import Arena
@@ -60,10 +59,6 @@ class DraTracker:
     def __init__(
         self, runtime: Runtime, arena: Arena, variant: str, params: Mapping[str, int]
     ) -> None:
-        if variant not in VARIANTS:
-            raise UnknownVariantError(
-                f"tracker dra has no variant {variant!r}; choose from {', '.join(VARIANTS)}"
-            )
         traits = VARIANTS[variant][0]
         self.runtime = runtime
         self.variant = variant
@@ -80,6 +75,7 @@ class DraTracker:
             runtime, arena, runtime.lock("api server"), self.claims_count, self.devices
         )
         self.cache = AssumeCache(
+            runtime,
             arena,
             one or runtime.lock("assume cache"),
             (one or runtime.lock("assume cache events")) if traits.ordered_events else None,
