@@ -48,9 +48,31 @@ class BundleViolation:
     worker: int | None = None
     at_rest: bool = False
 
+    @classmethod
+    def of(cls, found: Violation) -> BundleViolation:
+        return cls(
+            invariant=found.invariant,
+            fields=dict(found.fields),
+            message=found.message,
+            worker=found.worker.worker_id if found.worker is not None else None,
+            at_rest=found.at_rest,
+        )
+
+    def mismatch(self, found: Violation) -> dict[str, tuple[object, object]]:
+        """What ``found`` does not share with this violation: name -> (recorded, found), for
+        the invariant and every field (None where one side lacks it); empty if it matches."""
+        differs: dict[str, tuple[object, object]] = {}
+        if found.invariant != self.invariant:
+            differs["invariant"] = (self.invariant, found.invariant)
+        for name in dict.fromkeys([*self.fields, *found.fields]):
+            recorded, value = self.fields.get(name), found.fields.get(name)
+            if recorded != value:
+                differs[name] = (recorded, value)
+        return differs
+
     def matches(self, found: Violation | None) -> bool:
-        return (found is not None and found.invariant == self.invariant
-                and dict(found.fields) == dict(self.fields))
+        """The same invariant with the same fields (worker pids and timings may differ)."""
+        return found is not None and not self.mismatch(found)
 
 
 @dataclass(frozen=True)
@@ -103,16 +125,6 @@ def principal_violation(violations: Sequence[Violation]) -> Violation | None:
     return violations[0] if violations else None
 
 
-def _violation(found: Violation) -> BundleViolation:
-    return BundleViolation(
-        invariant=found.invariant,
-        fields=dict(found.fields),
-        message=found.message,
-        worker=found.worker.worker_id if found.worker is not None else None,
-        at_rest=found.at_rest,
-    )
-
-
 def from_free_run(result: RunResult) -> Bundle | None:
     """The bundle of a failing free-mode run, from its schedule tape (None: nothing to save)."""
     config = result.config
@@ -132,7 +144,7 @@ def from_free_run(result: RunResult) -> Bundle | None:
         strategy=StrategySpec("noise" if config.noise.probability else "none"),
         phase_changes=result.phase_points,
         steps=result.recording.steps,
-        violation=_violation(violation),
+        violation=BundleViolation.of(violation),
         noise=config.noise,
     )
 
@@ -164,11 +176,26 @@ def from_execution(
         strategy=strategy,
         phase_changes=tuple(phase_changes),
         steps=tuple(steps),
-        violation=_violation(violation),
+        violation=BundleViolation.of(violation),
         noise=NoiseConfig(0.0),
         execution=execution,
         preemptions=preemptions,
     )
+
+
+def check_fits(bundle: Bundle, resolved: RunConfig) -> None:
+    """Raise BundleError unless the tracker runs exactly the bundle's workers and parameters:
+    a role or parameter the bundle lacks would take the tracker's default, and the workers
+    would be numbered otherwise than the recorded steps say."""
+    problems = [
+        f"{what} {dict(recorded)} do not fit the tracker, which runs {dict(runs)}"
+        for what, recorded, runs in (("worker counts", bundle.counts, resolved.counts),
+                                     ("parameters", bundle.params, resolved.params))
+        if dict(recorded) != dict(runs)
+    ]
+    if problems:
+        raise BundleError(f"incompatible bundle for tracker {bundle.tracker}: "
+                          + "; ".join(problems))
 
 
 # -- JSON -------------------------------------------------------------------------------------
@@ -178,6 +205,7 @@ def to_json(bundle: Bundle) -> dict[str, object]:
     strategy: dict[str, object] = {"name": bundle.strategy.name}
     if bundle.strategy.name == "pct":
         strategy["depth"] = bundle.strategy.depth
+        strategy["spin"] = bundle.strategy.spin
     if bundle.strategy.name == "exhaustive":
         strategy["bound"] = bundle.strategy.bound
     return {
@@ -270,6 +298,7 @@ def from_json(data: object) -> Bundle:
                 _str(strategy.get("name"), "strategy.name"),
                 depth=_int(strategy.get("depth", 3), "strategy.depth"),
                 bound=_int(strategy.get("bound", 2), "strategy.bound"),
+                spin=_str(strategy.get("spin", "demote"), "strategy.spin"),
             ),
             phase_changes=phase_changes,
             steps=tuple(steps),

@@ -91,7 +91,8 @@ def _cmd_log(args: argparse.Namespace) -> int:
 
 
 def _read_log(source: Path) -> str:
-    """The log of a run directory, of a bundle (embedded or beside it), or a log file."""
+    """The log of a run directory, of a bundle (embedded, beside it, or made again by
+    replaying it), or a log file."""
     if source.is_dir():
         return _read(source / RUN_LOG)
     if source.suffix == ".json":
@@ -102,8 +103,21 @@ def _read_log(source: Path) -> str:
         embedded = bundle.get("log") if isinstance(bundle, dict) else None
         if isinstance(embedded, str):
             return embedded
-        return _read(source.parent / RUN_LOG)
+        beside = source.parent / RUN_LOG
+        return _read(beside) if beside.exists() else _replayed_log(source)
     return _read(source)
+
+
+def _replayed_log(source: Path) -> str:
+    """A bundle replays exactly, so its log can be made again: replay it, recorded."""
+    from harness.bundle import load_bundle
+    from harness.logview import log_lines
+    from harness.replay import replay_bundle
+
+    print(f"shmstress log: no {RUN_LOG} beside {source}; replaying the bundle for its log",
+          file=sys.stderr)
+    report = replay_bundle(load_bundle(source))
+    return "".join(line + "\n" for line in log_lines(report.result, MAX_VERBOSITY))
 
 
 def _read(path: Path) -> str:
@@ -125,6 +139,7 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         "log", help="show a recorded log, filtered by claim, device, any field, or worker pid",
         description="Print the events of a recorded klog-style log (a run's --out directory, "
         "its bundle, or a log file) that name any of the given objects; no filter prints all. "
+        "A bundle with no run.log beside it is replayed to make its log again. "
         "A name matches a field value equal to it, ending in /NAME, or, for a number, "
         "ending in that number (--claim 553 matches claim=\"ns/claim-0553\"); it must name "
         "one object of the log, else the candidates are listed. With the words of the "

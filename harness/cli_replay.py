@@ -1,17 +1,21 @@
 """``shmstress replay BUNDLE`` and ``shmstress shrink BUNDLE -o SMALLER``: arguments and output.
 
 replay exits 1 when the bundle's violation is reproduced (the failure is
-there, as recorded), 3 when the replay diverged or did not reproduce it, and
-2 with one line when the bundle cannot be read.
+there, as recorded), 3 when the replay diverged, did not reproduce it or hit
+a different violation, 4 when a worker crashed during the replay, and 2 with
+one line when the bundle cannot be read or does not fit its tracker.
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
+from collections.abc import Iterator
 from pathlib import Path
 
 from harness.bundle import Bundle, load_bundle, replay_command, write_bundle
-from harness.errors import ReplayDivergedError
+from harness.errors import BundleError, ReplayDivergedError
+from harness.log_words import MAX_VERBOSITY
 from harness.replay import ReplayReport, Verdict, replay_bundle
 from harness.shrink import ShrinkOptions, ShrinkReport, shrink_bundle
 
@@ -43,8 +47,7 @@ def _failure_text(report: ReplayReport) -> list[str]:
         lines += ["  log snippet:", *("    " + line for line in snippet.splitlines())]
     explanation = explain(result)
     if explanation is not None:
-        lines += ["  explanation:",
-                  *("    " + line for line in render_explanation(explanation).splitlines())]
+        lines += ["  explanation:", render_explanation(explanation, indent="    ")]
     return lines
 
 
@@ -58,11 +61,25 @@ def render_replay(report: ReplayReport, path: Path) -> str:
     return "\n".join(lines)
 
 
+@contextlib.contextmanager
+def _about(path: Path) -> Iterator[None]:
+    """Name the bundle in a BundleError that is found only once the tracker is loaded."""
+    try:
+        yield
+    except BundleError as exc:
+        raise BundleError(f"{path}: {exc}") from exc
+
+
 def _cmd_replay(args: argparse.Namespace) -> int:
     path = Path(args.bundle)
     bundle = load_bundle(path)
-    report = replay_bundle(bundle, pin=not args.no_pin)
+    with _about(path):
+        report = replay_bundle(bundle, pin=not args.no_pin)
     print(render_replay(report, path))
+    if args.log:
+        from harness.logview import write_log
+
+        print(f"  log: {write_log(report.result, Path(args.log), args.log_level)}")
     return report.exit_code
 
 
@@ -88,8 +105,9 @@ def render_shrink(report: ShrinkReport, source: Path, target: Path) -> str:
 def _cmd_shrink(args: argparse.Namespace) -> int:
     source = Path(args.bundle)
     bundle = load_bundle(source)
-    report = shrink_bundle(bundle, ShrinkOptions(max_executions=args.max_executions,
-                                                 pin=not args.no_pin))
+    with _about(source):
+        report = shrink_bundle(bundle, ShrinkOptions(max_executions=args.max_executions,
+                                                     pin=not args.no_pin))
     if report is None:
         raise ReplayDivergedError(
             f"{source} does not reproduce its violation, so there is nothing to shrink "
@@ -103,13 +121,19 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     replay = sub.add_parser(
         "replay", help="replay a repro bundle in controlled mode and say if it reproduces",
         description="Take the bundle's recorded steps one at a time, checking each label; "
-        "exit 1 and print 'reproduced' with the violation, exit 3 on divergence or if the "
-        "violation does not occur, exit 2 if the bundle cannot be read.",
+        "exit 1 and print 'reproduced' with the violation; exit 3 on divergence, if the "
+        "violation does not occur or another one does; exit 4 if a worker crashed; exit 2 "
+        "if the bundle cannot be read or does not fit its tracker.",
     )
     replay.add_argument("bundle", metavar="BUNDLE", help="a repro bundle (JSON) a failing run "
                         "wrote into its --out directory")
     replay.add_argument("--no-pin", action="store_true",
                         help="do not pin the replay to one CPU")
+    replay.add_argument("--log", metavar="PATH",
+                        help="write the replayed execution's merged klog-style log to PATH")
+    replay.add_argument("--log-level", type=int, default=MAX_VERBOSITY, metavar="V",
+                        help=f"verbosity of that log: 0 the tracker's main messages ... "
+                        f"{MAX_VERBOSITY} every point (default {MAX_VERBOSITY})")
     replay.set_defaults(handler=_cmd_replay)
 
     shrink = sub.add_parser(

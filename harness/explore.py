@@ -34,6 +34,7 @@ def explore(
     *,
     strategy: str = "pct",
     depth: int = 3,
+    spin: str = "demote",
     bound: int = 2,
     executions: int = 100,
     seed: int = 0,
@@ -46,7 +47,7 @@ def explore(
     config = RunConfig(tracker=tracker, variant=variant, counts=dict(counts or {}),
                        params=dict(params or {}), seed=seed, max_points=run_steps)
     options = ControlledOptions(
-        strategy=StrategySpec(strategy, depth=depth, bound=bound),
+        strategy=StrategySpec(strategy, depth=depth, bound=bound, spin=spin),
         executions=executions, run_steps=run_steps, max_steps=max_steps,
     )
     return run_controlled(config, options)
@@ -58,6 +59,7 @@ def check_interleavings(
     *,
     strategy: str = "pct",
     depth: int = 3,
+    spin: str = "demote",
     bound: int = 2,
     executions: int = 100,
     seed: int = 0,
@@ -69,7 +71,7 @@ def check_interleavings(
 ) -> ControlledResult:
     """``explore``; raise InterleavingFailure if an execution failed (its bundle is written to
     ``out``, by default ``$SHMSTRESS_OUT`` or ``shmstress-out``)."""
-    result = explore(tracker, variant, strategy=strategy, depth=depth, bound=bound,
+    result = explore(tracker, variant, strategy=strategy, depth=depth, spin=spin, bound=bound,
                      executions=executions, seed=seed, counts=counts, params=params,
                      run_steps=run_steps, max_steps=max_steps)
     if result.failing is None:
@@ -94,7 +96,7 @@ def failure_message(result: ControlledResult, out: Path) -> str:
     explanation = explain(result.run) if result.run.recording is not None else None
     if explanation is not None:
         lines.append("explanation:")
-        lines += ["  " + line for line in render_explanation(explanation).splitlines()]
+        lines.append(render_explanation(explanation, indent="  "))
     bundle = bundle_of_controlled(result)
     if bundle is not None:
         path = write_bundle(bundle, out)

@@ -3,17 +3,19 @@
 The verdict is one of: reproduced (the same invariant with the same fields
 broke), diverged (some step was not where the recording says: step number,
 expected and actual), not reproduced (every recorded step was taken and the
-violation did not occur), or a different violation. Only the first means
-the bundle stands for the failure; the CLI exits 1 for it and 3 otherwise.
+violation did not occur), a different violation (what differs is named), or
+crashed (a worker raised). Only the first means the bundle stands for the
+failure; the CLI exits 1 for it, 4 for a crash and 3 otherwise.
 """
 
 from __future__ import annotations
 
 import enum
 import time
+from collections.abc import Mapping
 from dataclasses import dataclass
 
-from harness.bundle import Bundle, principal_violation
+from harness.bundle import Bundle, check_fits, principal_violation
 from harness.controlled.execution import ExecutionEnd, ExecutionOutcome, PhasePlan
 from harness.controlled.runner import prepare, session_spec
 from harness.controlled.session import Session
@@ -52,6 +54,7 @@ class ReplayReport:
 def replay_bundle(bundle: Bundle, record: bool = True, pin: bool = True) -> ReplayReport:
     """Replay ``bundle`` once; raises ConfigError (BundleError) if it cannot even start."""
     config, tracker_cls, workers = prepare(bundle.run_config())
+    check_fits(bundle, config)
     spec = session_spec(
         config, tracker_cls, workers, max_steps=len(bundle.steps) + 1,
         noise_draws=bundle.noise if bundle.replays_noise_draws else None, pin=pin,
@@ -115,6 +118,16 @@ def _verdict(bundle: Bundle, outcome: ExecutionOutcome) -> tuple[Verdict, str]:
         )
     return Verdict.DIFFERENT_VIOLATION, (
         f"a different violation after {len(outcome.steps)} of {total} steps: "
-        f"{found.invariant}: {found.message} (recorded: {bundle.violation.invariant}: "
-        f"{bundle.violation.message})"
+        f"{render_mismatch(bundle.violation.mismatch(found))}; found {found.invariant}: "
+        f"{found.message}"
     )
+
+
+def render_mismatch(differs: Mapping[str, tuple[object, object]]) -> str:
+    """``invariant gather-complete (recorded no-double-allocation), device 3 (recorded 5)``."""
+    return ", ".join(f"{name} {_value(found)} (recorded {_value(recorded)})"
+                     for name, (recorded, found) in differs.items())
+
+
+def _value(value: object) -> str:
+    return "missing" if value is None else str(value)

@@ -96,8 +96,12 @@ class _Candidate:
 
     @property
     def size(self) -> Size:
-        return Size(self.outcome.preemptions, len(self.outcome.steps), self.scenario.workers,
-                    self.scenario.describe(), self.scenario.size)
+        return _size(self.scenario, self.outcome)
+
+
+def _size(scenario: Scenario, outcome: ExecutionOutcome) -> Size:
+    return Size(outcome.preemptions, len(outcome.steps), scenario.workers, scenario.describe(),
+                scenario.size)
 
 
 @dataclass(frozen=True)
@@ -180,11 +184,16 @@ class _Search:
             raise _Budget
         self.executions += 1
         plan = plan or self.plan
-        if plan.step_limit is None:  # a candidate far longer than the best is not wanted
-            plan = replace(plan, step_limit=2 * len(self.best.outcome.steps) + 200)
+        if plan.step_limit is None:
+            plan = replace(plan, step_limit=self.step_limit)
         outcome = self.session(scenario).execute(strategy, strategy.next_u64(), plan)
         self.steps += len(outcome.steps)
         return outcome
+
+    @property
+    def step_limit(self) -> int:
+        """A candidate far longer than the best is not wanted."""
+        return min(2 * len(self.best.outcome.steps) + 200, self._max_steps)
 
     def fails(self, outcome: ExecutionOutcome) -> bool:
         found = principal_violation(outcome.violations)
@@ -210,8 +219,7 @@ def shrink_bundle(bundle: Bundle, options: ShrinkOptions | None = None) -> Shrin
         return None
     config = original.result.config
     start = Scenario(dict(config.counts), dict(config.params))
-    before = Size(original.outcome.preemptions, len(original.outcome.steps),
-                  start.workers, start.describe(), start.size)
+    before = _size(start, original.outcome)
     fallback = _Candidate(start, original.deviations, original.outcome)
     search = _Search(bundle, options, fallback)
     try:
@@ -237,13 +245,15 @@ def shrink_bundle(bundle: Bundle, options: ShrinkOptions | None = None) -> Shrin
     best = search.best
     shrunk = _bundle_of(bundle, best)
     replayed = replay_bundle(shrunk, pin=options.pin)
+    replays = 2  # the original's and the shrunk bundle's
     if replayed.verdict is not Verdict.REPRODUCED:  # cannot happen for a deterministic tracker
         shrunk, replayed, best = bundle, replay_bundle(bundle, pin=options.pin), fallback
+        replays += 1
     return ShrinkReport(
         bundle=shrunk,
         before=before,
         after=best.size,
-        executions=search.executions + 2,
+        executions=search.executions + replays,
         elapsed_s=time.monotonic() - t0,
         explanation=_explanation(replayed),
         replay=replayed,
@@ -282,19 +292,15 @@ def _short_search(search: _Search, scenario: Scenario, executions: int) -> None:
     preemptions; random walk finds the races PCT's few change points miss)."""
     depth = max(2, min(search.best.size.preemptions + 1, 4))
     plan = PhasePlan(min(search.plan.run_steps, _SHORT_RUN_STEPS))
-    for strategy in (Pct(search.bundle.seed, depth, scenario.workers, _SHORT_RUN_STEPS),
+    for strategy in (Pct(search.bundle.seed, depth, scenario.workers, search.step_limit),
                      RandomWalk(search.bundle.seed)):
         for _ in range(executions // 2):
             strategy.new_execution()
             outcome = search.run(scenario, strategy, plan)
-            if search.fails(outcome) and _key(scenario, outcome) < search.best.size.key():
+            if search.fails(outcome) and _size(scenario, outcome).key() < search.best.size.key():
                 candidate = _canonical(search, scenario, outcome)
                 if candidate is not None and search.offer(candidate):
                     _ddmin(search, candidate)
-
-
-def _key(scenario: Scenario, outcome: ExecutionOutcome) -> tuple[int, int, int, int]:
-    return (outcome.preemptions, len(outcome.steps), scenario.workers, scenario.size)
 
 
 def _smaller_scenarios(search: _Search, executions: int) -> None:
@@ -387,13 +393,7 @@ def _bundle_of(original: Bundle, best: _Candidate) -> Bundle:
         phase_changes=outcome.phase_changes,
         steps=outcome.steps,
         preemptions=outcome.preemptions,
-        violation=BundleViolation(
-            invariant=found.invariant,
-            fields=dict(found.fields),
-            message=found.message,
-            worker=found.worker.worker_id if found.worker is not None else None,
-            at_rest=found.at_rest,
-        ),
+        violation=BundleViolation.of(found),
     )
 
 

@@ -41,6 +41,7 @@ def _bundle(**changes: object) -> Bundle:
 
 @pytest.mark.parametrize("bundle", [
     _bundle(),
+    _bundle(strategy=StrategySpec("pct", depth=4, spin="aside")),
     _bundle(mode="free", execution=None, noise=NoiseConfig(0.25, ("yield",), 50.0),
             strategy=StrategySpec("noise"), phase_changes=(), checks=("gather-complete",)),
 ])
@@ -103,3 +104,19 @@ def test_a_missing_bundle_exits_2(tmp_path: Path, capsys: pytest.CaptureFixture[
     assert main(["replay", str(tmp_path / "nope.json")]) == 2
     assert "cannot read bundle" in capsys.readouterr().err
     assert main(["shrink", str(tmp_path / "nope.json"), "-o", str(tmp_path / "o.json")]) == 2
+
+
+@pytest.mark.parametrize(("change", "fragment"), [
+    ({"counts": {"binder": 3, "gatherer": 1}}, "worker counts"),  # the informer's id taken
+    ({"params": {"nodes": 2}}, "parameters"),
+])
+def test_a_bundle_that_does_not_fit_its_tracker_exits_2_with_one_line(
+    tmp_path: Path, change: dict[str, object], fragment: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    path = write_bundle(_bundle(**change), tmp_path / "misfit.json")
+    assert main(["replay", str(path)]) == 2
+    captured = capsys.readouterr()
+    assert captured.out == ""
+    err = captured.err.strip()
+    assert err.startswith(f"shmstress: error: {path}: incompatible bundle")
+    assert fragment in err and "\n" not in err

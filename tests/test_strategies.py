@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from math import comb
 
 import pytest
 
@@ -32,6 +33,9 @@ class FakeView:
 
     def label(self, worker: int) -> str:
         return self.labels.get(worker, f"at-{worker}")
+
+    def who(self, worker: int) -> str:
+        return f"role #{worker + 1}"
 
     def describe(self, worker: int) -> str:
         return f"worker {worker} is elsewhere"
@@ -76,7 +80,7 @@ def test_random_walk_is_reproducible_for_a_seed_and_differs_between_seeds() -> N
 
 
 def test_pct_runs_the_highest_priority_worker_until_a_change_point() -> None:
-    pct = Pct(seed=3, depth=1, workers=3, expected_steps=10)  # depth 1: no change points
+    pct = Pct(seed=3, depth=1, workers=3, max_steps=10)  # depth 1: no change points
     pct.new_execution()
     first, lease = pct.next_task(FakeView())
     assert lease == UNLIMITED
@@ -84,33 +88,88 @@ def test_pct_runs_the_highest_priority_worker_until_a_change_point() -> None:
     assert pct.next_task(FakeView(step=5, current=first, current_can_continue=True))[0] == first
 
 
-def test_pct_change_points_preempt_and_yields_deprioritize() -> None:
-    pct = Pct(seed=5, depth=2, workers=2, expected_steps=8)
+def test_pct_change_points_drop_the_running_worker_below_the_others() -> None:
+    pct = Pct(seed=5, depth=2, workers=2, max_steps=8)
     pct.new_execution()
     worker, lease = pct.next_task(FakeView(runnable=(0, 1), workers=2))
     assert 1 <= lease <= 8
     change = lease
     after = pct.next_task(FakeView(step=change, current=worker, runnable=(0, 1),
                                    current_can_continue=True, workers=2))[0]
-    assert after != worker  # dropped below every initial priority
-    # a runnable worker that yielded drops to the bottom as well
-    pct = Pct(seed=5, depth=1, workers=2, expected_steps=8)
+    assert after != worker
+
+
+def test_a_yielding_worker_is_demoted_below_every_other_by_default() -> None:
+    pct = Pct(seed=5, depth=1, workers=3, max_steps=8)
+    pct.new_execution()
+    top, _ = pct.next_task(FakeView(runnable=(0, 1, 2), workers=3))
+    # top yielded: it drops below both others, who then run without a short lease
+    second, lease = pct.next_task(FakeView(step=1, current=top, runnable=(0, 1, 2), workers=3))
+    assert second != top and lease == UNLIMITED
+    # the second yields too: it drops below top, so the third runs, then top before it
+    third, _ = pct.next_task(FakeView(step=2, current=second, runnable=(0, 1, 2), workers=3))
+    assert third not in (top, second)
+    assert pct.next_task(FakeView(step=3, current=third, runnable=(0, 1, 2), workers=3))[0] == top
+
+
+def test_a_yielding_worker_steps_aside_until_another_makes_progress() -> None:
+    pct = Pct(seed=5, depth=1, workers=2, max_steps=8, spin="aside")
     pct.new_execution()
     top, _ = pct.next_task(FakeView(runnable=(0, 1), workers=2))
-    assert pct.next_task(FakeView(step=1, current=top, runnable=(0, 1),
-                                  current_can_continue=False, workers=2))[0] != top
+    other = 1 - top
+    # top yielded: the other runs, one step at a time while top outranks it
+    assert pct.next_task(FakeView(step=1, current=top, runnable=(0, 1), workers=2)) == (other, 1)
+    # the other took a step without yielding: top, which kept its priority, looks again
+    assert pct.next_task(FakeView(step=2, current=other, runnable=(0, 1),
+                                  current_can_continue=True, workers=2))[0] == top
+    # both spin: they take turns by priority rather than stalling
+    assert pct.next_task(FakeView(step=3, current=top, runnable=(0, 1), workers=2))[0] == other
+    assert pct.next_task(FakeView(step=4, current=other, runnable=(0, 1), workers=2))[0] == top
 
 
-def test_pct_finds_an_ordering_of_depth_two_in_a_few_executions() -> None:
+def test_pct_draws_the_first_change_points_from_the_step_bound_then_learns_k() -> None:
+    pct = Pct(seed=1, depth=3, workers=2, max_steps=5000)
+    assert pct.k == 5000  # nothing seen yet: the bound every execution obeys
+    pct.new_execution()
+    trace = _drive(pct, [["a1", "a2", "a3"], ["b1", "b2", "b3"]])
+    assert len(trace) == 6
+    assert 1 <= pct.k <= 6  # the longest execution, to its last step with a choice
+
+
+def _lower_quantile(trials: int, p: float, alpha: float) -> int:
+    """The largest q with P(Binomial(trials, p) < q) <= alpha."""
+    below = 0.0
+    for q in range(trials + 1):
+        mass = comb(trials, q) * p ** q * (1 - p) ** (trials - q)
+        if below + mass > alpha:
+            return q
+        below += mass
+    return trials
+
+
+# Orderings of a1..a3 and b1..b3 (two workers, k = 6 steps) of depth d: d ordering
+# constraints, which take d-1 preemptions (b runs between a1 and a2; for depth 3 a2 also runs
+# between b2 and b3).
+DEPTH_BUGS = {
+    2: lambda order: order.index("a1") < order.index("b1") < order.index("b2") < order.index("a2"),
+    3: lambda order: (order.index("a1") < order.index("b1") < order.index("b2")
+                      < order.index("a2") < order.index("b3")),
+}
+
+
+@pytest.mark.parametrize("depth", sorted(DEPTH_BUGS))
+def test_pct_finds_a_bug_of_depth_d_at_least_as_often_as_the_papers_bound(depth: int) -> None:
     programs = [["a1", "a2", "a3"], ["b1", "b2", "b3"]]
-    found = 0
-    pct = Pct(seed=0, depth=2, workers=2, expected_steps=6)
-    for _ in range(60):
+    workers, k = len(programs), sum(len(p) for p in programs)
+    bound = 1 / (workers * k ** (depth - 1))  # Burckhardt et al., ASPLOS 2010, theorem 4
+    trials = 3000
+    pct = Pct(seed=0, depth=depth, workers=workers, max_steps=k)
+    hits = 0
+    for _ in range(trials):
         pct.new_execution()
-        trace = _drive(pct, programs)
-        found += trace.index((1, "b1")) == 1  # b1 right after a1, or a1 right after b1
-        found += trace.index((0, "a1")) == 1
-    assert found >= 3
+        hits += DEPTH_BUGS[depth]([label for _, label in _drive(pct, programs)])
+    # a binomial with the bound's p falls below this with probability at most 1e-9
+    assert hits >= _lower_quantile(trials, bound, 1e-9), (hits, trials * bound)
 
 
 def test_replay_checks_each_label_and_reports_where_it_diverged() -> None:
@@ -125,6 +184,7 @@ def test_replay_checks_each_label_and_reports_where_it_diverged() -> None:
         replay.next_task(FakeView(step=1, current=0, labels={1: "z"}))
     assert diverged.value.step == 1 and diverged.value.expected == Step(1, "y")
     assert "'z'" in diverged.value.actual
+    assert "expected 'y' by role #2, but role #2 is at 'z'" in str(diverged.value)
     with pytest.raises(ScheduleDiverged, match="elsewhere"):
         replay.next_task(FakeView(step=1, runnable=(0,), labels={0: "y"}))
     with pytest.raises(ScheduleEnded):
@@ -160,13 +220,54 @@ def _all_schedules(bound: int, programs: Sequence[Sequence[str]]) -> list[list[t
     return found
 
 
+def _interleavings_within(m: int, n: int, bound: int) -> int:
+    """Interleavings of an m-step and an n-step worker with at most ``bound`` preemptions:
+    one with r runs switches r-1 times, and only the switch after a worker's last run is
+    free (it finished), so it has r-2 preemptions."""
+    total = 0
+    for runs in range(2, bound + 3):
+        a_runs, b_runs = (runs + 1) // 2, runs // 2  # a starts; then b starts, symmetrically
+        for first, second in ((a_runs, b_runs), (b_runs, a_runs)):
+            total += comb(m - 1, first - 1) * comb(n - 1, second - 1)
+    return total
+
+
 def test_exhaustive_search_enumerates_each_bounded_schedule_once() -> None:
     programs = [["a1", "a2"], ["b1", "b2"]]
-    assert _all_schedules(0, programs) == [[(0, "a1"), (0, "a2"), (1, "b1"), (1, "b2")]]
+    assert _all_schedules(0, programs) == [[(0, "a1"), (0, "a2"), (1, "b1"), (1, "b2")],
+                                           [(1, "b1"), (1, "b2"), (0, "a1"), (0, "a2")]]
     one = _all_schedules(1, programs)
     assert len(one) == len({tuple(s) for s in one})
-    # every interleaving of two 2-step workers reachable with one deviation
-    assert [(1, "b1"), (1, "b2"), (0, "a1"), (0, "a2")] in one
     assert [(0, "a1"), (1, "b1"), (1, "b2"), (0, "a2")] in one
-    everything = _all_schedules(3, programs)
-    assert len({tuple(s) for s in everything}) == 6  # C(4, 2) interleavings in all
+
+
+@pytest.mark.parametrize(("m", "n"), [(2, 2), (3, 3), (2, 4), (4, 3)])
+@pytest.mark.parametrize("bound", [0, 1, 2, 3])
+def test_exhaustive_search_counts_the_known_number_of_schedules(m: int, n: int, bound: int
+                                                                 ) -> None:
+    programs = [[f"a{i}" for i in range(m)], [f"b{i}" for i in range(n)]]
+    schedules = {tuple(s) for s in _all_schedules(bound, programs)}
+    assert len(schedules) == _interleavings_within(m, n, bound)
+    assert len(_all_schedules(m + n, programs)) == comb(m + n, m)  # every interleaving
+
+
+def test_switching_after_a_worker_finishes_is_not_a_preemption() -> None:
+    assert len(_all_schedules(0, [["a"], ["b"], ["c"]])) == 6  # every order, at bound 0
+
+
+def test_a_yield_hands_over_in_turn_for_free_and_out_of_turn_for_one_unit() -> None:
+    yielded = FakeView(step=3, current=0, runnable=(0, 1, 2), current_can_continue=False)
+    blocked = FakeView(step=3, current=0, runnable=(1, 2))
+    search = Exhaustive(seed=0, bound=0)
+    assert search.new_execution()
+    assert search.next_task(yielded) == (1, UNLIMITED)  # the next in turn; nothing to vary
+    search = Exhaustive(seed=0, bound=0)
+    chosen = []
+    while search.new_execution():
+        chosen.append(search.next_task(blocked)[0])
+    assert chosen == [1, 2]  # after a block every worker is free to choose
+    search = Exhaustive(seed=0, bound=1)
+    chosen = []
+    while search.new_execution():
+        chosen.append(search.next_task(yielded)[0])
+    assert chosen == [1, 0, 2]

@@ -30,6 +30,11 @@ from harness.shrink import ShrinkOptions, shrink_bundle
 from harness.strategies import StrategySpec, exploring_strategy
 
 RACY = ("gather-unchecked", "events-unordered", "original")
+STRATEGIES = (  # random walk, then PCT with each rule for spinners (strategies/pct.py)
+    StrategySpec("random_walk"),
+    StrategySpec("pct", depth=3, spin="demote"),
+    StrategySpec("pct", depth=3, spin="aside"),
+)
 SMALLEST_RACY: dict[str, dict[str, int]] = {  # the seed race needs two devices
     "counts": {"binder": 1, "informer": 1, "gatherer": 1},
     "params": {"nodes": 1, "devices-per-node": 2},
@@ -113,14 +118,15 @@ def _pong(ping: MpSemaphore, pong: MpSemaphore, round_trips: int) -> None:
         pong.release()
 
 
-def throughput(what: str, config: RunConfig, strategy: str, executions: int,
+def throughput(what: str, config: RunConfig, strategy: StrategySpec, executions: int,
                run_steps: int) -> Throughput:
     """Time only the executions (not the session's set-up) of one strategy on one scenario."""
     resolved, tracker_cls, workers = prepare(config)
     assert resolved.seed is not None
-    explorer = exploring_strategy(StrategySpec(strategy), resolved.seed, len(workers), run_steps)
+    max_steps = 20 * run_steps + 1000
+    explorer = exploring_strategy(strategy, resolved.seed, len(workers), max_steps)
     steps = 0
-    with Session(session_spec(resolved, tracker_cls, workers, 20 * run_steps + 1000)) as session:
+    with Session(session_spec(resolved, tracker_cls, workers, max_steps)) as session:
         start = time.perf_counter()
         for _ in range(executions):
             explorer.new_execution()
@@ -130,7 +136,7 @@ def throughput(what: str, config: RunConfig, strategy: str, executions: int,
     return Throughput(what, executions, steps, elapsed)
 
 
-def first_detection(variant: str, strategy: str, trials: int, budget: int, seed: int,
+def first_detection(variant: str, strategy: StrategySpec, trials: int, budget: int, seed: int,
                     small: bool = False) -> FirstDetection:
     found = []
     seconds = []
@@ -139,14 +145,14 @@ def first_detection(variant: str, strategy: str, trials: int, budget: int, seed:
         result = run_controlled(
             RunConfig(variant=variant, seed=seed + trial, counts=scenario["counts"],
                       params=scenario["params"]),
-            ControlledOptions(StrategySpec(strategy, depth=3), executions=budget, record=False,
+            ControlledOptions(strategy, executions=budget, record=False,
                               run_steps=20 if small else 100),
         )
         if result.failing is not None:
             found.append(result.failing.index + 1)
             seconds.append(result.failing.found_after_s)
     name = f"{variant} (1+1+1, 2 devices)" if small else variant
-    return FirstDetection(name, strategy, trials, len(found), tuple(found), budget,
+    return FirstDetection(name, strategy.describe(), trials, len(found), tuple(found), budget,
                           tuple(seconds))
 
 
@@ -169,22 +175,23 @@ def run_controlled_bench(trials: int, seed: int, log: Callable[[str], None]) -> 
     bench.pingpong_round_trips_per_s = pingpong()
     log("controlled: steps/s, fixed variant, PCT and random walk")
     base = RunConfig(variant="fixed", seed=seed)
-    bench.throughput.append(throughput("fixed, default scenario, pct", base, "pct", 300, 100))
-    bench.throughput.append(
-        throughput("fixed, default scenario, random walk", base, "random_walk", 300, 100))
     small = RunConfig(variant="fixed", seed=seed, counts=SMALL_SCENARIO["counts"],
                       params=SMALL_SCENARIO["params"])
-    bench.throughput.append(throughput("fixed, 1+1+1 workers, 1 device, pct", small, "pct",
-                                       2000, 20))
+    for spec in STRATEGIES:
+        bench.throughput.append(
+            throughput(f"fixed, default scenario, {spec.describe()}", base, spec, 300, 100))
+    for spec in STRATEGIES[1:]:
+        bench.throughput.append(throughput(f"fixed, 1+1+1 workers, 1 device, {spec.describe()}",
+                                           small, spec, 2000, 20))
     bench.pingpong_round_trips_per_s = (bench.pingpong_round_trips_per_s + pingpong()) / 2
     for variant in RACY:
-        for strategy in ("random_walk", "pct"):
-            log(f"controlled: executions until first failure, {variant}, {strategy}")
-            bench.detections.append(first_detection(variant, strategy, trials, 1000, seed))
-    for strategy in ("random_walk", "pct"):
-        log(f"controlled: the seed race on its smallest scenario, {strategy}")
+        for spec in STRATEGIES:
+            log(f"controlled: executions until first failure, {variant}, {spec.describe()}")
+            bench.detections.append(first_detection(variant, spec, trials, 1000, seed))
+    for spec in STRATEGIES:
+        log(f"controlled: the seed race on its smallest scenario, {spec.describe()}")
         bench.detections.append(
-            first_detection("gather-unchecked", strategy, trials, 1000, seed, small=True))
+            first_detection("gather-unchecked", spec, trials, 1000, seed, small=True))
     log("controlled: shrinking the seed race from a free-run failure")
     bench.shrink = shrink_figure(seed)
     return bench
@@ -200,7 +207,7 @@ def render_controlled_bench(bench: ControlledBench) -> list[str]:
     for t in bench.throughput:
         ratio = t.steps_per_s / pingpong_rate if pingpong_rate else 0.0
         lines.append(
-            f"  {t.what:40} {t.steps_per_s:>9,.0f} steps/s ({ratio:.0%} of the ping-pong; "
+            f"  {t.what:62} {t.steps_per_s:>9,.0f} steps/s ({ratio:.0%} of the ping-pong; "
             f"goal >= 50%), {t.executions_per_s:>7,.0f} executions/s, "
             f"{t.steps / max(1, t.executions):.0f} steps each"
         )
@@ -208,7 +215,7 @@ def render_controlled_bench(bench: ControlledBench) -> list[str]:
         lines.append("  executions until the first failure (median; misses count as the budget):")
         for d in bench.detections:
             wall = (f", median {statistics.median(d.seconds):.3f} s" if d.seconds else "")
-            lines.append(f"    {d.variant:36} {d.strategy:12} found {d.found}/{d.trials}, "
+            lines.append(f"    {d.variant:36} {d.strategy:36} found {d.found}/{d.trials}, "
                          f"median {d.median:,.0f} (budget {d.budget}){wall}")
     if bench.shrink is not None:
         s = bench.shrink

@@ -30,8 +30,7 @@ S_CMD = 5  # what an idle worker is asked to do next
 S_PHASE = 6  # the phase the worker's current role step was given
 S_STRIDE = 8
 
-# worker states
-IDLE = 0
+# worker states (0: not started yet)
 PARKED = 1
 RUNNING = 2
 FINISHED = 3

@@ -22,7 +22,7 @@ from harness.controlled.runner import run_controlled
 from harness.controlled.summary import render_controlled
 from harness.errors import ConfigError
 from harness.result import RunResult
-from harness.strategies import EXPLORING, StrategySpec
+from harness.strategies import EXPLORING, SPIN_RULES, StrategySpec
 
 OUT_ENV = "SHMSTRESS_OUT"  # overrides the default --out (the test suite points it at a tmp dir)
 MODES = ("free", "controlled")
@@ -36,11 +36,21 @@ def add_run_options(parser: argparse.ArgumentParser) -> None:
                        "explore interleavings with --strategy, each one replayable")
     group.add_argument("--strategy", choices=EXPLORING, default="pct",
                        help="pct (default), random_walk, or exhaustive (every schedule "
-                       "within --bound preemptions; for small scenarios)")
+                       "within --bound; for small scenarios)")
     group.add_argument("--depth", type=int, default=3, metavar="D",
                        help="PCT bug depth: D-1 priority change points per execution (3)")
+    group.add_argument("--spin", choices=SPIN_RULES, default="demote",
+                       help="PCT: what a worker that yields (spins) does. demote: it drops "
+                       "below every other worker, as Shuttle's PCT (default; fastest, finds "
+                       "the seed race in few executions); aside: it keeps its priority and "
+                       "steps aside until another worker progresses (finds races that need a "
+                       "spinner to see an update at once, e.g. dra events-unordered; several "
+                       "times slower)")
     group.add_argument("--bound", type=int, default=2, metavar="B",
-                       help="preemption bound of the exhaustive search (2)")
+                       help="exhaustive search: every schedule with at most B preemptions "
+                       "(switching away from a worker that could go on) and handovers after "
+                       "a yield to any worker but the next in id order; switching after a "
+                       "worker blocks or finishes is free (2)")
     group.add_argument("--executions", type=int, default=DEFAULT_EXECUTIONS, metavar="N",
                        help=f"executions to try; stops at the first failure "
                        f"({DEFAULT_EXECUTIONS}); --points sets the steps of churn of each "
@@ -62,7 +72,8 @@ def default_out() -> str:
 
 def options_from_args(args: argparse.Namespace, config: RunConfig) -> ControlledOptions:
     return ControlledOptions(
-        strategy=StrategySpec(args.strategy, depth=args.depth, bound=args.bound),
+        strategy=StrategySpec(args.strategy, depth=args.depth, bound=args.bound,
+                              spin=args.spin),
         executions=args.executions,
         run_steps=config.max_points or DEFAULT_RUN_STEPS,
         max_steps=args.max_steps,
@@ -102,7 +113,7 @@ def free_run_bundle_lines(args: argparse.Namespace, result: RunResult) -> list[s
     lost = result.recording.tape_lost if result.recording is not None else 0
     if lines and lost:
         lines.append(f"  note: {lost:,} points ran past the schedule tape and are not in the "
-                     "bundle; a failure among them will not replay")
+                     "bundle; a failure among them will not replay (raise --tape-size)")
     return lines
 
 

@@ -18,7 +18,6 @@ class ExecutionEnd(enum.Enum):
     DIVERGED = "diverged"  # a replay left its recorded schedule
     SCHEDULE_END = "schedule-end"  # a replay took every recorded step and workers still wait
     CRASHED = "crashed"
-    HUNG = "hung"
 
 
 FAILED = (ExecutionEnd.VIOLATION, ExecutionEnd.DEADLOCK)

@@ -12,6 +12,7 @@ import time
 from dataclasses import replace
 
 from harness import plugin_check, registry
+from harness.bundle import BundleViolation
 from harness.config import RunConfig, resolve
 from harness.controlled.execution import ExecutionEnd, ExecutionOutcome, PhasePlan
 from harness.controlled.options import ControlledOptions
@@ -65,19 +66,12 @@ def session_spec(
     )
 
 
-def same_violation(expected: Violation | None, found: Violation | None) -> bool:
-    """The same invariant with the same fields (worker pids and timings may differ)."""
-    if expected is None or found is None:
-        return False
-    return expected.invariant == found.invariant and dict(expected.fields) == dict(found.fields)
-
-
 def run_controlled(config: RunConfig, options: ControlledOptions) -> ControlledResult:
     """Run up to ``options.executions`` executions; stop at the first failure."""
     options.validate()
     config, tracker_cls, workers = prepare(config)
     assert config.seed is not None
-    strategy = exploring_strategy(options.strategy, config.seed, len(workers), options.run_steps)
+    strategy = exploring_strategy(options.strategy, config.seed, len(workers), options.max_steps)
     spec = session_spec(config, tracker_cls, workers, options.max_steps, pin=options.pin)
     plan = PhasePlan(options.run_steps)
     sweep_stale_segments()
@@ -111,8 +105,9 @@ def run_controlled(config: RunConfig, options: ControlledOptions) -> ControlledR
                 if failing is not None and options.record:
                     rerun = _rerun_recorded(session, failing.outcome, options)
                     recording = session.recording(len(rerun.steps))
-                    failing = replace(failing, reproduced=same_violation(
-                        failing.outcome.first_violation, rerun.first_violation))
+                    expected = failing.outcome.first_violation
+                    failing = replace(failing, reproduced=expected is not None and (
+                        BundleViolation.of(expected).matches(rerun.first_violation)))
         except (KeyboardInterrupt, _Interrupted):
             reason = ExitReason.INTERRUPTED
         except WorkerLostError as lost:

@@ -117,6 +117,9 @@ class _View:
     def label(self, worker: int) -> str:
         return self._session.label_text(self._session.channel.slot(worker, S_LABEL))
 
+    def who(self, worker: int) -> str:
+        return self._session.who(worker)
+
     def describe(self, worker: int) -> str:
         return self._session.describe_worker(worker)
 
@@ -226,14 +229,13 @@ class Session:
             texts.append(self.recorder.label(len(texts)).text)
         return texts[ident]
 
-    def _who(self, worker: int) -> str:
-        info = self.spec.workers[worker]
-        return f"{info.role} #{info.index + 1}"
+    def who(self, worker: int) -> str:
+        return self.spec.workers[worker].describe()  # no pid: the same in every execution
 
     def describe_worker(self, worker: int) -> str:
         channel = self.channel
         state = channel.slot(worker, S_STATE)
-        who = self._who(worker)
+        who = self.who(worker)
         if state != PARKED:
             return f"{who} has finished its role" if state == FINISHED else f"{who} has stopped"
         label = self.label_text(channel.slot(worker, S_LABEL))
@@ -241,7 +243,7 @@ class Session:
         owner = self._lock_owner(lock) if lock >= 0 else NO_OWNER
         if owner != NO_OWNER:
             return (f"{who} waits at {label!r} for lock {self._locks.get(lock, str(lock))!r}, "
-                    f"held by {self._who(owner)}")
+                    f"held by {self.who(owner)}")
         return f"{who} is at {label!r}"
 
     def _lock_owner(self, lock: int) -> int:
@@ -336,12 +338,12 @@ class Session:
         deadline = time.monotonic() + self.spec.stop_timeout
         while not report.acquire(True, _WAIT_SLICE_S):
             if process.exitcode is not None:
-                raise WorkerLostError(f"{self._who(worker)} died with exit code {process.exitcode}")
+                raise WorkerLostError(f"{self.who(worker)} died with exit code {process.exitcode}")
             if time.monotonic() > deadline:
                 dump_stacks([process])
                 time.sleep(0.2)
                 raise WorkerLostError(
-                    f"{self._who(worker)} did not reach its next point within "
+                    f"{self.who(worker)} did not reach its next point within "
                     f"{self.spec.stop_timeout:g} s (a step that never returns?); stack dumped",
                     hung=True,
                 )
@@ -361,7 +363,7 @@ class Session:
         for worker, conn in enumerate(self._crash_reports):
             with contextlib.suppress(EOFError, OSError):
                 while conn.poll():
-                    crashes.append(f"{self._who(worker)} crashed:\n{conn.recv()}")
+                    crashes.append(f"{self.who(worker)} crashed:\n{conn.recv()}")
         return tuple(crashes)
 
     # -- violations -------------------------------------------------------------------------

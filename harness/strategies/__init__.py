@@ -12,20 +12,22 @@ from harness.strategies.base import (
 )
 from harness.strategies.exhaustive import Exhaustive
 from harness.strategies.guided import Guided
-from harness.strategies.pct import Pct
+from harness.strategies.pct import SPIN_RULES, Pct
 from harness.strategies.random_walk import RandomWalk
 from harness.strategies.replay import Replay
 
 EXPLORING = ("pct", "random_walk", "exhaustive")
 
 
-def exploring_strategy(spec: StrategySpec, seed: int, workers: int, expected_steps: int
-                       ) -> Strategy:
-    """A strategy that searches for failures (replay and guided are built from a schedule)."""
+def exploring_strategy(spec: StrategySpec, seed: int, workers: int, max_steps: int) -> Strategy:
+    """A strategy that searches for failures (replay and guided are built from a schedule);
+    ``max_steps`` bounds the length of every execution (PCT's first k)."""
     if spec.name == "pct":
         if spec.depth < 1:
             raise ConfigError(f"--depth must be >= 1, got {spec.depth}")
-        return Pct(seed, spec.depth, workers, expected_steps)
+        if spec.spin not in SPIN_RULES:
+            raise ConfigError(f"--spin must be one of {', '.join(SPIN_RULES)}, got {spec.spin}")
+        return Pct(seed, spec.depth, workers, max_steps, spec.spin)
     if spec.name == "random_walk":
         return RandomWalk(seed)
     if spec.name == "exhaustive":
@@ -37,6 +39,7 @@ def exploring_strategy(spec: StrategySpec, seed: int, workers: int, expected_ste
 
 __all__ = [
     "EXPLORING",
+    "SPIN_RULES",
     "Exhaustive",
     "Guided",
     "Pct",

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import random
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Protocol
 
 from harness.recording import Step
@@ -27,13 +27,15 @@ class StrategySpec:
     name: str
     depth: int = 3
     bound: int = 2
-    extra: dict[str, int] = field(default_factory=dict)
+    spin: str = "demote"  # PCT: what a worker that yields does (see strategies/pct.py)
 
     def describe(self) -> str:
         if self.name == "pct":
-            return f"pct (depth {self.depth})"
+            aside = ", spinners step aside" if self.spin == "aside" else ""
+            return f"pct (depth {self.depth}{aside})"
         if self.name == "exhaustive":
-            return f"exhaustive (preemption bound {self.bound})"
+            return (f"exhaustive (at most {self.bound} preemptions or out-of-turn handovers "
+                    "after a yield)")
         return self.name.replace("_", " ")
 
 
@@ -68,6 +70,10 @@ class SchedulerView(Protocol):
         """The label of the point ``worker`` waits at."""
         ...
 
+    def who(self, worker: int) -> str:
+        """The worker by role and number (``gatherer #1``), as every report names it."""
+        ...
+
     def describe(self, worker: int) -> str:
         """Where ``worker`` is, in words: at a label, blocked on a lock, finished."""
         ...
@@ -91,8 +97,8 @@ class Strategy(Protocol):
 class ScheduleDiverged(Exception):  # noqa: N818 - a replay outcome, not a harness error
     """A replayed execution left its recorded schedule."""
 
-    def __init__(self, step: int, expected: Step, actual: str) -> None:
-        super().__init__(f"step {step}: expected {expected.label!r} by worker {expected.worker}, "
+    def __init__(self, step: int, expected: Step, expected_who: str, actual: str) -> None:
+        super().__init__(f"step {step}: expected {expected.label!r} by {expected_who}, "
                          f"but {actual}")
         self.step = step
         self.expected = expected

@@ -43,10 +43,11 @@ class Replay:
         expected = self._steps[step]
         worker = expected.worker
         if worker not in view.runnable:
-            raise ScheduleDiverged(step, expected, view.describe(worker))
+            raise ScheduleDiverged(step, expected, view.who(worker), view.describe(worker))
         actual = view.label(worker)
         if actual != expected.label:
-            raise ScheduleDiverged(step, expected, f"worker {worker} is at {actual!r}")
+            raise ScheduleDiverged(step, expected, view.who(worker),
+                                   f"{view.who(worker)} is at {actual!r}")
         if worker != default_choice(view):
             self.deviations.append((step, worker))
         return worker, 1

@@ -1,5 +1,7 @@
 """A tiny tracker whose two roles take two locks; in ``inverted`` they take them in
-opposite orders (a lock-order inversion that deadlocks), in ``ordered`` in the same order."""
+opposite orders (a lock-order inversion that deadlocks), in ``ordered`` in the same order.
+Under both locks a worker counts its round twice: in a shared counter and in its own slot;
+at rest the counter must equal the rounds the workers finished."""
 
 from __future__ import annotations
 
@@ -13,11 +15,11 @@ from harness import Arena, FoundViolation, Parameter, Phase, Role, Runtime, Work
 class _Rounds:
     name = "rounds-counted"
     summary = "every finished round is counted once"
-    fields = ("counted",)
+    fields = ("counted", "finished")
 
     def render(self, fields: Mapping[str, int], workers: Sequence[WorkerInfo],
                params: Mapping[str, int]) -> str:
-        return f"counted {fields['counted']} rounds"
+        return f"counted {fields['counted']} rounds, but the workers finished {fields['finished']}"
 
 
 class _Role:
@@ -26,6 +28,7 @@ class _Role:
         self.first = tracker.locks[first]
         self.second = tracker.locks[second]
         self.names = (first, second)
+        self.me = tracker.runtime.worker_id
         self.rounds = 0
 
     def step(self, phase: Phase) -> bool:
@@ -36,6 +39,7 @@ class _Role:
                 time.sleep(0.05)
         with self.first.held(f"take {self.names[0]}"), self.second.held(f"take {self.names[1]}"):
             self.t.counter.mv[0] += 1
+            self.t.finished.mv[self.me] = self.rounds + 1
         self.rounds += 1
         return True
 
@@ -58,8 +62,11 @@ class LockOrder:
     def __init__(self, runtime: Runtime, arena: Arena, variant: str,
                  params: Mapping[str, int]) -> None:
         self.variant = variant
+        self.runtime = runtime
         self.locks = {"A": runtime.lock("A"), "B": runtime.lock("B")}
         self.counter = arena.array("lock_order.counter", 1)
+        workers = sum(len(ids) for ids in runtime.role_workers.values())
+        self.finished = arena.array("lock_order.finished", max(1, workers))
         self.rounds = params["rounds"]
         self.hang_after = params["hang-after"] or -1
 
@@ -72,4 +79,7 @@ class LockOrder:
         return True
 
     def final_violations(self) -> list[FoundViolation]:
-        return []
+        counted, finished = int(self.counter.mv[0]), int(self.finished.np.sum())
+        if counted == finished:
+            return []
+        return [FoundViolation("rounds-counted", {"counted": counted, "finished": finished})]
