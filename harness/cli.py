@@ -91,6 +91,9 @@ def _add_run_options(parser: argparse.ArgumentParser) -> None:
                         help="count violations until the end instead of stopping at the first")
     budget.add_argument("--max-violations", type=int, default=64, metavar="N",
                         help="violations kept in detail with --keep-going (default 64)")
+    budget.add_argument("--tape-size", type=int, default=RunConfig().tape_size, metavar="N",
+                        help="points whose schedule is kept for replay; a failure past them "
+                        f"is reported but cannot be replayed (default {RunConfig().tape_size})")
     budget.add_argument("--drain-timeout", type=float, default=5.0, metavar="S",
                         help="seconds allowed to settle before the stop (default 5)")
     budget.add_argument("--stop-timeout", type=float, default=10.0, metavar="S",
@@ -123,6 +126,7 @@ def config_from_args(args: argparse.Namespace) -> RunConfig:
         max_violations=args.max_violations,
         checks=tuple(args.check) if args.check else None,
         ring_size=args.ring_size,
+        tape_size=args.tape_size,
     )
 
 

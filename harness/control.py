@@ -39,7 +39,7 @@ V_WORKER = 2
 V_T_NS = 3
 V_NFIELDS = 4
 V_FIELDS = 5
-MAX_VIOLATION_FIELDS = 8
+MAX_VIOLATION_FIELDS = 12  # ints per violation; an at-rest one may carry where its story starts
 V_STRIDE = V_FIELDS + MAX_VIOLATION_FIELDS
 
 # per-lock slots

@@ -29,6 +29,10 @@ class PluginError(ConfigError):
     """A user tracker is malformed: a missing role, variant or invariant, or a bad definition."""
 
 
+class RecordFieldError(PluginError):
+    """A point or log call passed a field the recording cannot hold as it is."""
+
+
 class SegmentError(ShmstressError):
     """A shared-memory segment could not be created, sized or mapped."""
 

@@ -45,12 +45,14 @@ from typing import TypeVar, cast
 
 from harness.control import MAX_VIOLATION_FIELDS, W_STATE, ControlBlock, Phase, WorkerState
 from harness.errors import PluginError, ShmstressError
+from harness.recording import Recorder
 from harness.runtime import Runtime
 from harness.shm import Arena, SharedArray
 from harness.tracker_api import FoundViolation, Invariant, Parameter, Role, Tracker, WorkerInfo
 
 MAX_POINTS_PER_STEP = 10_000
 PROBE_MAX_LOCKS = 64  # the runner's limit: a probe must fail where a run would
+PROBE_RING_SIZE = 1024  # records per worker while probing: a few steps each need far fewer
 _SAMPLE_PID = 4242
 _T = TypeVar("_T")
 
@@ -378,8 +380,13 @@ class _Prober:
             for index in range(counts.get(role, 1)):
                 self.workers.append(WorkerInfo(len(self.workers), role, index))
         self.control = ControlBlock(arena, len(self.workers), 64, PROBE_MAX_LOCKS)
+        # Record as a run does, so a point with a field the ring cannot hold is refused
+        # here (exit 2) rather than crashing a worker once the run is under way.
+        recorder = Recorder(arena, len(self.workers), PROBE_RING_SIZE, PROBE_RING_SIZE)
         harness_arrays = set(arena.arrays)
         self.runtime = _ProbeRuntime(self.control, tracker_cls.invariants)
+        self.runtime.sink = recorder.record
+        self.runtime.log_sink = recorder.log
         self.runtime.role_workers = {
             role: tuple(w.worker_id for w in self.workers if w.role == role)
             for role in tracker_cls.roles

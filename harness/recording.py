@@ -28,7 +28,7 @@ integer numpy array, e.g. a set of device ids), decoded as a tuple. A
 sequence's items go into continuation slots right after the record in the
 same ring, so a record is kept or lost whole. Anything else, a fifth field,
 an int outside int64, or a sequence too long for the ring is refused with a
-``PluginError`` naming the call site the first time a site does it: no
+``RecordFieldError`` naming the call site the first time a site does it: no
 per-event validation beyond the type dispatch packing needs anyway.
 
 **Crash safety.** Each slot starts with a tag holding its ring index, written
@@ -60,7 +60,7 @@ from typing import Any
 import numpy as np
 
 from harness.control import FORK
-from harness.errors import PluginError
+from harness.errors import RecordFieldError
 from harness.shm import Arena, SharedArray
 
 MAX_FIELDS = 4
@@ -247,7 +247,7 @@ class Recorder:
         used = counts[1]
         end = used + len(raw_text) + len(raw_file)
         if ident >= self.max_strings or end > len(self._heap_bytes):
-            raise PluginError(
+            raise RecordFieldError(
                 f"the recording's string table is full ({self.max_strings} labels, field "
                 f"names and string values) at {text[:60]!r}: string fields are for names, "
                 "not for data; record ids as ints"
@@ -404,9 +404,9 @@ class Recorder:
             )
         return extra
 
-    def _refuse(self, label_id: int, problem: str) -> PluginError:
+    def _refuse(self, label_id: int, problem: str) -> RecordFieldError:
         label = self.label(label_id)
-        return PluginError(
+        return RecordFieldError(
             f"{label.file}:{label.line}: the point or log call {label.text!r} {problem}"
         )
 

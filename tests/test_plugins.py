@@ -162,8 +162,10 @@ MALFORMED_CASES = [
     ("ConstructorRaises", "building the tracker raised RuntimeError: cannot build without a GPU"),
     ("NoVariants", "variants must be a non-empty mapping"),
     ("BadCounts", "default_counts names unknown role nobody"),
-    ("TooManyFields", "has 9 fields; at most 8 are kept"),
+    ("TooManyFields", "has 13 fields; at most 12 are kept"),
     ("NoInvariants", "invariants must be a non-empty sequence"),
+    ("UnrecordableField", "the point or log call 'increment' has field limits={'max': 3} of "
+                          "type dict"),
     ("NoFinalViolations", "method final_violations() is missing"),
     ("RenderRaisesForNonZero", "invariant 'positive' render() raised IndexError: tuple index out "
                                "of range for fields {'value': 1}"),

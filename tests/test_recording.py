@@ -14,7 +14,7 @@ import pytest
 from harness import recording as recording_module
 from harness.config import RunConfig
 from harness.control import ControlBlock
-from harness.errors import PluginError
+from harness.errors import RecordFieldError
 from harness.recording import SLOT_WORDS, Recorder, Recording
 from harness.runner import run
 from harness.runtime import Runtime
@@ -142,7 +142,7 @@ def _point_from_one_site(runtime: Runtime) -> None:
 def test_unsupported_fields_are_refused_at_their_call_site(
     rig: _Rig, fields: dict[str, object], problem: str
 ) -> None:
-    with pytest.raises(PluginError) as refused:
+    with pytest.raises(RecordFieldError) as refused:
         line = _line()
         rig.runtime.point("bad point", **fields)
     assert str(refused.value).startswith(f"test_recording.py:{line}: the point or log call "
@@ -152,14 +152,14 @@ def test_unsupported_fields_are_refused_at_their_call_site(
 
 
 def test_a_sequence_longer_than_the_ring_holds_is_refused(rig: _Rig) -> None:
-    with pytest.raises(PluginError, match="300 sequence items, more than a record holds"):
+    with pytest.raises(RecordFieldError, match="300 sequence items, more than a record holds"):
         rig.runtime.point("big", devices=tuple(range(300)))
 
 
 def test_a_full_string_table_is_an_error_not_a_loss() -> None:
     small = _rig(max_strings=8)
     try:
-        with pytest.raises(PluginError, match="string table is full"):
+        with pytest.raises(RecordFieldError, match="string table is full"):
             for i in range(10):
                 small.runtime.point("named", name=f"value {i}")
     finally:

@@ -167,11 +167,23 @@ class BadCounts(_Valid):
 
 
 class _TooManyFields(_Positive):
-    fields = tuple(f"f{i}" for i in range(9))
+    fields = tuple(f"f{i}" for i in range(13))
 
 
 class TooManyFields(_Valid):
     invariants: ClassVar[Sequence[object]] = (_TooManyFields(),)
+
+
+class _LogsADict(_Locked):
+    def step(self, phase: Phase) -> bool:
+        with self.t.lock.held("increment", limits={"max": 3}):  # not a field the ring can hold
+            self.t.counter.mv[0] += 1
+        return phase is Phase.RUN
+
+
+class UnrecordableField(_Valid):
+    def role(self, name: str, index: int) -> Role:
+        return _LogsADict(self)
 
 
 class NoInvariants(_Valid):
