@@ -59,6 +59,9 @@ class DeviceTracker:
         self.group_mask = arena.array("devices.group_mask", groups)
         self.group_users = arena.array("devices.group_users", groups)
         self.group_bound = arena.array("devices.group_bound", groups)
+        # Where the PreBind that allocated the group's current devices began: an at-rest
+        # leak's explanation starts there, where the leaked allocation was made.
+        self.group_since = arena.array("devices.group_since", groups, NONE)
 
     # -- reads ------------------------------------------------------------------------------
     def group_devices(self, group: int) -> tuple[int, int]:
@@ -110,6 +113,7 @@ class DeviceTracker:
                 self.owner.mv[slot] = group
                 self.free.mv[node] -= 1
             self.group_users.mv[group] += 1
+            self.group_since.mv[group] = since
 
     def undo_allocation(self, node: int, mask: int, group: int) -> None:
         """PreBind's rollback when the annotation could not be stored: ReleaseDevices."""

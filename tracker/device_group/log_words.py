@@ -165,6 +165,11 @@ class DeviceGroupLogWords(LogWords):
                 ("group", fields["other"]), ("node", node))
         elif invariant == "group-on-one-node":
             subjects = (("group", group),)
+        elif fields["device"] != NONE and fields["worker"] == NONE:
+            # A device leaked at rest: the story is its group's joins and leaves (a pod
+            # names its group) since the allocation that leaked (``since``), not every
+            # PreBind on the node.
+            subjects = (("group", group), ("device", node * self._per_node + fields["device"]))
         else:
             subjects = (("node", node), ("group", group))
             if fields["device"] != NONE:

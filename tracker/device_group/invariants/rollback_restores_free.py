@@ -24,7 +24,7 @@ if TYPE_CHECKING:
 class RollbackRestoresFree:
     name = "rollback-restores-free"
     summary = "a release gives back exactly the group's devices; free counts stay exact"
-    fields = ("kind", "node", "device", "group", "holder", "free", "actual", "worker")
+    fields = ("kind", "node", "device", "group", "holder", "free", "actual", "worker", "since")
 
     def render(
         self, fields: Mapping[str, int], workers: Sequence[WorkerInfo], params: Mapping[str, int]
@@ -55,7 +55,8 @@ class RollbackRestoresFree:
             group = int(devices.owner.np[slot])
             found.append(self._found(ReleaseProblem.LEAKED, int(slot) // per_node,
                                      device=int(slot) % per_node, group=group,
-                                     actual=int(devices.group_users.np[group])))
+                                     actual=int(devices.group_users.np[group]),
+                                     since=int(devices.group_since.np[group])))
         for node, free in enumerate(devices.free.np):
             if free != per_node:
                 found.append(self._found(ReleaseProblem.FREE_COUNT, node, free=int(free),
@@ -63,8 +64,8 @@ class RollbackRestoresFree:
         return found
 
     def _found(self, kind: ReleaseProblem, node: int, device: int = NONE, group: int = NONE,
-               free: int = NONE, actual: int = NONE) -> FoundViolation:
+               free: int = NONE, actual: int = NONE, since: int = NONE) -> FoundViolation:
         return FoundViolation(self.name, {
             "kind": kind, "node": node, "device": device, "group": group, "holder": NONE,
-            "free": free, "actual": actual, "worker": NONE,
+            "free": free, "actual": actual, "worker": NONE, "since": since,
         })
