@@ -75,13 +75,31 @@ class LogWords:
     related: ClassVar[Mapping[str, tuple[str, ...]]] = {}
     """Kind -> kinds of the objects that belong to one of it (named alongside it in a line)."""
 
+    verbosities: ClassVar[Mapping[str, int]] = {}
+    """Label -> klog-style V level (0 always shown, higher is chattier)."""
+    default_verbosity: ClassVar[int] = 0
+    """The V level of a label not in ``verbosities`` (e.g. the plumbing of a role's loop)."""
+
     def event(self, label: str, fields: Fields) -> tuple[str, Fields]:
-        """The klog message and rendered fields of a record (ints become names here)."""
-        return label, fields
+        """The klog message and rendered fields of a record: each int field through its
+        ``field_namer``, the rest as recorded. Override for messages that combine fields."""
+        shown: list[tuple[str, object]] = []
+        for key, value in fields:
+            namer = self.field_namer(key)
+            if namer is not None and isinstance(value, int) and not isinstance(value, bool):
+                shown.append((key, namer(value)))
+            else:
+                shown.append((key, value))
+        return label, tuple(shown)
+
+    def field_namer(self, key: str) -> Callable[[int], object] | None:
+        """How an int field called ``key`` reads in the log (``claim`` -> "ns/claim-0553");
+        None: as recorded."""
+        return None
 
     def verbosity(self, label: str) -> int:
         """klog-style V level of a point or log message: 0 always shown, higher is chattier."""
-        return 0
+        return self.verbosities.get(label, self.default_verbosity)
 
     def step(self, label: str, fields: Mapping[str, object]) -> str | None:
         """How this step reads in an explanation; None: not worth a word."""

@@ -9,9 +9,10 @@ says whether the claim was allocated and its deallocation requested.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
+from typing import ClassVar
 
-from harness.log_words import Effect, Fields, LogWords, Scope, Subject
+from harness.log_words import Effect, LogWords, Scope, Subject
 from tracker.claim_deallocation.names import NONE, Naming
 
 ALLOCATED = "allocated"
@@ -43,26 +44,16 @@ _STEPS = {
 
 class ClaimLogWords(LogWords):
     logger = "resourceclaim"
+    verbosities: ClassVar[Mapping[str, int]] = _VERBOSITY
+    default_verbosity: ClassVar[int] = _PLUMBING
     facts = (ALLOCATED, REQUESTED)
 
     def __init__(self, naming: Naming) -> None:
         self._names = naming
 
-    def event(self, label: str, fields: Fields) -> tuple[str, Fields]:
-        shown: list[tuple[str, object]] = []
-        for key, value in fields:
-            if key == "claim" and isinstance(value, int):
-                shown.append((key, self._names.claim(value)))
-            elif key == "pod" and isinstance(value, int):
-                shown.append((key, self._names.pod(value)))
-            elif key == "reservedFor" and isinstance(value, int):
-                shown.append((key, self._names.pods(value)))
-            else:
-                shown.append((key, value))
-        return label, tuple(shown)
-
-    def verbosity(self, label: str) -> int:
-        return _VERBOSITY.get(label, _PLUMBING)
+    def field_namer(self, key: str) -> Callable[[int], object] | None:
+        return {"claim": self._names.claim, "pod": self._names.pod,
+                "reservedFor": self._names.pods}.get(key)
 
     def step(self, label: str, fields: Mapping[str, object]) -> str | None:
         if label == "update claim status":

@@ -12,6 +12,7 @@ was bound.
 from __future__ import annotations
 
 from collections.abc import Mapping
+from typing import ClassVar
 
 from harness.log_words import Effect, Fields, LogWords, Scope, Subject
 from tracker.device_group.api_server import PodState
@@ -67,6 +68,8 @@ class _Named(dict[str, str]):
 
 class DeviceGroupLogWords(LogWords):
     logger = "shared-device-group"
+    verbosities: ClassVar[Mapping[str, int]] = _VERBOSITY
+    default_verbosity: ClassVar[int] = _PLUMBING
     facts = (ALLOCATED, BOUND)
 
     def __init__(self, naming: Naming, devices_per_node: int) -> None:
@@ -93,9 +96,6 @@ class DeviceGroupLogWords(LogWords):
             else:
                 shown.append((key, value))
         return label, tuple(shown)
-
-    def verbosity(self, label: str) -> int:
-        return _VERBOSITY.get(label, _PLUMBING)
 
     def step(self, label: str, fields: Mapping[str, object]) -> str | None:
         if label == "Pod state":

@@ -75,6 +75,8 @@ _STEPS = {
 
 class DraLogWords(LogWords):
     logger = "scheduler"
+    verbosities: ClassVar[Mapping[str, int]] = _VERBOSITY
+    default_verbosity: ClassVar[int] = _PLUMBING
     facts = (IN_FLIGHT, OBSERVED)
     holdings = (UNDELIVERED,)
     kinds: ClassVar[Mapping[str, str]] = {"previous": "device", "old": "device"}
@@ -125,9 +127,6 @@ class DraLogWords(LogWords):
         if key == "state":
             return PodState(value).name.lower()
         return value
-
-    def verbosity(self, label: str) -> int:
-        return _VERBOSITY.get(label, _PLUMBING)
 
     def step(self, label: str, fields: Mapping[str, object]) -> str | None:
         if label == "Popped event" and fields.get("device") == fields.get("old"):

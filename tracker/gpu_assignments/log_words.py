@@ -9,6 +9,7 @@ that pod was pending and whether the assignments held an entry for it.
 from __future__ import annotations
 
 from collections.abc import Mapping
+from typing import ClassVar
 
 from harness.log_words import Effect, Fields, LogWords, Scope, Subject
 from tracker.gpu_assignments import names
@@ -63,6 +64,8 @@ _FACTS: dict[str, tuple[str, bool]] = {
 
 class GpuLogWords(LogWords):
     logger = "gpu-plugin"
+    verbosities: ClassVar[Mapping[str, int]] = _VERBOSITY
+    default_verbosity: ClassVar[int] = _PLUMBING
     facts = (PENDING, ASSIGNED)
 
     def event(self, label: str, fields: Fields) -> tuple[str, Fields]:
@@ -75,9 +78,6 @@ class GpuLogWords(LogWords):
         if isinstance(card, int):
             shown.append(("card", names.card(card)))
         return label, (*shown, *values.items())
-
-    def verbosity(self, label: str) -> int:
-        return _VERBOSITY.get(label, _PLUMBING)
 
     def step(self, label: str, fields: Mapping[str, object]) -> str | None:
         if label == "List pods on node":
