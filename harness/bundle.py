@@ -298,7 +298,7 @@ def from_json(data: object) -> Bundle:
                 _str(strategy.get("name"), "strategy.name"),
                 depth=_int(strategy.get("depth", 3), "strategy.depth"),
                 bound=_int(strategy.get("bound", 2), "strategy.bound"),
-                spin=_str(strategy.get("spin", "demote"), "strategy.spin"),
+                spin=_str(strategy.get("spin", StrategySpec.spin), "strategy.spin"),
             ),
             phase_changes=phase_changes,
             steps=tuple(steps),

@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import NoReturn, cast
 
 from harness import cli_log, registry
+from harness.bench import BenchOptions
 from harness.config import DEFAULT_NOISE, RunConfig
 from harness.controlled import cli as controlled_cli
 from harness.errors import ConfigError, ShmstressError
@@ -196,7 +197,7 @@ def _cmd_sweep(args: argparse.Namespace) -> int:
 
 
 def _cmd_bench(args: argparse.Namespace) -> int:
-    from harness.bench import BenchOptions, render_bench, run_bench
+    from harness.bench import render_bench, run_bench
 
     options = BenchOptions(
         trials=args.trials, budget_s=args.budget, free_seconds=args.free_seconds,
@@ -263,7 +264,7 @@ def build_parser() -> argparse.ArgumentParser:
     bench.add_argument("--seed", type=int, default=0, help="base seed (0)")
     bench.add_argument("--variant", action="append", help="racy variant(s) to time (all)")
     bench.add_argument("--section", action="append",
-                       choices=("free", "detection", "rate", "clean", "controlled"),
+                       choices=BenchOptions.sections,
                        help="measure only these sections (repeatable; default all)")
     bench.add_argument("--json", metavar="PATH", help="also write the figures as JSON")
     bench.set_defaults(handler=_cmd_bench)

@@ -25,18 +25,36 @@ from harness.result import RunResult
 RUN_LOG = "run.log"
 
 
-def add_run_log_options(parser: argparse.ArgumentParser) -> None:
+def add_log_options(parser: argparse.ArgumentParser, what: str) -> argparse._ArgumentGroup:
+    """``--log`` and ``--log-level``: where to write ``what``'s merged log, and how much."""
     group = parser.add_argument_group("log")
     group.add_argument("--log", metavar="PATH",
-                       help="write the merged klog-style log of every worker to PATH "
-                       "(a failing run also writes run.log into its --out directory)")
+                       help=f"write the merged klog-style log of {what} to PATH")
     group.add_argument("--log-level", type=int, default=MAX_VERBOSITY, metavar="V",
                        help=f"verbosity of the written log, like klog's -v: 0 only the "
                        f"tracker's main messages ... {MAX_VERBOSITY} every point "
                        f"(default {MAX_VERBOSITY})")
+    return group
+
+
+def add_run_log_options(parser: argparse.ArgumentParser) -> None:
+    group = add_log_options(
+        parser, "every worker (a failing run also writes run.log into its --out directory)")
     group.add_argument("--ring-size", type=int, default=16384, metavar="N",
                        help="records kept per worker; older ones are overwritten and "
                        "counted (default 16384)")
+
+
+def failure_lines(result: RunResult) -> list[str]:
+    """The log snippet and the explanation of a recorded failure, indented for a report."""
+    lines: list[str] = []
+    snippet = render_snippet(result)
+    explanation = explain(result)
+    if snippet:
+        lines += ["  log snippet:", textwrap.indent(snippet, "    ")]
+    if explanation is not None:
+        lines += ["  explanation:", render_explanation(explanation, indent="    ")]
+    return lines
 
 
 def check_run_log_options(args: argparse.Namespace) -> None:
@@ -56,12 +74,7 @@ def report_run_log(args: argparse.Namespace, result: RunResult) -> list[str]:
         lines.append(f"  log: {lost:,} records overwritten in the workers' rings "
                      "(older events are missing; raise --ring-size)")
     if result.violation_count:
-        snippet = render_snippet(result)
-        explanation = explain(result)
-        if snippet:
-            lines += ["  log snippet:", textwrap.indent(snippet, "    ")]
-        if explanation is not None:
-            lines += ["  explanation:", render_explanation(explanation, indent="    ")]
+        lines += failure_lines(result)
     targets: list[Path] = []
     if args.log:
         targets.append(Path(args.log))

@@ -14,8 +14,8 @@ from collections.abc import Iterator
 from pathlib import Path
 
 from harness.bundle import Bundle, load_bundle, replay_command, write_bundle
+from harness.cli_log import add_log_options, check_run_log_options, failure_lines
 from harness.errors import BundleError, ReplayDivergedError
-from harness.log_words import MAX_VERBOSITY
 from harness.replay import ReplayReport, Verdict, replay_bundle
 from harness.shrink import ShrinkOptions, ShrinkReport, shrink_bundle
 
@@ -34,21 +34,11 @@ def _describe(bundle: Bundle) -> str:
 
 
 def _failure_text(report: ReplayReport) -> list[str]:
-    """The log snippet and explanation of the replayed failure (the log issue's renderers)."""
-    from harness.explain import explain, render_explanation
-    from harness.logview import render_snippet
-
+    """The log snippet and explanation of the replayed failure."""
     result = report.result
     if result.recording is None or not result.violations:
         return []
-    lines = []
-    snippet = render_snippet(result)
-    if snippet:
-        lines += ["  log snippet:", *("    " + line for line in snippet.splitlines())]
-    explanation = explain(result)
-    if explanation is not None:
-        lines += ["  explanation:", render_explanation(explanation, indent="    ")]
-    return lines
+    return failure_lines(result)
 
 
 def render_replay(report: ReplayReport, path: Path) -> str:
@@ -71,6 +61,7 @@ def _about(path: Path) -> Iterator[None]:
 
 
 def _cmd_replay(args: argparse.Namespace) -> int:
+    check_run_log_options(args)
     path = Path(args.bundle)
     bundle = load_bundle(path)
     with _about(path):
@@ -129,11 +120,7 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
                         "wrote into its --out directory")
     replay.add_argument("--no-pin", action="store_true",
                         help="do not pin the replay to one CPU")
-    replay.add_argument("--log", metavar="PATH",
-                        help="write the replayed execution's merged klog-style log to PATH")
-    replay.add_argument("--log-level", type=int, default=MAX_VERBOSITY, metavar="V",
-                        help=f"verbosity of that log: 0 the tracker's main messages ... "
-                        f"{MAX_VERBOSITY} every point (default {MAX_VERBOSITY})")
+    add_log_options(replay, "the replayed execution")
     replay.set_defaults(handler=_cmd_replay)
 
     shrink = sub.add_parser(

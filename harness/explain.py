@@ -20,7 +20,7 @@ from harness.focus import Facts, Focus, focus, held, label_text, merged
 from harness.log_words import LogWords, Subject
 from harness.recording import Record, Recording
 from harness.result import RunResult, Violation
-from harness.tracker_api import WorkerInfo
+from harness.tracker_api import WorkerInfo, describe_worker
 
 
 @dataclass(frozen=True)
@@ -103,7 +103,7 @@ def _runs(found: Focus, recording: Recording, workers: Sequence[WorkerInfo]) -> 
             phrases = last.steps if last.steps[-1] == step.phrase else (*last.steps, step.phrase)
             out[-1] = StepRun(last.worker, step.worker, phrases, last.first_seq, step.seq)
         else:
-            out.append(StepRun(_describe(step.worker, workers), step.worker, (step.phrase,),
+            out.append(StepRun(describe_worker(step.worker, workers), step.worker, (step.phrase,),
                                step.seq, step.seq))
     return tuple(out)
 
@@ -209,7 +209,7 @@ def _state_phrase(words: LogWords, name: str, known: dict[str, bool]) -> str:
 def _holding(
     found: Focus, subject: Subject, fact: str, worker: int, workers: Sequence[WorkerInfo]
 ) -> str:
-    return f"{_describe(worker, workers)} {fact} {_name(found, subject)}"
+    return f"{describe_worker(worker, workers)} {fact} {_name(found, subject)}"
 
 
 def _name(found: Focus, subject: Subject) -> str:
@@ -229,9 +229,3 @@ def _notes(found: Focus, recording: Recording) -> tuple[str, ...]:
             "before the violation: the steps after it are known only from the rings"
         )
     return tuple(notes)
-
-
-def _describe(worker: int, workers: Sequence[WorkerInfo]) -> str:
-    if 0 <= worker < len(workers):
-        return workers[worker].describe()
-    return f"worker {worker}"

@@ -85,28 +85,31 @@ def filter_events(
     if not (wanted.objects or wanted.pids):
         yield from (event.text for event in events)
         return
-    names = resolve(events, wanted.objects, vocabulary)
-    for event in events:
+    named = [(event, _objects(event, vocabulary)) for event in events]
+    names = resolve([objects for _, objects in named], wanted.objects, vocabulary)
+    for event, objects in named:
         if event.parsed.pid in wanted.pids or any(
-            value in names.get(kind, ()) for kind, value in _objects(event, vocabulary)
+            value in names.get(kind, ()) for kind, value in objects
         ):
             yield event.text
 
 
 def resolve(
-    events: list[Event], objects: Iterable[tuple[str, str]], vocabulary: Vocabulary
+    named_per_event: list[list[tuple[str, str]]],
+    objects: Iterable[tuple[str, str]],
+    vocabulary: Vocabulary,
 ) -> dict[str, set[str]]:
-    """Kind -> the full names the log uses for the asked-for objects and those related to them."""
+    """Kind -> the full names the log uses for the asked-for objects and those related to them,
+    given the (kind, name) objects each event names."""
     values: dict[str, set[str]] = {}
-    for event in events:
-        for kind, value in _objects(event, vocabulary):
+    for named in named_per_event:
+        for kind, value in named:
             values.setdefault(kind, set()).add(value)
     names: dict[str, set[str]] = {}
     for kind, name in objects:
         names.setdefault(kind, set()).add(_one(kind, name, values.get(kind, set())))
     related: dict[str, set[str]] = {}
-    for event in events:
-        named = _objects(event, vocabulary)
+    for named in named_per_event:
         for kind, value in named:
             if value in names.get(kind, ()):
                 belongs = vocabulary.related.get(kind, ())

@@ -26,6 +26,7 @@ from harness.klog import KlogEvent, ParsedLine, format_event
 from harness.log_words import MAX_VERBOSITY, LogWords
 from harness.recording import LEVELS, Record, Recording
 from harness.result import RunResult, Violation
+from harness.tracker_api import describe_worker
 
 SNIPPET_VERBOSITY = 1
 """The snippet shows upstream-style messages and other changes of shared state."""
@@ -204,7 +205,7 @@ def _overflow_warnings(result: RunResult) -> Iterable[KlogEvent]:
         yield KlogEvent(
             file="logview.py", line=0, level="W", time=when, pid=_pid(result, worker),
             logger=HARNESS_LOGGER, message="Ring overflow: oldest records overwritten",
-            fields=(("worker", _describe(result, worker)), ("lost", lost),
+            fields=(("worker", describe_worker(worker, result.workers)), ("lost", lost),
                     ("hint", "raise --ring-size")),
         )
 
@@ -213,8 +214,4 @@ def _pid(result: RunResult, worker: int) -> int:
     return result.workers[worker].pid if 0 <= worker < len(result.workers) else 0
 
 
-def _describe(result: RunResult, worker: int) -> str:
-    if 0 <= worker < len(result.workers):
-        return result.workers[worker].describe()
-    return f"worker {worker}"
 

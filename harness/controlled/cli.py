@@ -39,7 +39,7 @@ def add_run_options(parser: argparse.ArgumentParser) -> None:
                        "within --bound; for small scenarios)")
     group.add_argument("--depth", type=int, default=3, metavar="D",
                        help="PCT bug depth: D-1 priority change points per execution (3)")
-    group.add_argument("--spin", choices=SPIN_RULES, default="demote",
+    group.add_argument("--spin", choices=SPIN_RULES, default=StrategySpec.spin,
                        help="PCT: what a worker that yields (spins) does. demote: it drops "
                        "below every other worker, as Shuttle's PCT (default; fastest, finds "
                        "the seed race in few executions); aside: it keeps its priority and "

@@ -39,11 +39,9 @@ def render_controlled(result: ControlledResult) -> str:
         f"({result.steps_per_s:,.0f} steps/s{pinned})",
     ]
     if result.exhausted:
-        bound = result.strategy.bound
         lines.append(
-            f"  the bounded search is complete: every schedule ran that has at most {bound} "
-            "preemptions or handovers after a yield to a worker out of turn (switches after a "
-            "worker blocked or finished are free)")
+            f"  the bounded search is complete: every schedule of {result.strategy.describe()} "
+            "ran (switches after a worker blocked or finished are free)")
     for crash in run.crashes:
         lines.append("  " + crash.replace("\n", "\n    "))
     failing = result.failing

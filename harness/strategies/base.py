@@ -27,7 +27,7 @@ class StrategySpec:
     name: str
     depth: int = 3
     bound: int = 2
-    spin: str = "demote"  # PCT: what a worker that yields does (see strategies/pct.py)
+    spin: str = "demote"  # PCT: what a worker that yields does (strategies/pct.DEFAULT_SPIN)
 
     def describe(self) -> str:
         if self.name == "pct":
@@ -111,8 +111,9 @@ class ScheduleEnded(Exception):  # noqa: N818 - a replay outcome
 
 def default_choice(view: SchedulerView) -> int:
     """The schedule without preemptions: the previous worker goes on while it can; then the
-    next runnable worker after it in id order. Deviations from it are what bounded search
-    and shrinking count."""
+    next runnable worker after it in id order. Shrinking counts deviations from it; bounded
+    search charges only those that switch away from a worker that could go on, or hand over
+    out of turn after a yield (``Exhaustive.cost``)."""
     if view.current_can_continue:
         return view.current
     runnable = view.runnable

@@ -47,17 +47,18 @@ from __future__ import annotations
 from harness.strategies.base import UNLIMITED, SchedulerView, StrategySpec, seeded_rng
 
 SPIN_RULES = ("demote", "aside")
+DEFAULT_SPIN = "demote"
 
 
 class Pct:
     def __init__(
-        self, seed: int, depth: int, workers: int, max_steps: int, spin: str = "demote"
+        self, seed: int, depth: int, workers: int, max_steps: int, spin: str = DEFAULT_SPIN
     ) -> None:
         if depth < 1:
             raise ValueError("PCT depth must be >= 1")
         if spin not in SPIN_RULES:
             raise ValueError(f"PCT spin rule must be one of {', '.join(SPIN_RULES)}")
-        self._demote = spin == "demote"
+        self._demote = spin == DEFAULT_SPIN
         self._rng = seeded_rng(seed, "pct")
         self._depth = depth
         self._workers = workers
@@ -114,14 +115,16 @@ class Pct:
                 aside.add(current)  # it yielded: it waits for someone else
         elif current >= 0:
             aside.clear()  # it made progress: every spinner may look again
-        eligible = [w for w in runnable if w not in aside]
-        if not eligible:  # only spinners left: they take turns by priority
-            aside.clear()
-            eligible = list(runnable)
-        chosen = max(eligible, key=priority.__getitem__)
         lease = UNLIMITED
         if self._next_change < len(changes):
             lease = max(1, changes[self._next_change] - step)
+        if not aside:  # always so under demote
+            return max(runnable, key=priority.__getitem__), lease
+        eligible = [w for w in runnable if w not in aside]
+        if not eligible:  # only spinners left: they take turns by priority
+            aside.clear()
+            return max(runnable, key=priority.__getitem__), lease
+        chosen = max(eligible, key=priority.__getitem__)
         if any(priority[w] > priority[chosen] for w in aside if w in runnable):
             lease = 1
         return chosen, lease
