@@ -149,6 +149,15 @@ def from_free_run(result: RunResult) -> Bundle | None:
     )
 
 
+def tape_lost_note(result: RunResult) -> str | None:
+    """Why a free run's bundle may not replay its failure: points past the end of the tape."""
+    lost = result.recording.tape_lost if result.recording is not None else 0
+    if not lost:
+        return None
+    return (f"{lost:,} points ran past the schedule tape and are not in the bundle; "
+            "a failure among them will not replay")
+
+
 def from_execution(
     config: RunConfig,
     strategy: StrategySpec,
@@ -371,8 +380,14 @@ def _int_map(value: object, what: str) -> dict[str, int]:
 
 
 # -- files ------------------------------------------------------------------------------------
+def path_safe(text: str, fill: str = "-") -> str:
+    """``text`` with each run of characters a CI artifact store may refuse in a path
+    (``:``, spaces, slashes...) replaced by ``fill``."""
+    return re.sub(r"[^A-Za-z0-9_.-]+", fill, text)
+
+
 def bundle_name(bundle: Bundle) -> str:
-    tracker = re.sub(r"[^A-Za-z0-9_.-]+", "_", Path(bundle.tracker.split(":")[0]).stem)
+    tracker = path_safe(Path(bundle.tracker.split(":")[0]).stem, "_")
     execution = f"-e{bundle.execution + 1}" if bundle.execution is not None else ""
     return f"{tracker}-{bundle.variant}-{bundle.mode}-seed{bundle.seed}{execution}.json"
 

@@ -14,7 +14,7 @@ from __future__ import annotations
 import contextlib
 import os
 import signal
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
@@ -120,21 +120,28 @@ def resume_spec(out_dir: Path) -> GridSpec:
     return GridSpec.from_json(text)
 
 
-def pending_trials(spec: GridSpec, results: ResultsFile) -> tuple[list[TrialSpec], int]:
-    """Trials of the grid not yet in the results file, and how many already are."""
-    done = results.finished_trials(spec.campaign)
+Records = Sequence[Mapping[str, object]]
+"""results.jsonl as ``ResultsFile.records`` reads it: once per invocation, as nightly
+history keeps growing the file."""
+
+
+def pending_trials(spec: GridSpec, records: Records) -> tuple[list[TrialSpec], int]:
+    """Trials of the grid not yet among the records, and how many already are."""
+    done = {
+        (r.get("config_key"), r.get("trial")) for r in records if r.get("campaign") == spec.campaign
+    }
     trials = expand(spec)
     todo = [t for t in trials if t.trial_id not in done]
     return todo, len(trials) - len(todo)
 
 
-def unexpected_violations(spec: GridSpec, results: ResultsFile) -> tuple[str, ...]:
+def unexpected_violations(spec: GridSpec, records: Records) -> tuple[str, ...]:
     """Configurations of variants declared correct that nevertheless saw a violation."""
     if not spec.expect_clean:
         return ()
     keys = {
         str(r.get("config_key"))
-        for r in results.records()
+        for r in records
         if r.get("campaign") == spec.campaign
         and r.get("variant") in spec.expect_clean
         and r.get("outcome") == "violation"
@@ -154,7 +161,8 @@ def run_campaign(
     save_spec(spec, out_dir)
     results = ResultsFile(out_dir / RESULTS_FILE)
     repaired = results.repair_tail()
-    todo, already_done = pending_trials(spec, results)
+    history = results.records()  # and this run's records as it appends them
+    todo, already_done = pending_trials(spec, history)
     outcomes = {"violation": 0, "clean": 0, "error": 0}
     interrupted = False
     bundles = 0
@@ -162,7 +170,7 @@ def run_campaign(
     progress = CampaignProgress(
         total,
         already_done,
-        campaign_outcomes(spec.campaign, results),
+        campaign_outcomes(spec.campaign, history),
         enabled=progress_enabled,
         heartbeat_s=heartbeat_s,
     )
@@ -186,10 +194,10 @@ def run_campaign(
                 bundle = campaign_bundle_path(spec.campaign, ran.bundle)
                 write_bundle(ran.bundle, out_dir / bundle)
                 bundles += 1
-            record = campaign_record(
-                trial, ran, started_at, bundle.as_posix() if bundle else None
-            )
+            artifacts = ran.artifacts(bundle.as_posix() if bundle else None)
+            record = campaign_record(trial, ran, started_at, artifacts)
             results.append(record)
+            history.append(record)
             outcome = str(record["outcome"])
             outcomes[outcome] += 1
             progress.trial_done(outcome)
@@ -202,15 +210,15 @@ def run_campaign(
         outcomes=outcomes,
         interrupted=interrupted,
         bundles=bundles,
-        unexpected_violations=unexpected_violations(spec, results),
+        unexpected_violations=unexpected_violations(spec, history),
         repaired=repaired,
     )
 
 
-def campaign_outcomes(campaign: str, results: ResultsFile) -> dict[str, int]:
+def campaign_outcomes(campaign: str, records: Records) -> dict[str, int]:
     """Outcome counts over everything recorded for one campaign, across resumes and hosts."""
     counts = {"violation": 0, "clean": 0, "error": 0}
-    for record in results.records():
+    for record in records:
         outcome = record.get("outcome")
         if record.get("campaign") == campaign and isinstance(outcome, str):
             counts[outcome] = counts.get(outcome, 0) + 1

@@ -11,6 +11,7 @@ a failing trial's repro bundle travels with it (see ``harness.trial_bundle``).
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -22,7 +23,7 @@ from harness.exit_reason import ExitReason
 from harness.grid import GridSpec, TrialSpec, expand
 from harness.stress_failure import judge, render_verdict
 from harness.stress_runner import TRIAL_PROPERTY
-from harness.trial_bundle import BundleKeeper, shown_path
+from harness.trial_bundle import BundleKeeper
 from harness.trial_run import campaign_record, run_trial
 
 
@@ -55,14 +56,15 @@ class CampaignTrialItem(pytest.Item):
         if ran.result.exit_reason is ExitReason.INTERRUPTED:
             raise KeyboardInterrupt  # no verdict; the whole session stops as on Ctrl-C
         recorded: str | None = None
-        kept: Path | None = None
+        shown: str | None = None
         if ran.bundle is not None:
-            recorded, kept = self.bundles.keep(ran.bundle, trial.campaign, self.user_properties)
-        record = campaign_record(trial, ran, started_at, recorded)
+            recorded, shown = self.bundles.keep(ran.bundle, trial.campaign, self.user_properties)
+        artifacts = ran.artifacts(recorded)
+        record = campaign_record(trial, ran, started_at, artifacts)
         self.user_properties.append((TRIAL_PROPERTY, json.dumps(record, default=str)))
         outcome = record["outcome"]
         if outcome == "error" or (self.expect_clean and outcome == "violation"):
-            verdict = judge(ran, "clean", shown_path(kept) if kept else None)
+            verdict = judge(ran, "clean", replace(artifacts, bundle=shown))
             raise StressCheckFailedError(render_verdict(verdict))
 
     def repr_failure(

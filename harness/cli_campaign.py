@@ -18,6 +18,7 @@ from harness.campaign import (
     run_campaign,
     save_spec,
 )
+from harness.distributed import INCOMPLETE_EXIT
 from harness.errors import ConfigError
 from harness.exit_reason import ExitReason
 from harness.grid import (
@@ -31,11 +32,11 @@ from harness.grid import (
     expand,
     new_campaign_id,
 )
+from harness.plurals import counted
 from harness.results_file import ResultsFile
 from harness.trial_bundle import campaign_bundle_dir
 
 DEFAULT_OUT = Path("shmstress-out/campaign")
-MISSING_TRIALS_EXIT = 4
 DEFAULT_REPORT_OUT = Path("shmstress-out/report")
 _ROLE_OPTIONS = {"binders": "binder", "informers": "informer", "gatherers": "gatherer"}
 
@@ -123,7 +124,7 @@ def _given_grid_options(args: argparse.Namespace) -> list[str]:
 
 
 def _cmd_campaign(args: argparse.Namespace) -> int:
-    out_dir: Path = args.out.resolve()  # a distributed run starts pytest in it
+    out_dir: Path = args.out
     if args.resume:
         given = _given_grid_options(args)
         if given:
@@ -149,11 +150,11 @@ def _distributed(spec: GridSpec, out_dir: Path, gateways: list[str]) -> int:
     save_spec(spec, out_dir)
     code = run_distributed(spec, out_dir, gateways)
     results = ResultsFile(out_dir / RESULTS_FILE)
-    counts = campaign_outcomes(spec.campaign, results)
+    counts = campaign_outcomes(spec.campaign, results.records())
     recorded, expected = sum(counts.values()), len(expand(spec))
     print(
-        f"campaign {spec.campaign}: {recorded}/{expected} trials over {len(gateways)} "
-        f"gateway{'' if len(gateways) == 1 else 's'} in {results.path} ({_outcomes(counts)})"
+        f"campaign {spec.campaign}: {recorded}/{expected} trials over "
+        f"{counted(len(gateways), 'gateway')} in {results.path} ({_outcomes(counts)})"
     )
     print(f"  report: {out_dir / 'index.html'}")
     if code == ExitReason.INTERRUPTED.exit_code:
@@ -166,16 +167,12 @@ def _distributed(spec: GridSpec, out_dir: Path, gateways: list[str]) -> int:
             f"{results.path}; see the pytest output above",
             file=sys.stderr,
         )
-        return MISSING_TRIALS_EXIT
+        return INCOMPLETE_EXIT
     return code
 
 
 def _outcomes(counts: dict[str, int]) -> str:
     return ", ".join(f"{counts.get(k, 0)} {k}" for k in ("violation", "clean", "error"))
-
-
-def _plural(count: int, word: str) -> str:
-    return f"{count} {word}{'' if count == 1 else 's'}"
 
 
 def _report_summary(summary: CampaignSummary, out_dir: Path) -> int:
@@ -187,7 +184,7 @@ def _report_summary(summary: CampaignSummary, out_dir: Path) -> int:
     )
     if summary.already_done:
         were = "was" if summary.already_done == 1 else "were"
-        print(f"  {_plural(summary.already_done, 'trial')} {were} already recorded before this run")
+        print(f"  {counted(summary.already_done, 'trial')} {were} already recorded before this run")
     if summary.repaired is not None:
         print(
             f"  removed a partial last line ({summary.repaired.removed_bytes} bytes) "
@@ -196,10 +193,10 @@ def _report_summary(summary: CampaignSummary, out_dir: Path) -> int:
         )
     if summary.bundles:
         bundles = out_dir / campaign_bundle_dir(spec.campaign)
-        print(f"  {_plural(summary.bundles, 'repro bundle')} in {bundles}")
+        print(f"  {counted(summary.bundles, 'repro bundle')} in {bundles}")
     if summary.interrupted:
         print(
-            f"shmstress: campaign interrupted with {_plural(summary.remaining, 'trial')} left; "
+            f"shmstress: campaign interrupted with {counted(summary.remaining, 'trial')} left; "
             f"finish it with: shmstress campaign --out {out_dir} --resume",
             file=sys.stderr,
         )
@@ -241,8 +238,8 @@ def register(sub: Any) -> None:
         "campaign loses at most the trial in flight; --resume finishes it); a failing trial "
         "writes its repro bundle into OUT/bundles/. Exit codes: 0 done, 1 a variant named by "
         "--expect-clean saw a violation (or, with --tx, a trial failed), 2 usage or "
-        f"configuration error, {MISSING_TRIALS_EXIT} with --tx: trials missing from the "
-        "results, 130 interrupted.",
+        f"configuration error, {INCOMPLETE_EXIT} with --tx: trials missing from the results "
+        "or a pytest internal error, 130 interrupted.",
     )
     campaign.add_argument("--out", type=Path, default=DEFAULT_OUT, metavar="DIR",
                           help=f"campaign directory: campaign.json + results.jsonl "

@@ -20,6 +20,9 @@ from types import FrameType
 from harness.exit_reason import ExitReason
 from harness.grid import GridSpec
 
+INCOMPLETE_EXIT = 4
+"""A distributed campaign that did not finish its grid: pytest stopped with an internal
+error (or another code it has no mapping for), or trials are missing from results.jsonl."""
 _PYTEST_EXIT = {0: 0, 1: 1, 2: ExitReason.INTERRUPTED.exit_code, 4: 2}
 
 
@@ -60,7 +63,7 @@ def run_distributed(spec: GridSpec, out_dir: Path, gateways: Sequence[str]) -> i
                 break
             except KeyboardInterrupt:  # Ctrl-C reached pytest too; wait for its teardown
                 continue
-    return _PYTEST_EXIT.get(returncode, 4)
+    return _PYTEST_EXIT.get(returncode, INCOMPLETE_EXIT)
 
 
 @contextlib.contextmanager

@@ -242,19 +242,14 @@ def complete(spec: GridSpec, tracker: type[Tracker]) -> GridSpec:
     )
 
 
-def _grid_points(spec: GridSpec) -> list[tuple[str, Mapping[str, int], str, float]]:
-    """(variant, counts, strategy, noise) of every configuration; noise only varies free runs."""
+def _grid_points(spec: GridSpec) -> list[tuple[str, Mapping[str, int], tuple[str, float]]]:
+    """(variant, counts, (strategy, noise)) of every configuration; noise only varies free runs."""
     drivers = [
         (strategy, noise)
         for strategy in spec.strategies
         for noise in (spec.noises if strategy == FREE else (0.0,))
     ]
-    return [
-        (variant, counts, strategy, noise)
-        for variant, counts, (strategy, noise) in itertools.product(
-            spec.variants, spec.workers, drivers
-        )
-    ]
+    return list(itertools.product(spec.variants, spec.workers, drivers))
 
 
 def expand(spec: GridSpec) -> list[TrialSpec]:
@@ -262,7 +257,7 @@ def expand(spec: GridSpec) -> list[TrialSpec]:
     points = _grid_points(spec)
     trials: list[TrialSpec] = []
     for trial in range(spec.trials):
-        for variant, counts, grid_strategy, noise in points:
+        for variant, counts, (grid_strategy, noise) in points:
             mode, strategy = trial_kind(grid_strategy, noise)
             key = config_key(spec.tracker, variant, counts, mode, strategy, noise, spec.params)
             trials.append(

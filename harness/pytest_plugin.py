@@ -27,10 +27,10 @@ import pytest
 
 from harness.campaign import utc_now
 from harness.campaign_items import campaign_items
-from harness.controlled.cli import default_out
 from harness.cpu_slots import default_slots, xdist_cpu_slot, xdist_slot_directory
 from harness.errors import ShmstressError
 from harness.grid import GridSpec, new_campaign_id
+from harness.plurals import counted
 from harness.results_file import ResultsFile
 from harness.stress_runner import TRIAL_PROPERTY, StressOptions, StressRunner
 from harness.trial_bundle import BUNDLE_PROPERTY, BundleKeeper, write_carried
@@ -123,7 +123,7 @@ def pytest_configure(config: pytest.Config) -> None:
         report_dir=report_dir,
         slots=slots or default_slots(),
         grid=grid,
-        bundles=BundleKeeper(report_dir, Path(default_out())),
+        bundles=BundleKeeper(report_dir),
     )
     config.stash[_SESSION] = state
     if report_dir is not None and workerinput is None:
@@ -194,15 +194,17 @@ class TrialRecorder:
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
         if report.when != "teardown":  # teardown's properties include those set in setup
             return
-        for key, value in report.user_properties:
+        kept: list[tuple[str, object]] = []
+        for key, value in report.user_properties:  # a trial's bundle comes before its record
             if key == BUNDLE_PROPERTY:
                 write_carried(str(value), self.report_dir)
                 self.bundles += 1
-        report.user_properties = [p for p in report.user_properties if p[0] != BUNDLE_PROPERTY]
-        for key, value in report.user_properties:
+                continue
             if key == TRIAL_PROPERTY:
                 self.results.append(json.loads(str(value)))
                 self.recorded += 1
+            kept.append((key, value))
+        report.user_properties = kept
 
     def pytest_sessionfinish(self, session: pytest.Session) -> None:
         if not self.results.path.exists():
@@ -216,11 +218,9 @@ class TrialRecorder:
 
     def pytest_terminal_summary(self, terminalreporter: Any) -> None:
         terminalreporter.section("shmstress")
-        runs = f"{self.recorded} stress run{'' if self.recorded == 1 else 's'}"
-        bundles = f"{self.bundles} repro bundle{'' if self.bundles == 1 else 's'}"
         terminalreporter.write_line(
-            f"{runs} recorded in {self.results.path}"
-            + (f", {bundles} next to it" if self.bundles else "")
+            f"{counted(self.recorded, 'stress run')} recorded in {self.results.path}"
+            + (f", {counted(self.bundles, 'repro bundle')} next to it" if self.bundles else "")
         )
         if self.index is not None:
             terminalreporter.write_line(f"report: {self.index}")

@@ -86,13 +86,3 @@ class ResultsFile:
                 records.append(value)
         return records
 
-    def finished_trials(self, campaign: str) -> set[tuple[str, int]]:
-        """(config_key, trial) of every trial of ``campaign`` already recorded."""
-        done: set[tuple[str, int]] = set()
-        for record in self.records():
-            key, trial = record.get("config_key"), record.get("trial")
-            if record.get("campaign") == campaign and isinstance(key, str) and isinstance(
-                trial, int
-            ):
-                done.add((key, trial))
-        return done

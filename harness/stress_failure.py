@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from typing import Literal
 
 from harness.result import RunResult
-from harness.trial_record import FailureArtifacts, failure_artifacts, outcome_of
+from harness.trial_record import FailureArtifacts, outcome_of
 from harness.trial_run import TrialRun
 
 Expectation = Literal["clean", "violation"]
@@ -22,24 +22,22 @@ Expectation = Literal["clean", "violation"]
 
 @dataclass(frozen=True)
 class StressVerdict:
-    """Whether a run met what the test expected of it, and the artifacts if it did not."""
+    """A run that did not meet what the test expected of it, and its artifacts."""
 
-    ok: bool
     expected: Expectation
     result: RunResult
     summary: str
-    artifacts: FailureArtifacts | None
+    artifacts: FailureArtifacts
 
 
 def meets(ran: TrialRun, expected: Expectation) -> bool:
     return outcome_of(ran.result) == expected
 
 
-def judge(ran: TrialRun, expected: Expectation, bundle: str | None = None) -> StressVerdict:
-    """``bundle``: where the failure's bundle is, as the reader of the message types it."""
-    ok = meets(ran, expected)
-    artifacts = None if ok else failure_artifacts(ran.result, bundle, ran.rerun_command)
-    return StressVerdict(ok, expected, ran.result, ran.summary(), artifacts)
+def judge(ran: TrialRun, expected: Expectation, artifacts: FailureArtifacts) -> StressVerdict:
+    """For a run that failed ``meets``; ``artifacts`` name the bundle as the reader of the
+    message types it."""
+    return StressVerdict(expected, ran.result, ran.summary(), artifacts)
 
 
 def render_verdict(verdict: StressVerdict, test_id: str | None = None) -> str:
@@ -60,14 +58,14 @@ def render_verdict(verdict: StressVerdict, test_id: str | None = None) -> str:
         )
     lines = [f"shmstress: {head}", "", verdict.summary]
     artifacts = verdict.artifacts
-    if artifacts is not None and artifacts.explanation:
+    if artifacts.explanation:
         lines += ["", "explanation:", artifacts.explanation.rstrip()]
-    if artifacts is not None and artifacts.log_snippet:
+    if artifacts.log_snippet:
         lines += ["", "log:", artifacts.log_snippet.rstrip()]
     lines.append("")
-    if artifacts is not None and artifacts.bundle:
+    if artifacts.bundle:
         lines.append(f"replay the failing schedule: {artifacts.replay_command}")
-    if artifacts is not None and artifacts.rerun_command not in verdict.summary:
+    if artifacts.rerun_command not in verdict.summary:
         lines.append(f"rerun the configuration with its seed: {artifacts.rerun_command}")
     if test_id is not None:
         lines.append(

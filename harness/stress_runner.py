@@ -9,8 +9,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
-from pathlib import Path
+from dataclasses import dataclass, replace
 
 import pytest
 
@@ -18,7 +17,7 @@ from harness.config import DEFAULT_NOISE, RunConfig
 from harness.noise import NoiseConfig
 from harness.result import RunResult
 from harness.stress_failure import Expectation, judge, meets, render_verdict
-from harness.trial_bundle import BundleKeeper, shown_path
+from harness.trial_bundle import BundleKeeper
 from harness.trial_record import result_config_key, trial_record
 from harness.trial_run import run_free
 
@@ -79,27 +78,30 @@ class StressRunner:
         ran = run_free(config)
         result = ran.result
         ok = meets(ran, expect)
+        run_index = self.runs
+        self.runs += 1
+        if ok and not self.options.record:
+            return result
         recorded: str | None = None
-        kept: Path | None = None
-        if ran.bundle is not None and (self.options.record or not ok):
-            tag = self.test_id if self.runs == 0 else f"{self.test_id}-{self.runs}"
-            recorded, kept = self.bundles.keep(
+        shown: str | None = None
+        if ran.bundle is not None:
+            tag = self.test_id if run_index == 0 else f"{self.test_id}-{run_index}"
+            recorded, shown = self.bundles.keep(
                 ran.bundle, self.options.campaign, self.user_properties, tag
             )
+        artifacts = ran.artifacts(recorded)
         if self.options.record:
             record = trial_record(
                 result,
                 campaign=self.options.campaign,
-                trial=self.runs,
+                trial=run_index,
                 started_at=started_at,
+                artifacts=artifacts,
                 key=result_config_key(result, params=params),
-                bundle=recorded,
-                rerun_command=ran.rerun_command,
                 extra={"test": self.test_id},
             )
             self.user_properties.append((TRIAL_PROPERTY, json.dumps(record, default=str)))
-        self.runs += 1
         if not ok:
-            verdict = judge(ran, expect, shown_path(kept) if kept else None)
+            verdict = judge(ran, expect, replace(artifacts, bundle=shown))
             pytest.fail(render_verdict(verdict, self.test_id), pytrace=False)
         return result

@@ -10,11 +10,11 @@ report and only the controller writes files, as it does for results.jsonl.
 from __future__ import annotations
 
 import json
-import re
 from dataclasses import dataclass
 from pathlib import Path
 
-from harness.bundle import Bundle, bundle_name, from_json, to_json, write_bundle
+from harness.bundle import Bundle, bundle_name, from_json, path_safe, to_json, write_bundle
+from harness.controlled.cli import default_out
 from harness.errors import ConfigError
 
 BUNDLES_DIR = "bundles"
@@ -23,8 +23,8 @@ BUNDLE_PROPERTY = "shmstress_bundle"
 
 
 def _slug(text: str) -> str:
-    # ':' and other characters CI artifact stores refuse in a path are dropped.
-    return re.sub(r"[^A-Za-z0-9_.-]+", "-", text).strip("-")[:80]
+    # ':' and other characters CI artifact stores refuse in a path become '-'.
+    return path_safe(text).strip("-")[:80]
 
 
 def bundle_file_name(bundle: Bundle, tag: str = "") -> str:
@@ -71,11 +71,11 @@ class BundleKeeper:
 
     With ``--stress-report DIR`` a bundle travels with its trial record and the
     controller writes it below DIR, next to results.jsonl; otherwise the run writes it
-    into ``out_dir`` at once, as ``shmstress run`` does.
+    into ``$SHMSTRESS_OUT`` at once, as ``shmstress run`` does, read at that moment so
+    a fixture may set it.
     """
 
     results_dir: Path | None
-    out_dir: Path
 
     def keep(
         self,
@@ -83,10 +83,11 @@ class BundleKeeper:
         campaign: str,
         user_properties: list[tuple[str, object]],
         tag: str = "",
-    ) -> tuple[str | None, Path]:
-        """(the path for results.jsonl, or None without one; the path the bundle is at)."""
+    ) -> tuple[str | None, str]:
+        """(the path for results.jsonl, or None without one; the path as a user types it)."""
         if self.results_dir is not None:
             relative = campaign_bundle_path(campaign, bundle, tag)
             user_properties.append(carried_bundle(bundle, relative))
-            return relative.as_posix(), self.results_dir / relative
-        return None, write_bundle(bundle, self.out_dir / bundle_file_name(bundle, tag))
+            return relative.as_posix(), shown_path(self.results_dir / relative)
+        written = write_bundle(bundle, Path(default_out()) / bundle_file_name(bundle, tag))
+        return None, shown_path(written)

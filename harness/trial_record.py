@@ -17,7 +17,7 @@ from typing import Literal
 
 from harness import registry
 from harness.bundle import replay_command as bundle_replay_command
-from harness.commands import run_command
+from harness.bundle import tape_lost_note
 from harness.errors import ShmstressError
 from harness.exit_reason import ExitReason
 from harness.grid import FREE, config_key, trial_kind
@@ -57,21 +57,21 @@ def outcome_of(result: RunResult) -> Outcome:
 
 
 def failure_artifacts(
-    result: RunResult, bundle: str | None = None, rerun_command: str | None = None
+    result: RunResult, bundle: str | None, rerun_command: str
 ) -> FailureArtifacts:
     """Log snippet, explanation and the commands that bring the failure back.
 
     A broken explainer must not cost a nightly campaign its remaining trials, so its
     errors are kept as ``problems`` (recorded as ``artifact_problems``) instead of raised.
     """
-    from harness.explain import explain, render_explanation
-    from harness.logview import render_snippet
-
     first = result.first_violation
     problems: list[str] = []
     snippet: str | None = None
     explanation: str | None = None
     if first is not None and result.recording is not None:
+        from harness.explain import explain, render_explanation
+        from harness.logview import render_snippet
+
         try:
             snippet = render_snippet(result, first) or None
         except Exception as exc:
@@ -81,15 +81,14 @@ def failure_artifacts(
             explanation = render_explanation(found) if found is not None else None
         except Exception as exc:
             problems.append(f"explanation: {type(exc).__name__}: {exc}")
-    lost = result.recording.tape_lost if result.recording is not None else 0
-    if bundle is not None and lost:
-        problems.append(f"bundle: {lost:,} points ran past the schedule tape; a failure among "
-                        "them will not replay")
+    note = tape_lost_note(result)
+    if bundle is not None and note:
+        problems.append(f"bundle: {note}")
     return FailureArtifacts(
         bundle=bundle,
         log_snippet=snippet,
         explanation=explanation,
-        rerun_command=rerun_command or run_command(result.config),
+        rerun_command=rerun_command,
         problems=tuple(problems),
     )
 
@@ -129,25 +128,25 @@ def trial_record(
     campaign: str,
     trial: int | None,
     started_at: str,
+    artifacts: FailureArtifacts,
     key: str | None = None,
     mode: str = FREE,
     strategy: str | None = None,
     executions: int | None = None,
-    bundle: str | None = None,
-    rerun_command: str | None = None,
     extra: dict[str, object] | None = None,
 ) -> dict[str, object]:
     """The JSON object appended to results.jsonl for one finished run.
 
-    ``bundle`` is relative to the directory of results.jsonl; ``strategy`` defaults to
-    what drives a free run (noise or none); ``executions`` is a controlled run's budget.
+    ``artifacts`` (recorded unless the run was clean) name the bundle relative to the
+    directory of results.jsonl; ``strategy`` defaults to what drives a free run (noise
+    or none); ``executions`` is a controlled run's budget.
     """
     config = result.config
     counts = dict(config.counts)
     params = dict(config.params)
     outcome = outcome_of(result)
     first = result.first_violation
-    artifacts = failure_artifacts(result, bundle, rerun_command) if outcome != "clean" else None
+    recorded = artifacts if outcome != "clean" else None
     record: dict[str, object] = {
         "campaign": campaign,
         "started_at": started_at,
@@ -182,12 +181,12 @@ def trial_record(
             if first is not None
             else None
         ),
-        "bundle": artifacts.bundle if artifacts else None,
-        "log_snippet": artifacts.log_snippet if artifacts else None,
-        "explanation": artifacts.explanation if artifacts else None,
-        "replay_command": artifacts.replay_command if artifacts else None,
-        "rerun_command": artifacts.rerun_command if artifacts else None,
-        "artifact_problems": list(artifacts.problems) if artifacts else [],
+        "bundle": recorded.bundle if recorded else None,
+        "log_snippet": recorded.log_snippet if recorded else None,
+        "explanation": recorded.explanation if recorded else None,
+        "replay_command": recorded.replay_command if recorded else None,
+        "rerun_command": recorded.rerun_command if recorded else None,
+        "artifact_problems": list(recorded.problems) if recorded else [],
         "host": socket.gethostname(),
         "runner": os.environ.get("PYTEST_XDIST_WORKER", "local"),
     }

@@ -1,4 +1,5 @@
-"""One campaign trial, free or controlled: its result, its repro bundle, its rerun command.
+"""One run, free or controlled, as a campaign trial or a ``shmstress_run`` call makes it:
+its result, its repro bundle, its rerun command.
 
 Both modes end in a RunResult, so records, reports and failure messages treat
 them alike; what differs is how a trial runs, which bundle a failure yields and
@@ -20,7 +21,7 @@ from harness.grid import CONTROLLED, TrialSpec
 from harness.result import RunResult
 from harness.runner import ProgressFn, run
 from harness.summary import render_summary
-from harness.trial_record import trial_record
+from harness.trial_record import FailureArtifacts, failure_artifacts, trial_record
 
 
 @dataclass(frozen=True)
@@ -35,6 +36,10 @@ class TrialRun:
         if self.controlled is not None:
             return render_controlled(self.controlled)
         return render_summary(self.result)
+
+    def artifacts(self, bundle: str | None) -> FailureArtifacts:
+        """``failure_artifacts`` of this run; ``bundle`` as its reader will type it."""
+        return failure_artifacts(self.result, bundle, self.rerun_command)
 
 
 def run_trial(trial: TrialSpec, progress: ProgressFn | None = None) -> TrialRun:
@@ -56,18 +61,18 @@ def run_free(config: RunConfig, progress: ProgressFn | None = None) -> TrialRun:
 
 
 def campaign_record(
-    trial: TrialSpec, ran: TrialRun, started_at: str, bundle: str | None
+    trial: TrialSpec, ran: TrialRun, started_at: str, artifacts: FailureArtifacts
 ) -> dict[str, object]:
-    """The results.jsonl line of a campaign trial; ``bundle`` relative to that file's directory."""
+    """The results.jsonl line of a campaign trial; ``artifacts`` name the bundle relative to
+    that file's directory."""
     return trial_record(
         ran.result,
         campaign=trial.campaign,
         trial=trial.trial,
         started_at=started_at,
+        artifacts=artifacts,
         key=trial.config_key,
         mode=trial.mode,
         strategy=trial.strategy,
         executions=trial.executions if trial.mode == CONTROLLED else None,
-        bundle=bundle,
-        rerun_command=ran.rerun_command,
     )

@@ -195,20 +195,23 @@ def failing_variants(trials: Iterable[Trial]) -> list[str]:
     return sorted({f"{t.tracker}/{t.variant}" for t in trials if t.outcome == "violation"})
 
 
-def detection_curves(trials: Sequence[Trial]) -> list[DetectionCurve]:
+def detection_curves(
+    trials: Sequence[Trial], failing: Sequence[str] | None = None
+) -> list[DetectionCurve]:
     """Per strategy, its detection times over the trials of variants that failed at least once.
 
     A variant no strategy ever broke (a correct one) gives a strategy nothing to find:
     pooling its trials would lower every plateau and read as a detection rate no
     strategy earned or lost. Over the failing variants the denominator is every trial
     with a verdict, so a fast but unreliable strategy does not look better than a
-    slower one that always finds the bug.
+    slower one that always finds the bug. ``failing``: ``failing_variants(trials)``, if the
+    caller has it already.
     """
-    failing = set(failing_variants(trials))
+    failed = set(failing_variants(trials) if failing is None else failing)
     times: dict[str, list[float]] = {}
     totals: dict[str, int] = {}
     for trial in trials:
-        if trial.outcome == "error" or f"{trial.tracker}/{trial.variant}" not in failing:
+        if trial.outcome == "error" or f"{trial.tracker}/{trial.variant}" not in failed:
             continue
         strategy = trial.config.strategy
         totals[strategy] = totals.get(strategy, 0) + 1

@@ -30,8 +30,9 @@ def copy_bundles(failures: Sequence[FailureGroup], out_dir: Path) -> dict[Failur
     for group in failures:
         rep = group.representative
         source = rep.bundle_file
-        if rep.bundle is None or source is None or not source.is_file():
+        if source is None or not source.is_file():
             continue
+        assert rep.bundle is not None  # bundle_file is None without it
         relative = _target(rep.bundle)
         target = out_dir / relative
         if not (target.exists() and target.samefile(source)):

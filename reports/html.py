@@ -133,12 +133,12 @@ def _failure_section(index: int, group: FailureGroup, bundle: str | None) -> lis
     out = [
         f'<section class="failure" id="failure-{index}">',
         f"<h3>{_e(title)}</h3>",
-        f"<p><strong>{group.count}</strong> trial{'' if group.count == 1 else 's'} "
+        f"<p><strong>{counted(group.count, 'trial')}</strong> "
         f"(tracker {_e(group.tracker)}), in these configurations:</p>",
         f"<ul>{configs}</ul>",
         f'<p class="meta">Shown: trial {_e(rep.trial if rep.trial is not None else "?")} '
         f"of campaign {_e(rep.campaign)}, seed {_e(rep.seed if rep.seed is not None else '?')}"
-        f", {_e(rep.config_key)} (the quickest reproduction of this failure).</p>",
+        f", {_e(rep.config_key)} (the quickest reproduction whose bundle is at hand).</p>",
     ]
     if rep.violation is not None and "\n" in rep.violation.message.strip():
         out += ["<h4>Message</h4>", f"<pre>{_e(rep.violation.message.rstrip())}</pre>"]

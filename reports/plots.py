@@ -29,6 +29,7 @@ from reports.aggregate import (
     failing_variants,
     trend_by_variant,
 )
+from reports.html import counted
 from reports.results import ConfigStats, Trial
 
 RATE_LABEL = "failure rate (fraction of trials)"
@@ -72,7 +73,8 @@ _CROWDED_X = 24.0
 def _config_tick_label(stat: ConfigStats, one_line: bool) -> str:
     """The strategy, then a free run's noise or, as a controlled run has none, its mode."""
     detail = CONTROLLED if stat.mode == CONTROLLED else f"p={stat.noise:g}"
-    return f"{stat.strategy}{' ' if one_line else chr(10)}{detail}"
+    separator = " " if one_line else "\n"
+    return f"{stat.strategy}{separator}{detail}"
 
 
 @dataclass
@@ -98,7 +100,7 @@ def _layout_rows(stats: Sequence[ConfigStats]) -> list[_Row]:
     for stat in ordered:
         title = f"{stat.tracker}/{stat.variant}" if multi_tracker else stat.variant
         row = rows.setdefault((stat.tracker, stat.variant), _Row(title))
-        workers = f"{stat.workers} worker" + ("" if stat.workers == 1 else "s")
+        workers = counted(stat.workers, "worker")
         if not row.groups or row.groups[-1][0] != workers:
             # A wider gap between worker-count groups than between configurations.
             x = row.positions[-1] + 1.8 if row.positions else 0.0
@@ -218,7 +220,8 @@ def plot_time_to_detection(trials: Sequence[Trial], out_path: Path) -> Path:
     Each curve levels off at the strategy's detection rate over the variants that failed
     at least once, which the plot names under its title.
     """
-    curves = detection_curves(trials)
+    failing = failing_variants(trials)
+    curves = detection_curves(trials, failing)
     # Colours come from every trial, as in the failure-rate chart, so they match across charts.
     colours = _colour_map([t.config.strategy for t in trials])
     all_times = [t for curve in curves for t in curve.times]
@@ -239,7 +242,6 @@ def plot_time_to_detection(trials: Sequence[Trial], out_path: Path) -> Path:
         if not positive:
             _no_data(ax, "no violations with a recorded time")
             return _save(fig, out_path)
-        failing = failing_variants(trials)
         variants = ", ".join(failing[:4]) + (
             f" and {len(failing) - 4} more" if len(failing) > 4 else ""
         )

@@ -307,7 +307,8 @@ def test_results_file_appends_whole_lines(tmp_path: Path) -> None:
     results.append({"campaign": "b", "config_key": "k", "trial": 0})
     raw = results.path.read_bytes()
     assert raw.count(b"\n") == 2 and raw.endswith(b"\n")
-    assert results.finished_trials("a") == {("k", 0)}
+    assert [(r["campaign"], r.get("text")) for r in results.records()] == [
+        ("a", "caf\u00e9\nline"), ("b", None)]
     assert results.repair_tail() is None
 
 

@@ -91,10 +91,21 @@ def test_marker_fixture_seed_report_and_failure_message(pytester: pytest.Pyteste
 
 
 def test_without_a_report_a_failure_writes_its_bundle_into_shmstress_out(
-    pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+    pytester: pytest.Pytester,
 ) -> None:
     out_dir = pytester.path / "bundles-here"
-    monkeypatch.setenv("SHMSTRESS_OUT", str(out_dir))
+    # Set by a fixture, after the plugin configured itself, as tests/conftest.py does.
+    pytester.makeconftest(
+        f"""
+        import pytest
+
+        @pytest.fixture(autouse=True, scope="session")
+        def shmstress_out():
+            with pytest.MonkeyPatch.context() as patch:
+                patch.setenv("SHMSTRESS_OUT", {str(out_dir)!r})
+                yield
+        """
+    )
     pytester.makepyfile(
         test_racy=f"""
         import pytest

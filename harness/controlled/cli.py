@@ -9,7 +9,14 @@ from dataclasses import asdict, replace
 from pathlib import Path
 
 from harness import cli_log
-from harness.bundle import Bundle, from_execution, from_free_run, replay_command, write_bundle
+from harness.bundle import (
+    Bundle,
+    from_execution,
+    from_free_run,
+    replay_command,
+    tape_lost_note,
+    write_bundle,
+)
 from harness.config import RunConfig
 from harness.controlled.options import (
     DEFAULT_EXECUTIONS,
@@ -110,10 +117,9 @@ def free_run_bundle_lines(args: argparse.Namespace, result: RunResult) -> list[s
     if not result.violation_count:
         return []
     lines = bundle_lines(args, from_free_run(result))
-    lost = result.recording.tape_lost if result.recording is not None else 0
-    if lines and lost:
-        lines.append(f"  note: {lost:,} points ran past the schedule tape and are not in the "
-                     "bundle; a failure among them will not replay (raise --tape-size)")
+    note = tape_lost_note(result)
+    if lines and note:
+        lines.append(f"  note: {note} (raise --tape-size)")
     return lines
 
 
