@@ -42,7 +42,7 @@ def add_run_log_options(parser: argparse.ArgumentParser) -> None:
         parser, "every worker (a failing run also writes run.log into its --out directory)")
     group.add_argument("--ring-size", type=int, default=16384, metavar="N",
                        help="records kept per worker; older ones are overwritten and "
-                       "counted (default 16384)")
+                       "counted (default 16384, at least 256)")
 
 
 def failure_lines(result: RunResult) -> list[str]:

@@ -12,6 +12,7 @@ from harness.noise import NoiseConfig
 from harness.tracker_api import Tracker
 
 DEFAULT_NOISE = 0.1
+MIN_RING_SIZE = 256  # slots per worker: a record and its continuation slots must fit
 MAX_WORKERS = 256  # every worker is an OS process: a typo like --binders 10000 must not fork
 
 
@@ -89,8 +90,13 @@ def resolve(config: RunConfig, tracker: type[Tracker]) -> RunConfig:
             f"tracker {tracker.name} has no invariant {', '.join(unknown_checks)}; "
             f"its invariants are {', '.join(invariant_names)}"
         )
-    if config.ring_size < 16 or config.tape_size < 16:
-        problems.append("--ring-size and --tape-size must be >= 16")
+    if config.ring_size < MIN_RING_SIZE:
+        problems.append(
+            f"--ring-size must be >= {MIN_RING_SIZE} (a record with a long sequence field "
+            f"takes up to {MIN_RING_SIZE} slots), got {config.ring_size}"
+        )
+    if config.tape_size < 16:
+        problems.append(f"--tape-size must be >= 16, got {config.tape_size}")
     problems += config.noise.validate()
     if problems:
         raise ConfigError("; ".join(problems))

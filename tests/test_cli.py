@@ -42,6 +42,7 @@ def test_help_explains_every_run_option(capsys: pytest.CaptureFixture[str]) -> N
         (["run", "--max-sleep-us", "inf"], "--max-sleep-us must be a finite number >= 0"),
         (["run", "--binders", "10000"], "at most 256 worker processes in all, got 10002"),
         (["run", "--nodes", "100000"], "--nodes must be <= 256"),
+        (["run", "--ring-size", "16"], "--ring-size must be >= 256"),
         (["run", "--tracker", "missing.py:X"], "does not exist"),
         (["run", "--param", "hold-steps"], "expected NAME=INTEGER"),
         (["run", "--duration", "abc"], "invalid float value: 'abc'"),

@@ -171,7 +171,7 @@ def test_ring_overflow_is_reported_in_the_run_and_the_log(
 ) -> None:
     log = tmp_path / "run.log"
     code = main(["run", "--variant", "fixed", "--points", "2000", "--seed", "3", "--quiet",
-                 "--ring-size", "16", "--log", str(log)])
+                 "--ring-size", "256", "--log", str(log)])
     output = capsys.readouterr().out
     assert code == 0, output
     assert "records overwritten in the workers' rings" in output
