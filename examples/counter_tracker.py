@@ -73,7 +73,7 @@ class Ledger:
         self.ticket = arena.array("ledger.ticket", capacity, NONE)
         self.clerk = arena.array("ledger.clerk", capacity, NONE)
         self.since = arena.array("ledger.ghost.since", capacity, NONE)
-        self.handed_out = arena.array("ledger.handed_out", max(1, clerks))
+        self.handed_out = arena.array("ledger.handed_out", max(1, clerks))  # an array needs a slot
 
     def record(self, ticket: int, clerk: int, index: int, since: int) -> None:
         with self.lock.held("Handed out ticket", ticket=ticket):
@@ -201,7 +201,7 @@ class TicketTracker(BaseTracker):
         self, runtime: TrackerRuntime, arena: Arena, variant: str, params: Mapping[str, int]
     ) -> None:
         self.runtime = runtime
-        clerks = len(runtime.role_workers.get("clerk", ())) or 1
+        clerks = len(runtime.role_workers.get("clerk", ()))
         self.dispenser = Dispenser(runtime, arena, locked=variant == "locked")
         self.ledger = Ledger(runtime, arena, params["capacity"], clerks)
 

@@ -70,6 +70,9 @@ _SLOT_BYTES = SLOT_WORDS * 8
 _ITEMS_PER_SLOT = SLOT_WORDS - 1  # a continuation slot: its tag, then items of sequence fields
 _EXTRA_BITS = 8  # a header's tag: (ring index + 1) << 8 | continuation slots that follow it
 _MAX_EXTRA = (1 << _EXTRA_BITS) - 1
+MAX_SEQUENCE_ITEMS = _MAX_EXTRA * _ITEMS_PER_SLOT
+"""The most sequence items one record holds (fewer in a ring of under 256 records): a point
+whose set may grow past it records the set's size instead."""
 _COUNTER_STRIDE = 16  # words between two workers' ring counters
 _NO_FIELDS = (0,) * (1 + 2 * MAX_FIELDS)  # count and fields of a bare point
 _TYPE_SHIFT = 40  # a field's key word: key id | FieldType << 40

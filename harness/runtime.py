@@ -15,6 +15,7 @@ from typing import Protocol
 from harness.control import W_STATE, ControlBlock, WorkerState
 from harness.locks import InstrumentedLock
 from harness.noise import NoiseConfig, NoiseGate
+from harness.tracker_api import NONE
 
 
 class StopRun(BaseException):
@@ -167,7 +168,7 @@ class Runtime:
         if invariant not in self._checked:
             return
         names = self._invariant_fields.get(invariant, tuple(fields))
-        values = tuple(int(fields.get(name, -1)) for name in names)
+        values = tuple(int(fields.get(name, NONE)) for name in names)
         self.control.record_violation(
             self._invariant_index[invariant],
             max(self.last_seq, 0),

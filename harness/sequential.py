@@ -11,6 +11,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
+from harness.config import RunConfig, resolve
 from harness.control import W_STATE, ControlBlock, Phase, WorkerState
 from harness.runtime import PointGate, Runtime, worker_rng
 from harness.shm import Arena
@@ -39,14 +40,16 @@ class SequentialRun:
         seed: int = 0,
         record: bool = True,
     ) -> SequentialRun:
-        chosen = {n: p.default for n, p in tracker_cls.parameters.items()} | dict(params or {})
-        counts = {r: tracker_cls.default_counts.get(r, 1) for r in tracker_cls.roles} | dict(
-            counts or {}
-        )
+        """Validated as a run is (``harness.config.resolve``): a misspelt variant, role or
+        parameter fails here in one message, and defaults fill what is not given."""
+        config = resolve(RunConfig(tracker=tracker_cls.name, variant=variant,
+                                   counts=dict(counts or {}), params=dict(params or {}),
+                                   seed=seed), tracker_cls)
         workers = [
             WorkerInfo(i, role, index)
             for i, (role, index) in enumerate(
-                (role, index) for role in tracker_cls.roles for index in range(counts[role])
+                (role, index) for role in tracker_cls.roles
+                for index in range(config.counts[role])
             )
         ]
         arena = Arena()
@@ -59,7 +62,7 @@ class SequentialRun:
                 role: tuple(w.worker_id for w in workers if w.role == role)
                 for role in tracker_cls.roles
             }
-            tracker = tracker_cls(runtime, arena, variant, chosen)
+            tracker = tracker_cls(runtime, arena, variant, config.params)
             roles = []
             for info in workers:
                 runtime.attach(info.worker_id, seed)

@@ -8,7 +8,7 @@ tracker does goes through the runtime it was given, of which it may use only
 what ``TrackerRuntime`` lists: the rest of ``harness.runtime.Runtime``
 (attaching a worker, committing a point) is the harness's own machinery.
 
-``BaseTracker``, ``idle``, ``describe_worker``, ``age_one`` and
+``BaseTracker``, ``idle``, ``describe_worker``, ``age_one``, ``bits`` and
 ``ApiConflict`` are optional helpers the built-in trackers share.
 ``harness.plugin_check`` validates a tracker class against this protocol
 before any worker starts, and ``examples/README.md`` documents it for
@@ -228,6 +228,12 @@ def age_one(candidates: np.ndarray, age: SharedArray, pick: int, hold: int) -> i
     aged = age.mv[chosen] + 1
     age.mv[chosen] = aged
     return chosen if aged >= hold else NONE
+
+
+def bits(mask: int) -> list[int]:
+    """The indices set in a bitmask, lowest first: trackers keep small sets (a group's devices,
+    a claim's ReservedFor) as one int64 field so a record or violation carries them whole."""
+    return [bit for bit in range(mask.bit_length()) if mask >> bit & 1]
 
 
 @runtime_checkable

@@ -7,8 +7,11 @@ from collections.abc import Iterator
 import numpy as np
 import pytest
 
+from harness.errors import UnknownVariantError
+from harness.recording import MAX_SEQUENCE_ITEMS, Recorder
 from harness.sequential import SequentialRun
-from tracker.dra.api_server import RELIST, ApiConflict, WatchEvent
+from harness.tracker_api import ApiConflict
+from tracker.dra.api_server import RELIST, WatchEvent
 from tracker.dra.assume_cache import AssumeOutOfSync
 from tracker.dra.names import NONE, Naming
 from tracker.dra.tracker import DraTracker
@@ -121,6 +124,35 @@ def test_gather_sees_cache_and_in_flight(fixed: SequentialRun) -> None:
     seen = tracker.claims.gather_allocated_state()
     assert np.flatnonzero(seen).tolist() == [2, 5]
     assert violations(fixed) == []
+
+
+def test_a_gather_of_more_devices_than_a_record_holds_records_their_count() -> None:
+    params = {"nodes": 4, "devices-per-node": 1024}
+    with SequentialRun.build(DraTracker, "fixed", params=params, record=False) as run:
+        tracker = run.tracker
+        assert tracker.devices > MAX_SEQUENCE_ITEMS
+        recorder = Recorder(run.arena, len(run.workers), ring_size=4096, tape_size=256)
+        try:
+            run.runtime.sink = recorder.record
+            run.runtime.log_sink = recorder.log
+            run.runtime.become(GATHERER)
+            claim_of = tracker.allocated.claim_of.np
+            claim_of[:MAX_SEQUENCE_ITEMS] = np.arange(MAX_SEQUENCE_ITEMS)  # as many as fit
+            tracker.claims.gather_allocated_state()
+            claim_of[:] = np.arange(tracker.devices)  # every device: more than fit
+            tracker.claims.gather_allocated_state()
+            recording = recorder.collect(run.control.points)
+        finally:
+            recorder.release()
+    finished = [dict(record.fields) for record in recording.records
+                if recording.labels[record.label].text == "Finished GatherAllocatedState"]
+    assert finished == [{"allocatedDevices": tuple(range(MAX_SEQUENCE_ITEMS))},
+                        {"allocatedDeviceCount": 4096}]
+
+
+def test_a_misspelt_variant_is_refused_before_anything_is_built() -> None:
+    with pytest.raises(UnknownVariantError, match="no variant 'fixd'"):
+        SequentialRun.build(DraTracker, "fixd")
 
 
 def test_names_follow_upstream_spelling() -> None:

@@ -62,10 +62,11 @@ def test_records_carry_typed_fields_and_the_call_site(rig: _Rig) -> None:
     rig.runtime.become(1)
     line = _line()
     rig.runtime.point("hello", claim=3, flag=True, name="abc")  # this line is the call site
-    (record,) = rig.collect().records
+    recording = rig.collect()
+    (record,) = recording.records
     assert record.worker == 1 and record.seq == 0
     assert record.fields == (("claim", 3), ("flag", True), ("name", "abc"))
-    label = rig.collect().labels[record.label]
+    label = recording.labels[record.label]
     assert (label.text, label.file, label.line) == ("hello", "test_recording.py", line)
 
 

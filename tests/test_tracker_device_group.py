@@ -237,6 +237,28 @@ def test_log_words_name_devices_groups_and_pods() -> None:
         ("pod", 3), ("group", 1))
 
 
+def test_a_pod_bound_in_a_run_reads_as_binding_it() -> None:
+    # The recorded state is the int the words name: "binds <pod>" in an explanation.
+    names = Naming(2)
+    words = DeviceGroupLogWords(names, devices_per_node=DEVICES)
+    states: list[dict[str, object]] = []
+
+    def keep_pod_states(seq: int, worker: int, label: str, fields: dict[str, object]) -> None:
+        if label == "Pod state":
+            states.append(dict(fields))
+
+    with _build("atomic") as run:
+        run.runtime.sink = keep_pod_states
+        run.run(300)
+    running = [fields for fields in states if words.step("Pod state", fields) is not None]
+    assert running, "no pod was bound"
+    pod = running[0]["pod"]
+    assert isinstance(pod, int)
+    assert words.step("Pod state", running[0]) == f"binds {names.pod(pod)}"
+    assert words.event("Pod state", tuple(running[0].items())) == (
+        "Pod state", (("pod", names.pod(pod)), ("state", "running")))
+
+
 RACING_STEPS = {
     "no-shared-device": ["selects free devices on node-", "(AllocateDevices)",
                          "(AllocateDevices)"],

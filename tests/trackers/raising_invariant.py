@@ -1,5 +1,5 @@
 """Trackers whose invariant code raises once a run is under way: malformed plugins
-that the sequential probe cannot catch (it renders all-zero fields only)."""
+that the sequential probe cannot catch (it never sees the value 4242 a real run reports)."""
 
 from __future__ import annotations
 

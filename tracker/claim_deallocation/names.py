@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from harness.tracker_api import NONE
+from harness.tracker_api import NONE, bits
 
 __all__ = ["NAMESPACE", "NONE", "Naming"]
 
@@ -31,4 +31,4 @@ class Naming:
 
     def pods(self, reserved_for: int) -> list[str]:
         """The pods of a ReservedFor mask, by name."""
-        return [self.pod(p) for p in range(reserved_for.bit_length()) if reserved_for >> p & 1]
+        return [self.pod(p) for p in bits(reserved_for)]

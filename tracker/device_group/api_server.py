@@ -64,7 +64,7 @@ class ApiServer:
             return mask
 
     def set_state(self, pod: int, state: PodState) -> None:
-        with self.lock.held("Pod state", pod=pod, state=state.name.lower()):
+        with self.lock.held("Pod state", pod=pod, state=state):
             self.state.mv[pod] = state
             self.age.mv[pod] = 0
             if state == PodState.PENDING:

@@ -12,8 +12,10 @@ allocation.
 The three invariants are checked where the state changes: ``allocate``
 (no device in two groups), ``bind_group`` (one node per group) and
 ``release`` (a release gives back exactly what the group held, and the
-free count agrees with the devices actually free). A violation carries
-where the reporting PreBind began (``since``): its explanation starts there.
+free count agrees with the devices actually free). A violation raised in
+a PreBind (``allocate``, ``bind_group``) carries where it began (``since``):
+its explanation starts there. Those raised at a release carry none; at
+rest, a leaked device carries where the PreBind that allocated it began.
 """
 
 from __future__ import annotations
@@ -24,7 +26,7 @@ import numpy as np
 
 from harness.locks import InstrumentedLock
 from harness.shm import Arena
-from harness.tracker_api import TrackerRuntime
+from harness.tracker_api import TrackerRuntime, bits
 from tracker.device_group.names import NONE
 
 PADDING = (0, 0, 0, 0)  # what the mutant's make([]int, 4, n) puts before the real ids
@@ -134,21 +136,22 @@ class DeviceTracker:
             self.group_mask.mv[group] = mask
             self.group_bound.mv[group] = 1
 
-    def claim_group(self, group: int, node: int, count: int) -> tuple[Outcome, int]:
+    def claim_group(self, group: int, node: int, count: int) -> tuple[Outcome, int, int]:
         """The atomic claim: reuse the group's devices, or select and allocate them and hold
-        them for ``node``, in one critical section. BindGroup still follows the annotation."""
+        them for ``node``, in one critical section. BindGroup still follows the annotation.
+        Returns (outcome, device mask, where this PreBind began: this acquisition)."""
         with self.lock.held("Claim group devices", group=group, node=node):
-            since = self._runtime.last_seq  # this acquisition: where the PreBind began
+            since = self._runtime.last_seq
             outcome, mask = self._join(group, node)
             if outcome is not None:
-                return outcome, mask
+                return outcome, mask, since
             mask = self.select_devices(node, count)
             if not mask:
-                return Outcome.NO_DEVICES, 0
+                return Outcome.NO_DEVICES, 0, since
             self.allocate_devices(node, mask, group, since)
             self.group_node.mv[group] = node
             self.group_mask.mv[group] = mask
-            return Outcome.ALLOCATED, mask
+            return Outcome.ALLOCATED, mask, since
 
     # -- leaving ----------------------------------------------------------------------------
     def leave_group(self, group: int, padded: bool) -> None:
@@ -188,8 +191,3 @@ class DeviceTracker:
                 group=group, free=self.free.mv[node], actual=actually_free,
                 worker=runtime.worker_id,
             )
-
-
-def bits(mask: int) -> list[int]:
-    """The device ids of a mask, lowest first."""
-    return [bit for bit in range(mask.bit_length()) if mask >> bit & 1]

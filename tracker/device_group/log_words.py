@@ -11,12 +11,12 @@ was bound.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from typing import ClassVar
+from collections.abc import Callable, Mapping
+from typing import ClassVar, TypeGuard
 
 from harness.log_words import Effect, Fields, LogWords, Scope, Subject
+from harness.tracker_api import bits
 from tracker.device_group.api_server import PodState
-from tracker.device_group.device_tracker import bits
 from tracker.device_group.names import NONE, Naming
 
 ALLOCATED = "allocated"
@@ -75,27 +75,28 @@ class DeviceGroupLogWords(LogWords):
     def __init__(self, naming: Naming, devices_per_node: int) -> None:
         self._names = naming
         self._per_node = devices_per_node
+        self._namers: Mapping[str, Callable[[int], object]] = {
+            "node": naming.node, "group": naming.group, "pod": naming.pod,
+            "state": lambda state: PodState(state).name.lower(),
+        }
+
+    def field_namer(self, key: str) -> Callable[[int], object] | None:
+        return self._namers.get(key)
 
     def event(self, label: str, fields: Fields) -> tuple[str, Fields]:
-        values = dict(fields)
-        node = values.get("node")
-        shown: list[tuple[str, object]] = []
-        for key, value in fields:
-            if not isinstance(value, int) or isinstance(value, bool):
-                shown.append((key, value))
-            elif key == "node":
-                shown.append((key, self._names.node(value)))
-            elif key == "group":
-                shown.append((key, self._names.group(value)))
-            elif key == "pod":
-                shown.append((key, self._names.pod(value)))
-            elif key == "devices" and isinstance(node, int):
-                shown.append((key, [self._names.device(node, d) for d in bits(value)]))
-            elif key == "state":
-                shown.append((key, PodState(value).name.lower()))
-            else:
-                shown.append((key, value))
-        return label, tuple(shown)
+        """A ``devices`` mask reads as its devices' names, which need the record's ``node``;
+        every other field goes through ``field_namer``."""
+        node = dict(fields).get("node")
+        if isinstance(node, int):
+            fields = tuple(
+                (key, self._device_names(node, value)) if key == "devices" and _is_int(value)
+                else (key, value)
+                for key, value in fields
+            )
+        return super().event(label, fields)
+
+    def _device_names(self, node: int, mask: int) -> list[str]:
+        return [self._names.device(node, device) for device in bits(mask)]
 
     def step(self, label: str, fields: Mapping[str, object]) -> str | None:
         if label == "Pod state":
@@ -105,17 +106,15 @@ class DeviceGroupLogWords(LogWords):
         return None if template is None else template.format_map(self._named(fields))
 
     def _named(self, fields: Mapping[str, object]) -> _Named:
+        """The record's objects by the names its log line gives them, for a step's template."""
         named = _Named()
-        node, group, pod, mask = (fields.get(key) for key in ("node", "group", "pod", "devices"))
-        if isinstance(node, int):
-            named["node"] = self._names.node(node)
-            if isinstance(mask, int):
-                named["devices"] = "devices " + ", ".join(
-                    self._names.device(node, d) for d in bits(mask))
-        if isinstance(group, int):
-            named["group"] = self._names.group(group)
-        if isinstance(pod, int):
-            named["pod"] = self._names.pod(pod)
+        for key, value in fields.items():
+            namer = self.field_namer(key)
+            if namer is not None and _is_int(value):
+                named[key] = str(namer(value))
+        node, mask = fields.get("node"), fields.get("devices")
+        if isinstance(node, int) and isinstance(mask, int):
+            named["devices"] = "devices " + ", ".join(self._device_names(node, mask))
         return named
 
     def subjects(self, label: str, fields: Mapping[str, object]) -> tuple[Subject, ...]:
@@ -189,3 +188,8 @@ class DeviceGroupLogWords(LogWords):
         if kind == "pod":
             return f'pod "{self._names.pod(ident)}"'
         return super().name(subject)
+
+
+def _is_int(value: object) -> TypeGuard[int]:
+    """An int field's value (a bool is not one)."""
+    return isinstance(value, int) and not isinstance(value, bool)

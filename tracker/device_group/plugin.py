@@ -66,8 +66,7 @@ class SharedDeviceGroupPlugin:
         """(outcome, device mask, where this PreBind began) of claiming the group's devices."""
         devices = self.devices
         if self.traits.atomic_prebind:
-            outcome, mask = devices.claim_group(group, node, self.devices_per_group)
-            return outcome, mask, self._runtime.last_seq
+            return devices.claim_group(group, node, self.devices_per_group)
         found, mask = devices.join_bound(group, node)
         since = self._runtime.last_seq
         if found is not None:

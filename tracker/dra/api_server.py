@@ -14,14 +14,11 @@ from dataclasses import dataclass
 from harness.locks import InstrumentedLock
 from harness.runtime import Runtime
 from harness.shm import Arena
+from harness.tracker_api import ApiConflict
 from tracker.dra.names import NONE
 
 _RV = 0
 _EVENTS = 1
-
-
-class ApiConflict(Exception):  # noqa: N818 - named after the HTTP status
-    """The object changed since it was read; re-read and retry."""
 
 
 @dataclass(frozen=True)

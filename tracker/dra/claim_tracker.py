@@ -14,6 +14,7 @@ from contextlib import AbstractContextManager, nullcontext
 import numpy as np
 
 from harness.locks import InstrumentedLock
+from harness.recording import MAX_SEQUENCE_ITEMS
 from harness.runtime import Runtime
 from tracker.dra.allocated_devices import AllocatedDevices
 from tracker.dra.assume_cache import AssumeCache
@@ -78,9 +79,10 @@ class ClaimTracker:
             allocated[self.in_flight.devices()] = True
             if self._checked and self.allocated.revision() != revision:
                 raise ConcurrentModification
-            runtime.point(
-                "Finished GatherAllocatedState", allocatedDevices=np.flatnonzero(allocated)
-            )
+            held = np.flatnonzero(allocated)
+            shown = ({"allocatedDevices": held} if len(held) <= MAX_SEQUENCE_ITEMS
+                     else {"allocatedDeviceCount": len(held)})  # too many for one record
+            runtime.point("Finished GatherAllocatedState", **shown)
         for device, claim in self._coverage.missed(allocated, start):
             runtime.violation(
                 "gather-complete",

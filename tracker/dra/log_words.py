@@ -7,13 +7,14 @@ points are chattier levels. Names follow upstream (``<driver>/<pool>/<device>``,
 gather reads: is the claim in flight, is its device in allocated devices;
 and one a worker holds: the claim's event, popped from the assume cache's
 queue and not yet delivered to allocated devices (the unordered-events race).
-A gather's result is rendered as the set of device names, as upstream logs it.
+A gather's result is rendered as the set of device names, as upstream logs it
+(a gather of more devices than one record holds records their count instead).
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import ClassVar
 
 from harness.klog import Raw
@@ -84,49 +85,41 @@ class DraLogWords(LogWords):
 
     def __init__(self, naming: Naming) -> None:
         self._names = naming
+        device = naming.device  # NONE reads "<none>"
+        self._namers: Mapping[str, Callable[[int], object]] = {
+            "claim": lambda claim: "<none>" if claim == NONE else naming.claim(claim),
+            "pod": lambda pod: "<none>" if pod == NONE else naming.pod(pod),
+            "device": device, "old": device, "previous": device,  # previous: an event's old
+            "resourceVersion": str,  # a string in Kubernetes, quoted in upstream's logs
+            "state": lambda state: PodState(state).name.lower(),
+        }
 
     def event(self, label: str, fields: Fields) -> tuple[str, Fields]:
         values = dict(fields)
         if label == "Observed device allocation":
             new, old = values.get("device", NONE), values.get("old", NONE)
-            claim = self._value("claim", values.get("claim", NONE))
+            claim = values.get("claim", NONE)
             if new == NONE:
-                return "Observed device deallocation", (
-                    ("device", self._value("device", old)), ("claim", claim),
-                )
-            shown: Fields = (("device", self._value("device", new)), ("claim", claim))
-            if old != NONE:
-                shown += (("previous", self._value("device", old)),)
-            return label, shown
-        if label == "Attempting to bind pod to node":
+                label, fields = "Observed device deallocation", (("device", old), ("claim", claim))
+            else:
+                fields = (("device", new), ("claim", claim))
+                if old != NONE:
+                    fields += (("previous", old),)
+        elif label == "Attempting to bind pod to node":
             device = values.get("device", NONE)
-            return label, (
-                ("pod", self._value("pod", values.get("pod", NONE))),
-                ("node", self._names.node(device) if isinstance(device, int) else str(device)),
-            )
-        if label == "Claim stored in assume cache" and "claim" in values:
+            node = self._names.node(device) if isinstance(device, int) else str(device)
+            fields = (("pod", values.get("pod", NONE)), ("node", node))
+        elif label == "Claim stored in assume cache" and "claim" in values:
             fields = (("pod", values["claim"]), *fields)
-        if label == "Finished GatherAllocatedState":
+        elif label == "Finished GatherAllocatedState":
             devices = values.get("allocatedDevices")
             if isinstance(devices, tuple):  # a set of device ids, shown as upstream logs it
                 names = [self._names.device(device) for device in devices]
                 return label, (("allocatedDevices", Raw(json.dumps(names, indent=2))),)
-        return label, tuple((key, self._value(key, value)) for key, value in fields)
+        return super().event(label, fields)
 
-    def _value(self, key: str, value: object) -> object:
-        if not isinstance(value, int) or isinstance(value, bool):
-            return value
-        if key == "claim":
-            return self._names.claim(value) if value != NONE else "<none>"
-        if key == "pod":
-            return self._names.pod(value) if value != NONE else "<none>"
-        if key in ("device", "old"):
-            return self._names.device(value)
-        if key == "resourceVersion":
-            return str(value)  # a string in Kubernetes, quoted in upstream's logs
-        if key == "state":
-            return PodState(value).name.lower()
-        return value
+    def field_namer(self, key: str) -> Callable[[int], object] | None:
+        return self._namers.get(key)
 
     def step(self, label: str, fields: Mapping[str, object]) -> str | None:
         if label == "Popped event" and fields.get("device") == fields.get("old"):

@@ -4,7 +4,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-NONE = -1
+from harness.tracker_api import NONE
+
+__all__ = ["DRIVER", "NAMESPACE", "NONE", "Naming"]
+
 DRIVER = "driver.example.com"
 NAMESPACE = "shmstress"
 

@@ -2,20 +2,20 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from typing import ClassVar
+from collections.abc import Callable, Mapping
+from typing import Any, ClassVar
 
 from harness.log_words import LogWords
 from harness.runtime import Runtime
 from harness.shm import Arena
-from harness.tracker_api import FoundViolation, Invariant, Parameter, Role
+from harness.tracker_api import BaseTracker, Invariant, Parameter, Role
 from tracker.dra.allocated_devices import AllocatedDevices
 from tracker.dra.api_server import ApiServer
 from tracker.dra.assume_cache import AssumeCache
 from tracker.dra.claim_tracker import ClaimTracker
 from tracker.dra.coverage import Coverage
 from tracker.dra.in_flight import InFlightClaims
-from tracker.dra.invariants import INVARIANTS, QuiescentAgreement
+from tracker.dra.invariants import INVARIANTS
 from tracker.dra.log_words import DraLogWords
 from tracker.dra.names import Naming
 from tracker.dra.pod_queue import PodQueue
@@ -25,7 +25,7 @@ from tracker.dra.roles.informer import Informer
 from tracker.dra.variants import VARIANTS
 
 
-class DraTracker:
+class DraTracker(BaseTracker):
     """Kubernetes DRA scheduler claim tracker: assume cache, in-flight claims, allocated devices."""
 
     name: ClassVar[str] = "dra"
@@ -39,6 +39,9 @@ class DraTracker:
         "releases claims after a hold",
         "informer": "watches the API event log and feeds the assume cache",
         "gatherer": "scheduling cycle: gather allocated state, reserve a free device",
+    }
+    role_types: ClassVar[Mapping[str, Callable[[Any, int], Role]]] = {
+        "binder": Binder, "informer": Informer, "gatherer": Gatherer,
     }
     default_counts: ClassVar[Mapping[str, int]] = {"binder": 2, "informer": 1, "gatherer": 1}
     parameters: ClassVar[Mapping[str, Parameter]] = {
@@ -100,17 +103,5 @@ class DraTracker:
         """Upstream's messages and names for logs, and the words of explanations."""
         return DraLogWords(Naming(params["nodes"], params["devices-per-node"]))
 
-    def role(self, name: str, index: int) -> Role:
-        if name == "gatherer":
-            return Gatherer(self)
-        if name == "binder":
-            return Binder(self)
-        if name == "informer":
-            return Informer(self)
-        raise ValueError(f"dra has no role {name!r}")
-
     def drained(self) -> bool:
         return self.pods.all_bound()
-
-    def final_violations(self) -> list[FoundViolation]:
-        return QuiescentAgreement().check(self)

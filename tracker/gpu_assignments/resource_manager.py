@@ -1,9 +1,9 @@
 """The device plugin's resource manager: GetPreferredAllocation, Allocate, and the cleanup.
 
-The variant decides only the cleanup: which pod phases its list holds, in
-one consistent list or one API call per phase, and whether the list is
-taken before or while holding the cleanup mutex. Upstream lists running and
-pending pods in two API calls, then takes the mutex: a pod created after
+The variant decides only the cleanup: which pod phases its list holds, and
+whether it lists them while holding the cleanup mutex, in one consistent
+list, or before taking it, one API call per phase. Upstream lists running
+and pending pods in two API calls, then takes the mutex: a pod created after
 the list and given an assignment before the mutex is taken looks like a
 dead pod to the cleanup.
 """
@@ -68,7 +68,7 @@ class ResourceManager:
     def _list(self) -> tuple[np.ndarray, int]:
         """Generation per slot of every pod the cleanup keeps (NONE: drop its assignment)."""
         phases = self._traits.phases
-        if self._traits.one_list:
+        if self._traits.list_under_mutex:  # the fix: one consistent list of every phase
             return self.pods.list_phases(phases, begins_pass=True)
         keep, ordinal = self.pods.list_phases(phases[:1], begins_pass=True)
         for phase in phases[1:]:

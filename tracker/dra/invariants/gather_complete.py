@@ -8,8 +8,8 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 
-from harness.tracker_api import WorkerInfo
-from tracker.dra.invariants.common import naming, worker_name
+from harness.tracker_api import WorkerInfo, describe_worker
+from tracker.dra.invariants.common import naming
 
 
 class GatherComplete:
@@ -22,7 +22,7 @@ class GatherComplete:
     ) -> str:
         names = naming(params)
         return (
-            f"GatherAllocatedState by {worker_name(fields['gatherer'], workers)} "
+            f"GatherAllocatedState by {describe_worker(fields['gatherer'], workers)} "
             f"(started at point {fields['start']}) never saw device "
             f"{names.device(fields['device'])} as allocated, although claim "
             f"{names.claim(fields['claim'])} held it in the assume cache or in flight "

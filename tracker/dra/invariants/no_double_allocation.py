@@ -8,8 +8,8 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 
-from harness.tracker_api import WorkerInfo
-from tracker.dra.invariants.common import naming, worker_name
+from harness.tracker_api import WorkerInfo, describe_worker
+from tracker.dra.invariants.common import naming
 
 
 class NoDoubleAllocation:
@@ -24,5 +24,5 @@ class NoDoubleAllocation:
         return (
             f"device {names.device(fields['device'])} was allocated to claims "
             f"{names.claim(fields['claim'])} and {names.claim(fields['other'])} "
-            f"(second allocation written by {worker_name(fields['worker'], workers)})"
+            f"(second allocation written by {describe_worker(fields['worker'], workers)})"
         )

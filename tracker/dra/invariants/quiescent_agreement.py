@@ -58,7 +58,7 @@ class QuiescentAgreement:
             return f"claim {claim} never got a device"
         return f"device {device} is held by claims {claim} and {names.claim(fields['a'])}"
 
-    def check(self, tracker: DraTracker) -> list[FoundViolation]:
+    def check_at_rest(self, tracker: DraTracker) -> list[FoundViolation]:
         found: list[FoundViolation] = []
 
         def add(kind: Disagreement, claim: int = NONE, device: int = NONE, a: int = NONE,

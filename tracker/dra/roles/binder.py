@@ -7,12 +7,11 @@ Holds count steps, not seconds, so a replayed run makes the same decisions.
 
 from __future__ import annotations
 
-import os
 from collections import deque
 from typing import TYPE_CHECKING
 
 from harness.control import Phase
-from tracker.dra.api_server import ApiConflict
+from harness.tracker_api import ApiConflict, idle
 from tracker.dra.names import NONE
 from tracker.dra.pod_queue import PodState
 
@@ -21,7 +20,7 @@ if TYPE_CHECKING:
 
 
 class Binder:
-    def __init__(self, tracker: DraTracker) -> None:
+    def __init__(self, tracker: DraTracker, index: int) -> None:
         self._t = tracker
         self._rng = tracker.runtime.rng
         self._steps = 0
@@ -39,8 +38,7 @@ class Binder:
             return True
         if phase >= Phase.STOP and t.runtime.role_finished("gatherer") and not t.pods.outstanding():
             return False
-        os.sched_yield()
-        return True
+        return idle()
 
     def _bind(self, claim: int, device: int) -> None:
         t = self._t

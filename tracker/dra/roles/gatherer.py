@@ -6,19 +6,19 @@ scheduling loop: two unserialized cycles would double-allocate by design.
 
 from __future__ import annotations
 
-import os
 from typing import TYPE_CHECKING
 
 import numpy as np
 
 from harness.control import Phase
+from harness.tracker_api import idle
 
 if TYPE_CHECKING:
     from tracker.dra.tracker import DraTracker
 
 
 class Gatherer:
-    def __init__(self, tracker: DraTracker) -> None:
+    def __init__(self, tracker: DraTracker, index: int) -> None:
         self._t = tracker
         self._rng = tracker.runtime.rng
 
@@ -36,5 +36,4 @@ class Gatherer:
                     t.claims.signal_claim_pending_allocation(claim, device)
                     t.pods.hand_to_binder(claim, device)
                     return True
-        os.sched_yield()  # nothing schedulable: let binders and informers move
-        return True
+        return idle()  # nothing schedulable: let binders and informers move

@@ -7,10 +7,10 @@ stale deliveries, and each informer is one more caller delivering events.
 
 from __future__ import annotations
 
-import os
 from typing import TYPE_CHECKING
 
 from harness.control import Phase
+from harness.tracker_api import idle
 from tracker.dra.api_server import Relist
 
 if TYPE_CHECKING:
@@ -18,7 +18,7 @@ if TYPE_CHECKING:
 
 
 class Informer:
-    def __init__(self, tracker: DraTracker) -> None:
+    def __init__(self, tracker: DraTracker, index: int) -> None:
         self._t = tracker
         self._cursor = 0
 
@@ -40,5 +40,4 @@ class Informer:
             and self._cursor >= t.api.events_appended
         ):
             return False
-        os.sched_yield()
-        return True
+        return idle()
