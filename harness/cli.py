@@ -41,7 +41,8 @@ class _OneLineErrors(argparse.ArgumentParser):
         self.exit(2, f"{self.prog}: error: {message} (see {self.prog} --help)\n")
 
 
-def _key_value(text: str) -> tuple[str, int]:
+def key_value(text: str) -> tuple[str, int]:
+    """argparse type of ``NAME=INTEGER`` options (--param, --workers)."""
     name, sep, value = text.partition("=")
     if not sep or not name:
         raise argparse.ArgumentTypeError(f"expected NAME=INTEGER, got {text!r}")
@@ -64,13 +65,13 @@ def _add_run_options(parser: argparse.ArgumentParser) -> None:
     roles.add_argument("--binders", type=int, metavar="N", help="binder processes (dra: 2)")
     roles.add_argument("--informers", type=int, metavar="N", help="informer processes (dra: 1)")
     roles.add_argument("--gatherers", type=int, metavar="N", help="gatherer processes (dra: 1)")
-    roles.add_argument("--workers", type=_key_value, action="append", default=[],
+    roles.add_argument("--workers", type=key_value, action="append", default=[],
                        metavar="ROLE=N", help="worker count for any role of any tracker")
     scenario = parser.add_argument_group("scenario")
     scenario.add_argument("--nodes", type=int, metavar="N", help="dra: nodes (default 2)")
     scenario.add_argument("--devices-per-node", type=int, metavar="N",
                           help="dra: devices per node, one claim per device (default 4)")
-    scenario.add_argument("--param", type=_key_value, action="append", default=[],
+    scenario.add_argument("--param", type=key_value, action="append", default=[],
                           metavar="NAME=VALUE", help="any tracker parameter (see `shmstress list`)")
     budget = parser.add_argument_group("budget and noise")
     budget.add_argument("--duration", type=float, default=2.0, metavar="S",

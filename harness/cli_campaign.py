@@ -18,6 +18,7 @@ from harness.campaign import (
     run_campaign,
     save_spec,
 )
+from harness.cli import key_value
 from harness.distributed import INCOMPLETE_EXIT
 from harness.errors import ConfigError
 from harness.exit_reason import ExitReason
@@ -275,7 +276,7 @@ def register(sub: Any) -> None:
                       f"({DEFAULT_EXECUTIONS})")
     grid.add_argument("--nodes", type=int, metavar="N", help="dra: nodes")
     grid.add_argument("--devices-per-node", type=int, metavar="N", help="dra: devices per node")
-    grid.add_argument("--param", type=_param, action="append", metavar="NAME=VALUE",
+    grid.add_argument("--param", type=key_value, action="append", metavar="NAME=VALUE",
                       help="any tracker parameter, fixed for the whole grid")
     grid.add_argument("--seed", type=int, help="base seed; each trial's seed derives from it")
     grid.add_argument("--expect-clean", action="append", metavar="V[,V]",
@@ -302,13 +303,3 @@ def register(sub: Any) -> None:
     report.add_argument("-o", "--out", type=Path, default=DEFAULT_REPORT_OUT, metavar="DIR",
                         help=f"output directory (default {DEFAULT_REPORT_OUT})")
     report.set_defaults(handler=_cmd_report)
-
-
-def _param(text: str) -> tuple[str, int]:
-    name, sep, value = text.partition("=")
-    if not sep or not name:
-        raise argparse.ArgumentTypeError(f"expected NAME=INTEGER, got {text!r}")
-    try:
-        return name, int(value)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{name}: {value!r} is not an integer") from None
