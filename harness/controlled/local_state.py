@@ -58,9 +58,8 @@ def _children(obj: object) -> Iterator[object]:
             yield from obj
 
 
-def lock_names(obj: object) -> dict[int, str]:
-    """Slot -> name of every instrumented lock reachable from ``obj`` (for deadlock reports)."""
-    names: dict[int, str] = {}
+def _reachable(obj: object) -> Iterator[object]:
+    """Every object reachable from ``obj``, once each; shared objects are not looked into."""
     seen: set[int] = set()
     stack: list[object] = [obj]
     while stack:
@@ -68,11 +67,15 @@ def lock_names(obj: object) -> dict[int, str]:
         if id(item) in seen:
             continue
         seen.add(id(item))
-        if isinstance(item, InstrumentedLock):
-            names[item.slot] = item.name
-        elif not _is_shared(item):
+        yield item
+        if not _is_shared(item):
             stack.extend(_children(item))
-    return names
+
+
+def lock_names(obj: object) -> dict[int, str]:
+    """Slot -> name of every instrumented lock reachable from ``obj`` (for deadlock reports)."""
+    return {item.slot: item.name for item in _reachable(obj)
+            if isinstance(item, InstrumentedLock)}
 
 
 class Pristine(Generic[_T]):
@@ -80,18 +83,7 @@ class Pristine(Generic[_T]):
 
     def __init__(self, obj: _T) -> None:
         self._obj = obj
-        self._keep: dict[int, object] = {}
-        seen: set[int] = set()
-        stack: list[object] = [obj]
-        while stack:
-            item = stack.pop()
-            if id(item) in seen:
-                continue
-            seen.add(id(item))
-            if _is_shared(item):
-                self._keep[id(item)] = item
-                continue
-            stack.extend(_children(item))
+        self._keep = {id(item): item for item in _reachable(obj) if _is_shared(item)}
 
     def fresh(self) -> _T:
         return copy.deepcopy(self._obj, dict(self._keep))
