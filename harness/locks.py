@@ -23,6 +23,10 @@ if TYPE_CHECKING:
     from harness.runtime import Runtime
 
 
+PLUMBING = True
+"""Point plumbing: the recorder looks past this module's frames for a call site."""
+
+
 class InstrumentedLock:
     """A reentrant, process-shared lock that reports its acquisitions as points."""
 

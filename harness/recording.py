@@ -15,7 +15,9 @@ workers are gone, whatever way they ended:
   number and never wraps; points past its end are counted as not replayable.
 
 **Call sites.** A record's label id names its text *and* its call site: the
-first frame outside the harness's point plumbing (``_PLUMBING``). The site is
+first frame outside the harness's point plumbing, the modules that declare
+``PLUMBING = True`` at module level (the recorder, the runtime, the locks, the
+controlled gate, and whatever instrumented primitive comes next). The site is
 identified per event by the calling frame's code object and instruction
 offset, a few attribute reads and one dict hit; the file name and line are
 resolved, and the entry interned, only the first time a site is seen. So one
@@ -86,12 +88,8 @@ LEVELS = "IWE"  # a record's level is an index into this (klog's severity letter
 _ENTRY_WORDS = 5  # per string: text offset, text length, file offset, file length, line
 _PLAIN = -1  # the line of a string that is not a label (a field name or value)
 _TAPE_WORKER_SHIFT = 32
-_HERE = sys._getframe().f_code.co_filename
-_PLUMBING = frozenset(
-    os.path.join(os.path.dirname(_HERE), *name.split("/"))
-    for name in ("recording.py", "runtime.py", "locks.py", "controlled/gate.py")
-)
-"""Modules between a tracker's call and the recorder; the call site is the first frame outside."""
+PLUMBING = True
+"""This module is point plumbing: a call site is never one of its lines (see ``is_plumbing``)."""
 
 
 class FieldType(enum.IntEnum):
@@ -205,16 +203,15 @@ class Recorder:
             if found is None:
                 found = self._strings[text] = self._entry(text, "", _PLAIN)
             return found
-        frame = _caller(_getframe(1))
+        frame = _caller(_getframe())
         return self._entry(text, os.path.basename(frame.f_code.co_filename), frame.f_lineno)
 
     def _label_id(self, frame: FrameType, label: str) -> int:
         """The id of ``label`` at its call site, the first frame from ``frame`` out of the
         plumbing: identified by code object and instruction offset, resolved on first sight."""
-        code = frame.f_code
-        while code.co_filename in _PLUMBING:
+        while frame.f_globals.get("PLUMBING") is True:
             frame = frame.f_back  # type: ignore[assignment]  # a tracker frame is always above
-            code = frame.f_code
+        code = frame.f_code
         key = (id(code), frame.f_lasti, label)
         found = self._sites.get(key)
         if found is None:
@@ -281,8 +278,7 @@ class Recorder:
     # -- hot path -------------------------------------------------------------------------
     def record(self, seq: int, worker: int, label: str, fields: dict[str, object]) -> None:
         """The runtime's point sink: one ring record and one tape entry, no formatting."""
-        # frames 1 and 2 are Runtime.commit_point and its caller
-        label_id = self._label_id(_getframe(3), label)
+        label_id = self._label_id(_getframe(), label)
         if seq < self.tape_size:
             self._tape_mv[seq] = ((worker << _TAPE_WORKER_SHIFT) | label_id) + 1
         self._write(seq, worker, label_id, fields, 0, 0)
@@ -296,8 +292,7 @@ class Recorder:
         last_worker, last_seq, last_sub = self._last_log
         sub = last_sub + 1 if (last_worker, last_seq) == (worker, seq) else 1
         self._last_log = (worker, seq, sub)
-        # frame 1 is Runtime.log or a nested acquire (the lock's _Held.__enter__)
-        label_id = self._label_id(_getframe(2), message)
+        label_id = self._label_id(_getframe(), message)
         self._write(seq, worker, label_id, fields, sub, level)
 
     def _write(
@@ -513,8 +508,14 @@ def _decode_value(
     return tuple(payload[start : start + length])
 
 
+def is_plumbing(frame: FrameType) -> bool:
+    """Does ``frame`` run in a module that declares ``PLUMBING = True``? A module registers
+    itself as point plumbing that way: no list of file names, no frame depths to keep."""
+    return frame.f_globals.get("PLUMBING") is True
+
+
 def _caller(frame: FrameType) -> FrameType:
     """The first frame outside the harness's point plumbing: the tracker line of the point."""
-    while frame.f_back is not None and frame.f_code.co_filename in _PLUMBING:
+    while frame.f_back is not None and is_plumbing(frame):
         frame = frame.f_back
     return frame

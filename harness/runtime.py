@@ -17,6 +17,9 @@ from harness.locks import InstrumentedLock
 from harness.noise import NoiseConfig, NoiseGate
 from harness.tracker_api import NONE
 
+PLUMBING = True
+"""Point plumbing: the recorder looks past this module's frames for a call site."""
+
 
 class StopRun(BaseException):
     """Unwinds a worker at its next point after the run was aborted; held locks release."""

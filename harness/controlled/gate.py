@@ -20,6 +20,9 @@ from harness.noise import NoiseGate
 from harness.recording import Recorder
 from harness.runtime import StopRun
 
+PLUMBING = True
+"""Point plumbing: the recorder looks past this module's frames for a call site."""
+
 
 class ControlledGate:
     """Installed as both the point gate and the acquire gate of a controlled worker's runtime."""
