@@ -20,7 +20,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any, ClassVar
 
-from harness import (
+from shmstress.api import (
     NONE,
     Arena,
     BaseTracker,
@@ -35,7 +35,7 @@ from harness import (
     WorkerInfo,
     describe_worker,
 )
-from harness.log_words import Effect, LogWords, Scope, Subject
+from shmstress.plugin.words import Effect, LogWords, Scope, Subject
 
 
 # -- 1. shared state: named int64 arrays, and instrumented locks --------------------------------

@@ -7,10 +7,9 @@ import os
 from collections.abc import Callable, Iterable
 
 import psutil
-
-from harness.procs import live_children
-from harness.runtime import Runtime
-from harness.shm import live_segments, segment_owner
+from shmstress.core.processes import live_children
+from shmstress.core.runtime import Runtime
+from shmstress.core.shm import live_segments, segment_owner
 
 
 def segments_left_by_us(before: Iterable[str]) -> list[str]:

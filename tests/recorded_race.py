@@ -17,13 +17,14 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 
-from harness.config import RunConfig
-from harness.exit_reason import ExitReason
-from harness.recording import Recorder
-from harness.result import RunResult, Violation
-from harness.sequential import SequentialRun
+from shmstress.core.config import RunConfig
+from shmstress.core.exit_reason import ExitReason
+from shmstress.core.result import RunResult, Violation
+from shmstress.record.recorder import Recorder
+from shmstress.testing.sequential import SequentialRun
+from shmstress.trackers.dra.tracker import DraTracker
+
 from tests.helpers import InjectAt
-from tracker.dra.tracker import DraTracker
 
 BINDER, BINDER_2, INFORMER, GATHERER = 0, 1, 2, 3
 CLAIM, DEVICE, OTHER_CLAIM = 3, 5, 6

@@ -5,11 +5,10 @@ from __future__ import annotations
 from hypothesis import settings
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, precondition, rule
-
-from harness.sequential import SequentialRun
-from tracker.dra.assume_cache import AssumeOutOfSync
-from tracker.dra.names import NONE
-from tracker.dra.tracker import DraTracker
+from shmstress.testing.sequential import SequentialRun
+from shmstress.trackers.dra.assume_cache import AssumeOutOfSync
+from shmstress.trackers.dra.names import NONE
+from shmstress.trackers.dra.tracker import DraTracker
 
 CLAIMS = 4  # nodes=1, devices-per-node=4
 claims = st.integers(0, CLAIMS - 1)

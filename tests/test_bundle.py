@@ -6,8 +6,12 @@ import json
 from pathlib import Path
 
 import pytest
-
-from harness.bundle import (
+from shmstress.cli.main import main
+from shmstress.controlled.strategies import StrategySpec
+from shmstress.core.errors import BundleError
+from shmstress.core.noise import NoiseConfig
+from shmstress.core.trace import Step
+from shmstress.repro.bundle import (
     Bundle,
     BundleViolation,
     bundle_name,
@@ -17,11 +21,6 @@ from harness.bundle import (
     to_json,
     write_bundle,
 )
-from harness.cli import main
-from harness.errors import BundleError
-from harness.noise import NoiseConfig
-from harness.recording import Step
-from harness.strategies import StrategySpec
 
 
 def _bundle(**changes: object) -> Bundle:

@@ -14,15 +14,14 @@ from dataclasses import replace
 from pathlib import Path
 
 import pytest
-
-from harness import registry
-from harness.campaign import RESULTS_FILE, prepare, resume_spec, run_campaign, save_spec
-from harness.cli import main
-from harness.errors import ConfigError
-from harness.grid import GridSpec, complete, derive_seed, expand
-from harness.progress import CampaignProgress, RunProgress
-from harness.results_file import ResultsFile
-from reports import (
+from shmstress.campaign.grid import GridSpec, complete, derive_seed, expand
+from shmstress.campaign.results_file import ResultsFile
+from shmstress.campaign.runner import RESULTS_FILE, prepare, resume_spec, run_campaign, save_spec
+from shmstress.cli.main import main
+from shmstress.core.errors import ConfigError
+from shmstress.plugin import registry
+from shmstress.render.progress import CampaignProgress, RunProgress
+from shmstress.reports import (
     ResultsFormatError,
     build_report,
     group_by_config,
@@ -31,7 +30,7 @@ from reports import (
     parse_trial,
 )
 
-SHMSTRESS = [sys.executable, "-m", "harness.cli"]
+SHMSTRESS = [sys.executable, "-m", "shmstress"]
 FIXTURE = Path(__file__).parent / "fixtures" / "reports" / "results.jsonl"
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
 ONE_WORKER_SET = ({"binder": 1, "informer": 1, "gatherer": 1},)
@@ -101,8 +100,8 @@ def test_bad_grid_is_rejected_before_anything_runs() -> None:
     ("args", "fragment"),
     [
         (["--variant", "nope"], "no variant nope"),
-        (["--binders", "0"], "binder count must be >= 1"),
-        (["--devices-per-node", "0"], "--devices-per-node must be >= 1"),
+        (["--workers", "binder=0"], "binder count must be >= 1"),
+        (["--param", "devices-per-node=0"], "--param devices-per-node must be >= 1"),
         (["--strategy", "free,warp"], "strategy must be among free, pct"),
         (["--executions", "0"], "--executions must be >= 1"),
     ],
@@ -204,7 +203,7 @@ def test_report_tells_racy_from_fixed_on_a_real_campaign(tmp_path: Path) -> None
 def test_sigterm_keeps_finished_trials_and_resume_completes(tmp_path: Path) -> None:
     out = tmp_path / "campaign"
     args = [
-        *SHMSTRESS, "campaign", "--out", str(out), "--variant", "fixed", "--binders", "1",
+        *SHMSTRESS, "campaign", "--out", str(out), "--variant", "fixed", "--workers", "binder=1",
         "--noise", "0.1", "--strategy", "free", "--trials", "6", "--duration", "0.5",
         "--seed", "3", "--heartbeat", "0.2",
     ]
@@ -272,7 +271,7 @@ def test_expect_clean_variant_that_fails_exits_1(
 ) -> None:
     code = main([
         "campaign", "--out", str(tmp_path), "--quiet", "--variant", "gather-unchecked",
-        "--expect-clean", "gather-unchecked", "--binders", "2", "--noise", "0.1",
+        "--expect-clean", "gather-unchecked", "--workers", "binder=2", "--noise", "0.1",
         "--strategy", "free", "--trials", "1", "--duration", str(RACY_BUDGET_S),
     ])
     assert code == 1
@@ -351,7 +350,7 @@ def test_campaign_help_documents_every_option(capsys: pytest.CaptureFixture[str]
     with pytest.raises(SystemExit):
         main(["campaign", "--help"])
     text = capsys.readouterr().out
-    for option in ("--out", "--resume", "--variant", "--binders", "--noise", "--strategy",
+    for option in ("--out", "--resume", "--variant", "--workers", "--noise", "--strategy",
                    "--trials", "--duration", "--executions", "--expect-clean", "--tx",
                    "--heartbeat"):
         assert option in text

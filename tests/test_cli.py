@@ -10,12 +10,12 @@ import time
 
 import psutil
 import pytest
+from shmstress.cli.main import build_parser, main
+from shmstress.core.shm import SHM_DIR, live_segments
 
-from harness.cli import build_parser, main
-from harness.shm import SHM_DIR, live_segments
 from tests.helpers import segments_left_by_us
 
-SHMSTRESS = [sys.executable, "-m", "harness.cli"]
+SHMSTRESS = [sys.executable, "-m", "shmstress"]
 
 
 def test_help_explains_every_run_option(capsys: pytest.CaptureFixture[str]) -> None:
@@ -23,9 +23,8 @@ def test_help_explains_every_run_option(capsys: pytest.CaptureFixture[str]) -> N
         main(["run", "--help"])
     assert exit_info.value.code == 0
     text = capsys.readouterr().out
-    for option in ("--variant", "--binders", "--informers", "--gatherers", "--nodes",
-                   "--devices-per-node", "--duration", "--seed", "--noise", "--keep-going",
-                   "exit codes"):
+    for option in ("--variant", "--workers", "--param", "--duration", "--seed", "--noise",
+                   "--keep-going", "exit codes"):
         assert option in text
     for action in build_parser()._subparsers._group_actions[0].choices["run"]._actions:  # type: ignore[union-attr]
         assert action.help, f"{action.option_strings} has no help"
@@ -35,13 +34,13 @@ def test_help_explains_every_run_option(capsys: pytest.CaptureFixture[str]) -> N
     ("args", "fragment"),
     [
         (["run", "--variant", "nope"], "no variant 'nope'"),
-        (["run", "--devices-per-node", "0"], "--devices-per-node must be >= 1"),
+        (["run", "--param", "devices-per-node=0"], "--param devices-per-node must be >= 1"),
         (["run", "--duration", "-1"], "--duration must be a finite number > 0"),
         (["run", "--duration", "nan"], "--duration must be a finite number > 0"),
         (["run", "--drain-timeout", "nan"], "--drain-timeout must be a finite number >= 0"),
         (["run", "--max-sleep-us", "inf"], "--max-sleep-us must be a finite number >= 0"),
-        (["run", "--binders", "10000"], "at most 256 worker processes in all, got 10002"),
-        (["run", "--nodes", "100000"], "--nodes must be <= 256"),
+        (["run", "--workers", "binder=10000"], "at most 256 worker processes in all, got 10002"),
+        (["run", "--param", "nodes=100000"], "--param nodes must be <= 256"),
         (["run", "--ring-size", "16"], "--ring-size must be >= 256"),
         (["run", "--tracker", "missing.py:X"], "does not exist"),
         (["run", "--param", "hold-steps"], "expected NAME=INTEGER"),

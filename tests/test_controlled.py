@@ -7,17 +7,16 @@ import os
 from pathlib import Path
 
 import pytest
-
-from harness.cli import main
-from harness.config import RunConfig
-from harness.controlled.execution import ExecutionEnd, ExecutionOutcome, PhasePlan
-from harness.controlled.options import ControlledOptions
-from harness.controlled.result import ControlledResult
-from harness.controlled.runner import prepare, run_controlled, session_spec
-from harness.controlled.session import Session
-from harness.errors import ConfigError
-from harness.exit_reason import ExitReason
-from harness.strategies import Replay, StrategySpec, exploring_strategy
+from shmstress.cli.main import main
+from shmstress.controlled.execution import ExecutionEnd, ExecutionOutcome, PhasePlan
+from shmstress.controlled.options import ControlledOptions
+from shmstress.controlled.result import ControlledResult
+from shmstress.controlled.runner import prepare, run_controlled, session_spec
+from shmstress.controlled.session import Session
+from shmstress.controlled.strategies import Replay, StrategySpec, exploring_strategy
+from shmstress.core.config import RunConfig
+from shmstress.core.errors import ConfigError
+from shmstress.core.exit_reason import ExitReason
 
 TRACKERS = Path(__file__).parent / "trackers"
 LOCK_ORDER = f"{TRACKERS / 'lock_order.py'}:LockOrder"

@@ -5,11 +5,11 @@ from __future__ import annotations
 
 from collections import deque
 
-from harness.control import ControlBlock, Phase
-from harness.controlled.local_state import Pristine, lock_names
-from harness.runtime import Runtime
-from harness.shm import Arena
-from harness.tracker_api import WorkerInfo
+from shmstress.controlled.local_state import Pristine, lock_names
+from shmstress.core.control import ControlBlock, Phase
+from shmstress.core.runtime import Runtime
+from shmstress.core.shm import Arena
+from shmstress.core.workers import WorkerInfo
 
 
 def test_a_snapshot_restores_chosen_arrays_and_leaves_the_others() -> None:

@@ -11,12 +11,14 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 import pytest
-
-from harness.sequential import SequentialRun
-from tracker.dra.invariants.quiescent_agreement import Disagreement
-from tracker.dra.invariants.revision_monotonic import KIND_RESOURCE_VERSION, KIND_REVISION
-from tracker.dra.names import NONE
-from tracker.dra.tracker import DraTracker
+from shmstress.testing.sequential import SequentialRun
+from shmstress.trackers.dra.invariants.quiescent_agreement import Disagreement
+from shmstress.trackers.dra.invariants.revision_monotonic import (
+    KIND_RESOURCE_VERSION,
+    KIND_REVISION,
+)
+from shmstress.trackers.dra.names import NONE
+from shmstress.trackers.dra.tracker import DraTracker
 
 BINDER, GATHERER = 0, 3  # worker ids with the default counts (2 binders, 1 informer, 1 gatherer)
 

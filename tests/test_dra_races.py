@@ -9,11 +9,11 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from shmstress.testing.sequential import SequentialRun
+from shmstress.trackers.dra.names import NONE
+from shmstress.trackers.dra.tracker import DraTracker
 
-from harness.sequential import SequentialRun
 from tests.helpers import InjectAt
-from tracker.dra.names import NONE
-from tracker.dra.tracker import DraTracker
 
 BINDER, INFORMER, GATHERER = 0, 2, 3
 CLAIM, DEVICE = 3, 5

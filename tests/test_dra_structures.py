@@ -6,15 +6,14 @@ from collections.abc import Iterator
 
 import numpy as np
 import pytest
-
-from harness.errors import UnknownVariantError
-from harness.recording import MAX_SEQUENCE_ITEMS, Recorder
-from harness.sequential import SequentialRun
-from harness.tracker_api import ApiConflict
-from tracker.dra.api_server import RELIST, WatchEvent
-from tracker.dra.assume_cache import AssumeOutOfSync
-from tracker.dra.names import NONE, Naming
-from tracker.dra.tracker import DraTracker
+from shmstress.core.errors import UnknownVariantError
+from shmstress.plugin.protocol import ApiConflict
+from shmstress.record.recorder import MAX_SEQUENCE_ITEMS, Recorder
+from shmstress.testing.sequential import SequentialRun
+from shmstress.trackers.dra.api_server import RELIST, WatchEvent
+from shmstress.trackers.dra.assume_cache import AssumeOutOfSync
+from shmstress.trackers.dra.names import NONE, Naming
+from shmstress.trackers.dra.tracker import DraTracker
 
 BINDER, INFORMER, GATHERER = 0, 2, 3  # worker ids with the default counts (2, 1, 1)
 

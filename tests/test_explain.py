@@ -6,13 +6,14 @@ import re
 from dataclasses import replace
 
 import pytest
+from shmstress.analysis.explain import Explanation, explain
+from shmstress.cli.main import main
+from shmstress.core.result import Violation
+from shmstress.render.explanation import render_explanation
+from shmstress.trackers.dra.names import NONE, Naming
+from shmstress.trackers.dra.tracker import DraTracker
 
-from harness.cli import main
-from harness.explain import Explanation, explain, render_explanation
-from harness.result import Violation
 from tests.recorded_race import CLAIM, DEVICE, recorded_seed_race, recorded_unordered_race
-from tracker.dra.names import NONE, Naming
-from tracker.dra.tracker import DraTracker
 
 NAMES = Naming(DraTracker.parameters["nodes"].default,
                DraTracker.parameters["devices-per-node"].default)
@@ -206,8 +207,8 @@ def test_unordered_events_failure_names_the_informer_holding_the_claims_event(
     seed: int, capsys: pytest.CaptureFixture[str]
 ) -> None:
     # One binder: the only other worker that delivers events is the informer.
-    code = main(["run", "--variant", "events-unordered", "--binders", "1", "--seed", str(seed),
-                 "--quiet", "--duration", "20"])
+    code = main(["run", "--variant", "events-unordered", "--workers", "binder=1",
+                 "--seed", str(seed), "--quiet", "--duration", "20"])
     output = capsys.readouterr().out
     assert code == 1 and "gather-complete" in output, output
     claim = re.search(r"although claim (\S+) held it", output)

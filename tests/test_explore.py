@@ -5,9 +5,8 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-
-from harness.bundle import load_bundle
-from harness.explore import InterleavingFailure, check_interleavings, explore
+from shmstress.repro.bundle import load_bundle
+from shmstress.testing.explore import InterleavingFailure, check_interleavings, explore
 
 pytestmark = pytest.mark.stress
 

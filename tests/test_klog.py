@@ -12,8 +12,7 @@ from datetime import UTC, datetime, timedelta, timezone
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-
-from harness.klog import (
+from shmstress.render.klog import (
     PID_WIDTH,
     KlogEvent,
     KlogFormatter,
@@ -24,8 +23,8 @@ from harness.klog import (
     level_for,
     parse_line,
 )
-from tracker.dra.log_words import DraLogWords
-from tracker.dra.names import Naming
+from shmstress.trackers.dra.log_words import DraLogWords
+from shmstress.trackers.dra.names import Naming
 
 NS = "testdra-all-usesallresources-hvs5d"
 

@@ -11,15 +11,20 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-
-from harness.cli import main
-from harness.config import RunConfig
-from harness.control import ControlBlock
-from harness.exit_reason import ExitReason
-from harness.klog import KlogFormatter, parse_line
-from harness.log_words import LogWords
-from harness.logfilter import split_events
-from harness.logview import (
+from shmstress.cli.main import main
+from shmstress.core.config import RunConfig
+from shmstress.core.control import ControlBlock
+from shmstress.core.exit_reason import ExitReason
+from shmstress.core.result import RunResult
+from shmstress.core.runtime import Runtime
+from shmstress.core.shm import Arena
+from shmstress.core.workers import WorkerInfo
+from shmstress.free.runner import run
+from shmstress.plugin.words import LogWords
+from shmstress.record.recorder import Recorder
+from shmstress.render.klog import KlogFormatter, parse_line
+from shmstress.render.logfilter import split_events
+from shmstress.render.logview import (
     CUT,
     log_lines,
     render_snippet,
@@ -27,13 +32,10 @@ from harness.logview import (
     words_of_log,
     write_log,
 )
-from harness.recording import Recorder
-from harness.result import RunResult
-from harness.runner import run
-from harness.runtime import Runtime
-from harness.sequential import SequentialRun
-from harness.shm import Arena
-from harness.tracker_api import WorkerInfo
+from shmstress.testing.sequential import SequentialRun
+from shmstress.trackers.dra.log_words import DraLogWords
+from shmstress.trackers.dra.names import NONE, Naming
+
 from tests.recorded_race import (
     CLAIM,
     DEVICE,
@@ -43,8 +45,6 @@ from tests.recorded_race import (
     recorded_seed_race,
     recorded_unordered_race,
 )
-from tracker.dra.log_words import DraLogWords
-from tracker.dra.names import NONE, Naming
 
 WORKERS = 4
 
@@ -254,7 +254,7 @@ def test_log_command_filters_by_claim_device_and_pid(
     with recorded_seed_race() as result:
         write_log(result, tmp_path / "run.log")
     names = Naming(2, 4)
-    assert main(["log", str(tmp_path), "--claim", str(CLAIM)]) == 0
+    assert main(["log", str(tmp_path), "--match", f"claim={CLAIM}"]) == 0
     by_claim = [parse_line(e) for e in split_events(capsys.readouterr().out)]
     assert [e.message for e in by_claim] == [
         "Signal claim pending allocation", "get claim", "update claim status",
@@ -264,7 +264,8 @@ def test_log_command_filters_by_claim_device_and_pid(
     ]
     assert all(e.fields.get("claim", names.claim(CLAIM)) == names.claim(CLAIM)
                and e.fields.get("pod", names.pod(CLAIM)) == names.pod(CLAIM) for e in by_claim)
-    assert main(["log", str(tmp_path), "--device", names.device(DEVICE).split("/")[-1]]) == 0
+    device = names.device(DEVICE).split("/")[-1]
+    assert main(["log", str(tmp_path), "--match", f"device={device}"]) == 0
     by_device = list(split_events(capsys.readouterr().out))
     assert {parse_line(e).message for e in by_device} == {
         "Signal claim pending allocation", "update claim status",
@@ -304,15 +305,16 @@ def test_log_filter_uses_the_words_of_the_tracker_the_log_names(
 ) -> None:
     log = tmp_path / "run.log"
     log.write_text(_HEADER.format(tracker="dra") + _DRA_LINES)
-    assert _filtered(capsys, log, "--claim", "6") == [1, 2, 3]  # 3: the claim's pod
-    assert _filtered(capsys, log, "--device", "worker-1-device-000") == [1]  # a previous device
+    assert _filtered(capsys, log, "--match", "claim=6") == [1, 2, 3]  # 3: the claim's pod
+    # a previous device:
+    assert _filtered(capsys, log, "--match", "device=worker-1-device-000") == [1]
     assert _filtered(capsys, log, "--match", "node=worker-1") == [4]
-    assert _filtered(capsys, log, "--claim", "ns/claim-0016", "--pid", "8") == [2, 3, 4, 5]
-    assert main(["log", str(log), "--device", "0"]) == 2  # device-000 on two nodes
+    assert _filtered(capsys, log, "--match", "claim=ns/claim-0016", "--pid", "8") == [2, 3, 4, 5]
+    assert main(["log", str(log), "--match", "device=0"]) == 2  # device-000 on two nodes
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and "device '0' is ambiguous: it fits " in err
     assert "d/worker-0/worker-0-device-000, d/worker-1/worker-1-device-000;" in err
-    assert main(["log", str(log), "--claim", "7"]) == 2
+    assert main(["log", str(log), "--match", "claim=7"]) == 2
     assert "no claim named '7' in the log" in capsys.readouterr().err
     with pytest.raises(SystemExit) as exited:
         main(["log", str(log), "--match", "claim"])
@@ -324,9 +326,9 @@ def test_log_filter_without_a_tracker_matches_fields_by_their_own_key(
 ) -> None:
     log = tmp_path / "run.log"
     log.write_text(_DRA_LINES)
-    assert _filtered(capsys, log, "--claim", "6") == [1, 2]
+    assert _filtered(capsys, log, "--match", "claim=6") == [1, 2]
     assert _filtered(capsys, log, "--match", "previous=0") == [1]
-    assert main(["log", str(log), "--device", "worker-1-device-000"]) == 2
+    assert main(["log", str(log), "--match", "device=worker-1-device-000"]) == 2
 
 
 def test_log_filter_serves_any_tracker_by_any_field(
@@ -348,7 +350,7 @@ def test_log_command_reads_a_bundle_beside_its_log(
         'x.py:2: I0115 15:11:04.000001       8] s: two claim="ns/claim-0002"\n'
     )
     (tmp_path / "bundle.json").write_text("{}")
-    assert main(["log", str(tmp_path / "bundle.json"), "--claim", "claim-0002"]) == 0
+    assert main(["log", str(tmp_path / "bundle.json"), "--match", "claim=claim-0002"]) == 0
     assert capsys.readouterr().out == (
         'x.py:2: I0115 15:11:04.000001       8] s: two claim="ns/claim-0002"\n'
     )
@@ -367,7 +369,7 @@ def test_log_command_errors_are_one_line(
 
 
 def test_bench_measures_recording_on_against_off() -> None:
-    from harness.bench import BenchOptions, render_bench, run_bench
+    from shmstress.bench.suite import BenchOptions, render_bench, run_bench
 
     report = run_bench(BenchOptions(free_seconds=0.3, sections=("free",)), log=lambda _: None)
     assert report.free_points_per_s > 0 and report.unrecorded_points_per_s > 0
@@ -402,7 +404,8 @@ def test_recorded_dra_events_render_in_the_seed_shape() -> None:
 
 def _site(file: str, needle: str) -> str:
     """``file:line`` of the call holding ``needle`` (its first line): what the log must show."""
-    source = (Path(__file__).parents[1] / "tracker" / "dra" / file).read_text().splitlines()
+    dra = Path(__file__).parents[1] / "tracker" / "shmstress" / "trackers" / "dra"
+    source = (dra / file).read_text().splitlines()
     (line,) = [n for n, text in enumerate(source, 1) if needle in text]
     while not any(call in source[line - 1] for call in ("held(", "point(")):
         line -= 1
@@ -449,6 +452,6 @@ def test_single_lock_keeps_each_step_message_and_fields_at_its_own_site(
     ]:
         event = by_message[message]
         assert (f"{event.file}:{event.line}", event.fields["claim"]) == (_site(file, needle), claim)
-    assert main(["log", str(tmp_path), "--claim", str(CLAIM)]) == 0
+    assert main(["log", str(tmp_path), "--match", f"claim={CLAIM}"]) == 0
     found = {parse_line(e).message for e in split_events(capsys.readouterr().out)}
     assert {"Claim stored in assume cache", "Removed in-flight claim"} <= found

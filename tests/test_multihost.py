@@ -13,14 +13,13 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from shmstress.campaign import distributed
+from shmstress.campaign.grid import expand
+from shmstress.campaign.runner import RESULTS_FILE, resume_spec
+from shmstress.cli.main import main
+from shmstress.reports import group_by_config, load_results_file
 
-from harness import distributed
-from harness.campaign import RESULTS_FILE, resume_spec
-from harness.cli import main
-from harness.grid import expand
-from reports import group_by_config, load_results_file
-
-SHMSTRESS = [sys.executable, "-m", "harness.cli"]
+SHMSTRESS = [sys.executable, "-m", "shmstress"]
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
 
 
@@ -75,7 +74,7 @@ def test_campaign_over_two_socket_gateways_merges_into_one_report(
     done = subprocess.run(
         [
             *SHMSTRESS, "campaign", "--out", "night", "--variant", "gather-unchecked,fixed",
-            "--binders", "2", "--noise", "0.1", "--strategy", "free,random_walk",
+            "--workers", "binder=2", "--noise", "0.1", "--strategy", "free,random_walk",
             "--trials", "2", "--duration", "0.5", "--seed", "5",
             *(f"--tx={spec}" for spec in two_hosts),
         ],
@@ -118,7 +117,7 @@ def test_distributed_campaign_that_recorded_no_trial_is_an_error(
 
     monkeypatch.setattr(distributed, "run_distributed", lost_every_result)
     code = main([
-        "campaign", "--out", str(tmp_path), "--variant", "fixed", "--binders", "1",
+        "campaign", "--out", str(tmp_path), "--variant", "fixed", "--workers", "binder=1",
         "--noise", "0", "--strategy", "free", "--trials", "2", "--tx", "popen",
     ])
     assert code == 4
@@ -130,7 +129,7 @@ def test_distributed_campaign_cannot_resume(
 ) -> None:
     assert main([
         "campaign", "--out", str(tmp_path), "--variant", "fixed", "--quiet", "--trials", "1",
-        "--duration", "0.1", "--binders", "1", "--noise", "0", "--strategy", "free",
+        "--duration", "0.1", "--workers", "binder=1", "--noise", "0", "--strategy", "free",
     ]) == 0
     assert main(["campaign", "--out", str(tmp_path), "--resume", "--tx", "popen"]) == 2
     assert "--resume is for local campaigns" in capsys.readouterr().err

@@ -11,16 +11,17 @@ from importlib.metadata import EntryPoint, EntryPoints
 from pathlib import Path
 
 import pytest
+from shmstress.cli.main import main
+from shmstress.core.config import RunConfig
+from shmstress.core.control import Phase
+from shmstress.core.errors import PluginError
+from shmstress.core.exit_reason import ExitReason
+from shmstress.core.shm import live_segments
+from shmstress.free.runner import run
+from shmstress.plugin import registry
+from shmstress.plugin.check import class_problems, probe
+from shmstress.plugin.resolve import resolve
 
-from harness import registry
-from harness.cli import main
-from harness.config import RunConfig, resolve
-from harness.control import Phase
-from harness.errors import PluginError
-from harness.exit_reason import ExitReason
-from harness.plugin_check import class_problems, probe
-from harness.runner import run
-from harness.shm import live_segments
 from tests.tracker_stress import (
     TRIALS,
     assert_clean_under_pct,
@@ -65,7 +66,7 @@ def test_example_racy_variant_is_caught_in_every_trial() -> None:
     for trial in range(TRIALS):
         result = run(RunConfig(tracker=TICKETS, variant="racy", duration=15, seed=300 + trial))
         assert result.exit_reason is ExitReason.VIOLATION, f"trial {trial} missed the race"
-        first = result.first_violation
+        first = result.principal_violation
         assert first is not None and first.invariant == "unique-tickets"
         assert "was handed out twice: by clerk #" in first.message
 
@@ -259,7 +260,7 @@ def test_importing_a_broken_file_is_one_line(tmp_path: Path) -> None:
 
 def test_a_path_without_a_class_name_says_how_to_name_it() -> None:
     code = subprocess.run(
-        [sys.executable, "-m", "harness.cli", "run", "--tracker", str(EXAMPLE)],
+        [sys.executable, "-m", "shmstress", "run", "--tracker", str(EXAMPLE)],
         cwd=ROOT, capture_output=True, text=True, timeout=60, check=False,
     )
     assert code.returncode == 2
@@ -270,7 +271,7 @@ def test_a_path_without_a_class_name_says_how_to_name_it() -> None:
 
 def test_malformed_plugin_from_a_real_process_exits_2_with_one_line() -> None:
     done = subprocess.run(
-        [sys.executable, "-m", "harness.cli", "run", "--tracker",
+        [sys.executable, "-m", "shmstress", "run", "--tracker",
          f"{MALFORMED}:MissingRole", "--quiet"],
         cwd=ROOT, capture_output=True, text=True, timeout=60, check=False,
     )

@@ -1,4 +1,5 @@
-"""ruff and mypy are part of the suite, so a lint or type error fails CI like a test."""
+"""ruff, mypy and import-linter are part of the suite: a lint or type error, or an import
+against the layers, fails CI like a test."""
 
 from __future__ import annotations
 
@@ -17,12 +18,14 @@ ROOT = Path(__file__).resolve().parent.parent
     [
         [sys.executable, "-m", "ruff", "check", "."],
         [sys.executable, "-m", "mypy"],
+        [sys.executable, "-m", "importlinter.cli", "--no-cache"],
     ],
-    ids=["ruff", "mypy"],
+    ids=["ruff", "mypy", "import-linter"],
 )
 def test_code_is_clean(command: list[str]) -> None:
-    if shutil.which(command[2]) is None and not _importable(command[2]):
-        pytest.fail(f"{command[2]} is not installed; install the dev extras")
+    module = command[2].split(".")[0]
+    if shutil.which(module) is None and not _importable(module):
+        pytest.fail(f"{module} is not installed; install the dev extras")
     done = subprocess.run(
         command, cwd=ROOT, capture_output=True, text=True, timeout=600, check=False
     )

@@ -10,15 +10,15 @@ from dataclasses import dataclass
 
 import numpy as np
 import pytest
-
-from harness import recording as recording_module
-from harness.config import RunConfig
-from harness.control import ControlBlock
-from harness.errors import RecordFieldError
-from harness.recording import SLOT_WORDS, Recorder, Recording
-from harness.runner import run
-from harness.runtime import Runtime
-from harness.shm import Arena
+from shmstress.core.config import RunConfig
+from shmstress.core.control import ControlBlock
+from shmstress.core.errors import RecordFieldError
+from shmstress.core.runtime import Runtime
+from shmstress.core.shm import Arena
+from shmstress.core.trace import Recording
+from shmstress.free.runner import run
+from shmstress.record import recorder as recording_module
+from shmstress.record.recorder import SLOT_WORDS, Recorder
 
 
 @dataclass

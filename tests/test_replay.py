@@ -7,17 +7,15 @@ from dataclasses import replace
 from pathlib import Path
 
 import pytest
-
-from harness.bundle import Bundle, from_free_run, load_bundle, write_bundle
-from harness.cli import main
-from harness.config import RunConfig
-from harness.controlled.cli import bundle_of_controlled
-from harness.controlled.options import ControlledOptions
-from harness.controlled.runner import run_controlled
-from harness.replay import Verdict, replay_bundle
-from harness.runner import run
-from harness.strategies import StrategySpec
-from tracker.dra.variants import RACY
+from shmstress.cli.main import main
+from shmstress.controlled.options import ControlledOptions
+from shmstress.controlled.runner import run_controlled
+from shmstress.controlled.strategies import StrategySpec
+from shmstress.core.config import RunConfig
+from shmstress.free.runner import run
+from shmstress.repro.bundle import Bundle, from_controlled, from_free_run, load_bundle, write_bundle
+from shmstress.repro.replay import Verdict, replay_bundle
+from shmstress.trackers.dra.variants import RACY
 
 pytestmark = pytest.mark.stress
 
@@ -34,7 +32,7 @@ def _controlled_bundle(variant: str, strategy: str = "pct", seed: int = 0) -> Bu
     spec = StrategySpec(strategy, depth=3, spin=SPIN.get(variant, "demote"))
     result = run_controlled(RunConfig(variant=variant, seed=seed),
                             ControlledOptions(spec, executions=2000))
-    bundle = bundle_of_controlled(result)
+    bundle = from_controlled(result)
     assert bundle is not None, f"{strategy} found nothing in {variant}"
     return bundle
 
@@ -103,7 +101,7 @@ def test_a_deadlock_replays() -> None:
     result = run_controlled(
         RunConfig(tracker=f"{TRACKERS / 'lock_order.py'}:LockOrder", variant="inverted", seed=1),
         ControlledOptions(StrategySpec("random_walk"), executions=200))
-    bundle = bundle_of_controlled(result)
+    bundle = from_controlled(result)
     assert bundle is not None and bundle.violation.invariant == "deadlock"
     report = replay_bundle(bundle)
     assert report.verdict is Verdict.REPRODUCED, report.detail

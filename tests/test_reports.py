@@ -15,9 +15,8 @@ import matplotlib.pyplot as plt
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
-
-from harness.grid import new_campaign_id
-from reports import (
+from shmstress.campaign.grid import new_campaign_id
+from shmstress.reports import (
     ResultsFormatError,
     build_report,
     detection_curves,
@@ -656,7 +655,7 @@ def test_report_copies_each_failures_bundle_and_replays_it_from_the_page(
 def test_report_command_counts_in_words(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    from reports.__main__ import main
+    from shmstress.reports.__main__ import main
 
     path = _write_jsonl(tmp_path / "r.jsonl", [_violation("x")])
     assert main([str(path), "-o", str(tmp_path / "out")]) == 0

@@ -5,13 +5,13 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from shmstress.core.config import RunConfig
+from shmstress.core.errors import ConfigError, UnknownTrackerError, UnknownVariantError
+from shmstress.core.exit_reason import ExitReason
+from shmstress.core.noise import NoiseConfig
+from shmstress.core.shm import live_segments
+from shmstress.free.runner import run
 
-from harness.config import RunConfig
-from harness.errors import ConfigError, UnknownTrackerError, UnknownVariantError
-from harness.exit_reason import ExitReason
-from harness.noise import NoiseConfig
-from harness.runner import run
-from harness.shm import live_segments
 from tests.helpers import segments_left_by_us
 
 TRACKERS = Path(__file__).parent / "trackers" / "misbehaving.py"
@@ -22,9 +22,10 @@ TRACKERS = Path(__file__).parent / "trackers" / "misbehaving.py"
     [
         (RunConfig(variant="nope"), UnknownVariantError, "no variant 'nope'"),
         (RunConfig(tracker="nope"), UnknownTrackerError, "unknown tracker 'nope'"),
-        (RunConfig(params={"devices-per-node": 0}), ConfigError, "--devices-per-node must be >= 1"),
+        (RunConfig(params={"devices-per-node": 0}), ConfigError,
+         "--param devices-per-node must be >= 1"),
         (RunConfig(duration=-1), ConfigError, "--duration must be a finite number > 0"),
-        (RunConfig(counts={"binder": 0}), ConfigError, "--binders must be >= 1"),
+        (RunConfig(counts={"binder": 0}), ConfigError, "--workers binder=N must be >= 1"),
         (RunConfig(counts={"painter": 1}), ConfigError, "no role painter"),
         (RunConfig(noise=NoiseConfig(1.5)), ConfigError, "--noise must be a probability"),
         (RunConfig(checks=("made-up",)), ConfigError, "no invariant made-up"),
@@ -84,7 +85,7 @@ def test_points_budget_ends_the_run() -> None:
 def test_invariant_code_that_raises_mid_run_is_a_plugin_error_not_a_violation(
     name: str, fragment: str, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    from harness.cli import main
+    from shmstress.cli.main import main
 
     path = Path(__file__).parent / "trackers" / "raising_invariant.py"
     code = main(["run", "--tracker", f"{path}:{name}", "--duration", "0.3", "--seed", "1",
@@ -99,7 +100,7 @@ def test_an_interrupt_while_workers_start_ends_the_run_cleanly(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     """Ctrl-C or SIGTERM can land after some workers are forked and before the rest."""
-    import harness.runner as runner_module
+    import shmstress.free.runner as runner_module
 
     real_start = runner_module._start
 

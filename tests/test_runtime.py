@@ -1,10 +1,9 @@
 from __future__ import annotations
 
 import pytest
-
-from harness.control import ControlBlock
-from harness.runtime import Runtime, StopRun
-from harness.shm import Arena
+from shmstress.core.control import ControlBlock
+from shmstress.core.runtime import Runtime, StopRun
+from shmstress.core.shm import Arena
 
 
 @pytest.fixture

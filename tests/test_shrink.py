@@ -6,13 +6,13 @@ from dataclasses import replace
 from pathlib import Path
 
 import pytest
-
-from harness.bundle import Bundle, from_free_run, load_bundle, write_bundle
-from harness.cli import main
-from harness.config import RunConfig
-from harness.replay import Verdict, replay_bundle
-from harness.runner import run
-from harness.shrink import ShrinkOptions, shrink_bundle
+from shmstress.analysis.explain import explain
+from shmstress.cli.main import main
+from shmstress.core.config import RunConfig
+from shmstress.free.runner import run
+from shmstress.repro.bundle import Bundle, from_free_run, load_bundle, write_bundle
+from shmstress.repro.replay import Verdict, replay_bundle
+from shmstress.repro.shrink import ShrinkOptions, shrink_bundle
 
 pytestmark = pytest.mark.stress
 
@@ -37,7 +37,8 @@ def test_the_seed_race_shrinks_to_a_few_preemptions_and_still_replays() -> None:
     replayed = replay_bundle(report.bundle)
     assert replayed.verdict is Verdict.REPRODUCED, replayed.detail
     assert replayed.outcome.preemptions == report.after.preemptions
-    assert report.explanation is not None and "=>" in report.explanation
+    explanation = explain(report.replay.result)
+    assert explanation is not None and explanation.outcome
 
 
 def test_shrinking_is_deterministic() -> None:

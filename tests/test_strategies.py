@@ -7,9 +7,7 @@ from dataclasses import dataclass, field
 from math import comb
 
 import pytest
-
-from harness.recording import Step
-from harness.strategies import (
+from shmstress.controlled.strategies import (
     Exhaustive,
     Guided,
     Pct,
@@ -19,7 +17,8 @@ from harness.strategies import (
     ScheduleEnded,
     Strategy,
 )
-from harness.strategies.base import UNLIMITED, default_choice
+from shmstress.controlled.strategies.base import UNLIMITED, default_choice
+from shmstress.core.trace import Step
 
 
 @dataclass

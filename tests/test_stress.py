@@ -9,11 +9,10 @@ from __future__ import annotations
 import os
 
 import pytest
-
-from harness.config import RunConfig
-from harness.exit_reason import ExitReason
-from harness.runner import run
-from tracker.dra.variants import CORRECT, RACY
+from shmstress.core.config import RunConfig
+from shmstress.core.exit_reason import ExitReason
+from shmstress.free.runner import run
+from shmstress.trackers.dra.variants import CORRECT, RACY
 
 pytestmark = pytest.mark.stress
 
@@ -28,7 +27,7 @@ def test_racy_variant_is_caught_in_every_trial(variant: str) -> None:
         result = run(RunConfig(variant=variant, duration=BUDGET_S, seed=100 + trial))
         assert result.exit_reason is ExitReason.VIOLATION, f"trial {trial} missed the race"
         assert result.exit_code == 1
-        first = result.first_violation
+        first = result.principal_violation
         assert first is not None and first.elapsed_s is not None
         assert first.invariant in ("gather-complete", "no-double-allocation")
         assert first.worker is not None and first.worker.pid > 0

@@ -11,12 +11,22 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from shmstress.core.config import RunConfig
+from shmstress.core.exit_reason import ExitReason
+from shmstress.core.workers import WorkerInfo
+from shmstress.free.runner import run as run_for_real
+from shmstress.testing.sequential import SequentialRun
+from shmstress.trackers.claim_deallocation.claim_client import ClaimView
+from shmstress.trackers.claim_deallocation.invariants import (
+    NoDeallocateWhileReserved,
+    NoReserveWhileDeallocating,
+    StatusMatchesDriver,
+)
+from shmstress.trackers.claim_deallocation.log_words import ClaimLogWords
+from shmstress.trackers.claim_deallocation.names import Naming
+from shmstress.trackers.claim_deallocation.tracker import ClaimDeallocationTracker
+from shmstress.trackers.claim_deallocation.variants import CORRECT, RACY
 
-from harness.config import RunConfig
-from harness.exit_reason import ExitReason
-from harness.runner import run as run_for_real
-from harness.sequential import SequentialRun
-from harness.tracker_api import WorkerInfo
 from tests.helpers import InjectAt
 from tests.tracker_stress import (
     BUDGET_S,
@@ -25,16 +35,6 @@ from tests.tracker_stress import (
     assert_controlled_failure_replays,
     assert_silent_over_long_run,
 )
-from tracker.claim_deallocation.claim_client import ClaimView
-from tracker.claim_deallocation.invariants import (
-    NoDeallocateWhileReserved,
-    NoReserveWhileDeallocating,
-    StatusMatchesDriver,
-)
-from tracker.claim_deallocation.log_words import ClaimLogWords
-from tracker.claim_deallocation.names import Naming
-from tracker.claim_deallocation.tracker import ClaimDeallocationTracker
-from tracker.claim_deallocation.variants import CORRECT, RACY
 
 SCHEDULER, KUBELET, DEALLOCATOR, DRIVER = 0, 1, 2, 3
 CLAIM, POD = 0, 1

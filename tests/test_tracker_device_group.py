@@ -9,12 +9,22 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from shmstress.core.config import RunConfig
+from shmstress.core.exit_reason import ExitReason
+from shmstress.core.workers import WorkerInfo
+from shmstress.free.runner import run as run_for_real
+from shmstress.testing.sequential import SequentialRun
+from shmstress.trackers.device_group.device_tracker import ReleaseProblem
+from shmstress.trackers.device_group.invariants import (
+    GroupOnOneNode,
+    NoSharedDevice,
+    RollbackRestoresFree,
+)
+from shmstress.trackers.device_group.log_words import DeviceGroupLogWords
+from shmstress.trackers.device_group.names import NONE, Naming
+from shmstress.trackers.device_group.tracker import DeviceGroupTracker
+from shmstress.trackers.device_group.variants import CORRECT, MUTANTS, RACY
 
-from harness.config import RunConfig
-from harness.exit_reason import ExitReason
-from harness.runner import run as run_for_real
-from harness.sequential import SequentialRun
-from harness.tracker_api import WorkerInfo
 from tests.helpers import InjectAt
 from tests.tracker_stress import (
     BUDGET_S,
@@ -24,12 +34,6 @@ from tests.tracker_stress import (
     assert_controlled_failure_replays,
     assert_silent_over_long_run,
 )
-from tracker.device_group.device_tracker import ReleaseProblem
-from tracker.device_group.invariants import GroupOnOneNode, NoSharedDevice, RollbackRestoresFree
-from tracker.device_group.log_words import DeviceGroupLogWords
-from tracker.device_group.names import NONE, Naming
-from tracker.device_group.tracker import DeviceGroupTracker
-from tracker.device_group.variants import CORRECT, MUTANTS, RACY
 
 SCHEDULER, BINDER_1, BINDER_2, KUBELET = 0, 1, 2, 3
 NO_SHARED, ONE_NODE, ROLLBACK = 0, 1, 2

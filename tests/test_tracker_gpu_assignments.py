@@ -10,9 +10,15 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from shmstress.core.workers import WorkerInfo
+from shmstress.testing.sequential import SequentialRun
+from shmstress.trackers.gpu_assignments.invariants import AssignmentFound, NoStaleAssignment
+from shmstress.trackers.gpu_assignments.log_words import GpuLogWords
+from shmstress.trackers.gpu_assignments.names import NONE
+from shmstress.trackers.gpu_assignments.pod_store import PodPhase
+from shmstress.trackers.gpu_assignments.tracker import GpuAssignmentsTracker
+from shmstress.trackers.gpu_assignments.variants import CORRECT, MUTANTS, RACY
 
-from harness.sequential import SequentialRun
-from harness.tracker_api import WorkerInfo
 from tests.helpers import InjectAt
 from tests.tracker_stress import (
     assert_caught_every_trial,
@@ -20,12 +26,6 @@ from tests.tracker_stress import (
     assert_controlled_failure_replays,
     assert_silent_over_long_run,
 )
-from tracker.gpu_assignments.invariants import AssignmentFound, NoStaleAssignment
-from tracker.gpu_assignments.log_words import GpuLogWords
-from tracker.gpu_assignments.names import NONE
-from tracker.gpu_assignments.pod_store import PodPhase
-from tracker.gpu_assignments.tracker import GpuAssignmentsTracker
-from tracker.gpu_assignments.variants import CORRECT, MUTANTS, RACY
 
 KUBELET, CLEANUP, CONTROLLER = 0, 1, 2
 SLOT, CARD = 1, 1

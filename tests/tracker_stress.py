@@ -15,14 +15,13 @@ from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 
 import pytest
-
-from harness.bundle import load_bundle
-from harness.cli import main
-from harness.config import RunConfig
-from harness.exit_reason import ExitReason
-from harness.explore import InterleavingFailure, check_interleavings
-from harness.result import RunResult
-from harness.runner import run
+from shmstress.cli.main import main
+from shmstress.core.config import RunConfig
+from shmstress.core.exit_reason import ExitReason
+from shmstress.core.result import RunResult
+from shmstress.free.runner import run
+from shmstress.repro.bundle import load_bundle
+from shmstress.testing.explore import InterleavingFailure, check_interleavings
 
 TRIALS = 5
 BUDGET_S = 15.0
@@ -42,7 +41,7 @@ def assert_caught_every_trial(
         assert result.exit_reason is ExitReason.VIOLATION, (
             f"{tracker}/{variant} trial {trial} (seed {seed + trial}) missed the bug"
         )
-        first = result.first_violation
+        first = result.principal_violation
         assert first is not None and first.invariant in expected, first
         assert first.worker is not None and first.worker.pid > 0
         assert "\n" not in first.message

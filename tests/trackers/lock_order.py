@@ -9,7 +9,7 @@ import time
 from collections.abc import Mapping, Sequence
 from typing import ClassVar
 
-from harness import Arena, FoundViolation, Parameter, Phase, Role, Runtime, WorkerInfo
+from shmstress.api import Arena, FoundViolation, Parameter, Phase, Role, Runtime, WorkerInfo
 
 
 class _Rounds:

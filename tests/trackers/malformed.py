@@ -8,8 +8,8 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import ClassVar
 
-from harness import Arena, FoundViolation, Parameter, Phase, Role, Runtime, WorkerInfo
-from harness.tracker_api import idle
+from shmstress.api import Arena, FoundViolation, Parameter, Phase, Role, Runtime, WorkerInfo
+from shmstress.plugin.protocol import idle
 
 
 class _Positive:

@@ -7,7 +7,7 @@ import os
 from collections.abc import Mapping, Sequence
 from typing import ClassVar
 
-from harness import Arena, FoundViolation, Parameter, Phase, Role, Runtime, WorkerInfo
+from shmstress.api import Arena, FoundViolation, Parameter, Phase, Role, Runtime, WorkerInfo
 
 
 class _Fragile:

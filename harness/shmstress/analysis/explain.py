@@ -1,0 +1,219 @@
+"""A violation explained as a short interleaving, derived from the recorded steps.
+
+The form is the one a developer writes under a log snippet in a commit
+message: the initial state of the objects involved, one line per run of
+consecutive steps of one worker, then what broke. Nothing here knows a race:
+the window and objects come from ``harness.focus``, the words from the
+tracker, and the structure from the order of the recorded points and log
+calls. A worker that still holds one of the objects when the operation
+breaks (a popped, undelivered event) is named under the outcome. It works on
+any RunResult with a recording, a free run's or a replayed schedule's.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import dataclass
+
+from shmstress.analysis.focus import Facts, Focus, focus, held, label_text, merged
+from shmstress.core.result import RunResult, Violation
+from shmstress.core.trace import Record, Recording
+from shmstress.core.workers import WorkerInfo, describe_worker
+from shmstress.plugin.words import LogWords, Subject
+
+
+@dataclass(frozen=True)
+class StepRun:
+    """Consecutive steps of one worker that matter, as the tracker words them."""
+
+    worker: str  # "gatherer #1 (pid 18778)"
+    worker_id: int
+    steps: tuple[str, ...]
+    first_seq: int
+    last_seq: int
+
+
+@dataclass(frozen=True)
+class Explanation:
+    invariant: str
+    initial_state: tuple[str, ...]  # one phrase per object whose state is known
+    runs: tuple[StepRun, ...]
+    outcome: str
+    start: int
+    end: int
+    notes: tuple[str, ...] = ()  # what the recording lost, if anything
+    still_held: tuple[str, ...] = ()  # objects a worker still held when it broke
+
+
+def explain(result: RunResult, violation: Violation | None = None) -> Explanation | None:
+    """Explain ``violation`` (the run's first by default); None without a recording."""
+    found = focus(result, violation)
+    if found is None or result.recording is None:
+        return None
+    recording = result.recording
+    chosen = found.violation
+    words = found.words
+    return Explanation(
+        invariant=chosen.invariant,
+        initial_state=_initial_state(found, found.facts(recording, found.start), result.workers),
+        runs=_runs(found, recording, result.workers),
+        outcome=words.outcome(chosen.invariant, chosen.fields) or chosen.message,
+        start=found.start,
+        end=found.end,
+        notes=_notes(found, recording),
+        still_held=tuple(
+            _holding(found, subject, fact, setting.worker, result.workers)
+            for subject, fact, setting in held(words, found.facts(recording, found.end + 1))
+        ),
+    )
+
+
+@dataclass
+class _Step:
+    worker: int
+    seq: int
+    phrase: str
+    opens: frozenset[tuple[Subject, str]]  # holdings this step begins
+    closes: frozenset[tuple[Subject, str]]  # ... and ends
+
+
+def holding_steps(found: Focus, recording: Recording) -> frozenset[tuple[int, int]]:
+    """(worker, seq) of the story's steps that begin a holding: the snippet shows them too."""
+    return frozenset((step.worker, step.seq) for step in _story(found, recording) if step.opens)
+
+
+def _runs(found: Focus, recording: Recording, workers: Sequence[WorkerInfo]) -> tuple[StepRun, ...]:
+    """The story's steps collapsed into runs of one worker."""
+    out: list[StepRun] = []
+    for step in _story(found, recording):
+        if out and out[-1].worker_id == step.worker:
+            last = out[-1]
+            phrases = last.steps if last.steps[-1] == step.phrase else (*last.steps, step.phrase)
+            out[-1] = StepRun(last.worker, step.worker, phrases, last.first_seq, step.seq)
+        else:
+            out.append(StepRun(describe_worker(step.worker, workers), step.worker, (step.phrase,),
+                               step.seq, step.seq))
+    return tuple(out)
+
+
+def _story(found: Focus, recording: Recording) -> list[_Step]:
+    """The window's worded steps that matter.
+
+    A holding a worker begins and ends within one run of its own steps was seen
+    by nobody else, so the step that began it is not worth a word there.
+    """
+    runs: list[list[_Step]] = []
+    for step in _steps(found, recording):
+        if runs and runs[-1][-1].worker == step.worker:
+            runs[-1].append(step)
+        else:
+            runs.append([step])
+    return [
+        step for run in runs for index, step in enumerate(run)
+        if not step.opens or not any(step.opens & later.closes for later in run[index + 1 :])
+    ]
+
+
+def _steps(found: Focus, recording: Recording) -> Iterator[_Step]:
+    """Worded steps of the window: the involved objects' and the operation's own."""
+    words = found.words
+    for worker, seq, label, fields, record in _window(found, recording):
+        if record is not None:
+            involved, elsewhere = found.relevance(recording, record)
+            # Others' steps on the objects; the worker's own steps unless about other objects.
+            if not involved and not found.own_context(record, elsewhere):
+                continue
+        elif worker != found.worker or seq < found.operation_start:
+            continue  # known from the tape only: no fields say what it touched
+        phrase = words.step(label, fields)
+        if phrase is None:
+            continue
+        opens, closes = _holdings_changed(words, label, fields)
+        yield _Step(worker, seq, phrase, opens, closes)
+
+
+def _window(
+    found: Focus, recording: Recording
+) -> Iterator[tuple[int, int, str, dict[str, object], Record | None]]:
+    """(worker, seq, label, fields, record or None) from the start to the end of the window.
+
+    A point overwritten in its ring still has its step on the schedule tape
+    (worker and label, no fields); its log calls are gone with it.
+    """
+    seen = found.start
+    for record in merged(recording):
+        if record.seq > found.end:
+            break
+        if record.seq < found.start:
+            continue
+        for seq in range(seen, record.seq):
+            if seq < len(recording.steps):
+                step = recording.steps[seq]
+                yield step.worker, seq, step.label, {}, None
+        seen = max(seen, record.seq + 1)
+        yield record.worker, record.seq, label_text(recording, record), dict(record.fields), record
+    for seq in range(seen, min(found.end + 1, len(recording.steps))):
+        step = recording.steps[seq]
+        yield step.worker, seq, step.label, {}, None
+
+
+def _holdings_changed(
+    words: LogWords, label: str, fields: Mapping[str, object]
+) -> tuple[frozenset[tuple[Subject, str]], frozenset[tuple[Subject, str]]]:
+    changed = [
+        (effect.holds, (effect.subject, effect.fact))
+        for effect in (words.effects(label, fields) if fields else ())
+        if effect.fact in words.holdings
+    ]
+    return (frozenset(key for holds, key in changed if holds),
+            frozenset(key for holds, key in changed if not holds))
+
+
+def _initial_state(
+    found: Focus, facts: Facts, workers: Sequence[WorkerInfo]
+) -> tuple[str, ...]:
+    """Facts of the involved objects just before the window, and who holds any of them."""
+    words = found.words
+    known: dict[Subject, dict[str, bool]] = {subject: {} for subject in found.scope.subjects}
+    for (subject, fact), setting in facts.items():
+        if fact not in words.holdings:
+            known[subject][fact] = setting.holds
+    phrases = [
+        _state_phrase(words, _name(found, subject), state)
+        for subject, state in known.items()
+        if state
+    ]
+    return (*phrases, *(
+        _holding(found, subject, fact, setting.worker, workers)
+        for subject, fact, setting in held(words, facts)
+    ))
+
+
+def _state_phrase(words: LogWords, name: str, known: dict[str, bool]) -> str:
+    order = [f for f in words.facts if f in known] + [f for f in known if f not in words.facts]
+    return f"{name} is " + ", ".join(f if known[f] else f"not {f}" for f in order)
+
+
+def _holding(
+    found: Focus, subject: Subject, fact: str, worker: int, workers: Sequence[WorkerInfo]
+) -> str:
+    return f"{describe_worker(worker, workers)} {fact} {_name(found, subject)}"
+
+
+def _name(found: Focus, subject: Subject) -> str:
+    return found.scope.names.get(subject) or found.words.name(subject)
+
+
+def _notes(found: Focus, recording: Recording) -> tuple[str, ...]:
+    notes = []
+    if found.horizon > found.start:
+        notes.append(
+            f"records before point {found.horizon} were overwritten in a ring (raise "
+            "--ring-size); steps there are known from the schedule tape without their fields"
+        )
+    if found.end >= len(recording.steps) and recording.tape_lost:
+        notes.append(
+            f"the schedule tape keeps the first {len(recording.steps):,} points and ended "
+            "before the violation: the steps after it are known only from the rings"
+        )
+    return tuple(notes)

@@ -1,0 +1,1 @@
+"""shmstress bench: figures measured as ratios within one run."""

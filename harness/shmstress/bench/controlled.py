@@ -1,0 +1,227 @@
+"""Controlled-mode figures for ``shmstress bench``, each next to its baseline from the same run.
+
+- steps/s of controlled executions against a raw two-semaphore ping-pong between two
+  processes pinned to one CPU (a controlled step costs at most one such round trip:
+  worker -> coordinator -> worker);
+- executions/s on a small scenario of the fixed variant;
+- executions until the first failure, random walk against PCT, for each racy variant;
+- shrinking the seed race from a free-run failure: time and result size.
+"""
+
+from __future__ import annotations
+
+import statistics
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from multiprocessing.synchronize import Semaphore as MpSemaphore
+
+from shmstress.controlled.execution import PhasePlan
+from shmstress.controlled.options import ControlledOptions
+from shmstress.controlled.pinning import pinned
+from shmstress.controlled.runner import prepare, run_controlled, session_spec
+from shmstress.controlled.session import Session
+from shmstress.controlled.strategies import StrategySpec, exploring_strategy
+from shmstress.core.config import RunConfig
+from shmstress.core.control import FORK
+from shmstress.core.processes import reap
+from shmstress.free.runner import run
+from shmstress.repro.bundle import from_free_run
+from shmstress.repro.shrink import ShrinkOptions, shrink_bundle
+
+RACY = ("gather-unchecked", "events-unordered", "original")
+STRATEGIES = (  # random walk, then PCT with each rule for spinners (strategies/pct.py)
+    StrategySpec("random_walk"),
+    StrategySpec("pct", depth=3, spin="demote"),
+    StrategySpec("pct", depth=3, spin="aside"),
+)
+SMALLEST_RACY: dict[str, dict[str, int]] = {  # the seed race needs two devices
+    "counts": {"binder": 1, "informer": 1, "gatherer": 1},
+    "params": {"nodes": 1, "devices-per-node": 2},
+}
+SMALL_SCENARIO: dict[str, dict[str, int]] = {
+    "counts": {"binder": 1, "informer": 1, "gatherer": 1},
+    "params": {"nodes": 1, "devices-per-node": 1},
+}
+
+
+@dataclass(frozen=True)
+class Throughput:
+    what: str
+    executions: int
+    steps: int
+    seconds: float
+
+    @property
+    def steps_per_s(self) -> float:
+        return self.steps / self.seconds if self.seconds else 0.0
+
+    @property
+    def executions_per_s(self) -> float:
+        return self.executions / self.seconds if self.seconds else 0.0
+
+
+@dataclass(frozen=True)
+class FirstDetection:
+    variant: str
+    strategy: str
+    trials: int
+    found: int
+    executions: tuple[int, ...]  # executions until the first failure, per trial that found one
+    budget: int
+    seconds: tuple[float, ...] = ()  # wall time to the failure, session start-up included
+
+    @property
+    def median(self) -> float:
+        censored = list(self.executions) + [self.budget] * (self.trials - self.found)
+        return float(statistics.median(censored)) if censored else 0.0
+
+
+@dataclass(frozen=True)
+class ShrinkFigure:
+    seconds: float
+    executions: int
+    before: tuple[int, int, int]  # preemptions, steps, workers
+    after: tuple[int, int, int]
+
+
+@dataclass
+class ControlledBench:
+    pingpong_round_trips_per_s: float = 0.0
+    throughput: list[Throughput] = field(default_factory=list)
+    detections: list[FirstDetection] = field(default_factory=list)
+    shrink: ShrinkFigure | None = None
+
+
+def pingpong(round_trips: int = 50_000) -> float:
+    """Round trips per second between two processes handing two semaphores back and forth."""
+    ping: MpSemaphore = FORK.Semaphore(0)
+    pong: MpSemaphore = FORK.Semaphore(0)
+    with pinned():
+        process = FORK.Process(target=_pong, args=(ping, pong, round_trips), daemon=True)
+        process.start()
+        try:
+            start = time.perf_counter()
+            for _ in range(round_trips):
+                ping.release()
+                pong.acquire()
+            elapsed = time.perf_counter() - start
+        finally:
+            reap([process], grace=1.0)
+            process.close()
+    return round_trips / elapsed
+
+
+def _pong(ping: MpSemaphore, pong: MpSemaphore, round_trips: int) -> None:
+    for _ in range(round_trips):
+        ping.acquire()
+        pong.release()
+
+
+def throughput(what: str, config: RunConfig, strategy: StrategySpec, executions: int,
+               run_steps: int) -> Throughput:
+    """Time only the executions (not the session's set-up) of one strategy on one scenario."""
+    resolved, tracker_cls, workers = prepare(config)
+    assert resolved.seed is not None
+    max_steps = 20 * run_steps + 1000
+    explorer = exploring_strategy(strategy, resolved.seed, len(workers), max_steps)
+    steps = 0
+    with Session(session_spec(resolved, tracker_cls, workers, max_steps)) as session:
+        start = time.perf_counter()
+        for _ in range(executions):
+            explorer.new_execution()
+            outcome = session.execute(explorer, explorer.next_u64(), PhasePlan(run_steps))
+            steps += len(outcome.steps)
+        elapsed = time.perf_counter() - start
+    return Throughput(what, executions, steps, elapsed)
+
+
+def first_detection(variant: str, strategy: StrategySpec, trials: int, budget: int, seed: int,
+                    small: bool = False) -> FirstDetection:
+    found = []
+    seconds = []
+    scenario = SMALLEST_RACY if small else {"counts": {}, "params": {}}
+    for trial in range(trials):
+        result = run_controlled(
+            RunConfig(variant=variant, seed=seed + trial, counts=scenario["counts"],
+                      params=scenario["params"]),
+            ControlledOptions(strategy, executions=budget, record=False,
+                              run_steps=20 if small else 100),
+        )
+        if result.failing is not None:
+            found.append(result.failing.index + 1)
+            seconds.append(result.failing.found_after_s)
+    name = f"{variant} (1+1+1, 2 devices)" if small else variant
+    return FirstDetection(name, strategy.describe(), trials, len(found), tuple(found), budget,
+                          tuple(seconds))
+
+
+def shrink_figure(seed: int) -> ShrinkFigure | None:
+    bundle = from_free_run(run(RunConfig(variant="gather-unchecked", seed=seed, duration=20)))
+    if bundle is None:
+        return None
+    start = time.perf_counter()
+    report = shrink_bundle(bundle, ShrinkOptions())
+    if report is None:
+        return None
+    b, a = report.before, report.after
+    return ShrinkFigure(time.perf_counter() - start, report.executions,
+                        (b.preemptions, b.steps, b.workers), (a.preemptions, a.steps, a.workers))
+
+
+def run_controlled_bench(trials: int, seed: int, log: Callable[[str], None]) -> ControlledBench:
+    bench = ControlledBench()
+    log("controlled: raw two-semaphore ping-pong, pinned to one CPU")
+    bench.pingpong_round_trips_per_s = pingpong()
+    log("controlled: steps/s, fixed variant, PCT and random walk")
+    base = RunConfig(variant="fixed", seed=seed)
+    small = RunConfig(variant="fixed", seed=seed, counts=SMALL_SCENARIO["counts"],
+                      params=SMALL_SCENARIO["params"])
+    for spec in STRATEGIES:
+        bench.throughput.append(
+            throughput(f"fixed, default scenario, {spec.describe()}", base, spec, 300, 100))
+    for spec in STRATEGIES[1:]:
+        bench.throughput.append(throughput(f"fixed, 1+1+1 workers, 1 device, {spec.describe()}",
+                                           small, spec, 2000, 20))
+    bench.pingpong_round_trips_per_s = (bench.pingpong_round_trips_per_s + pingpong()) / 2
+    for variant in RACY:
+        for spec in STRATEGIES:
+            log(f"controlled: executions until first failure, {variant}, {spec.describe()}")
+            bench.detections.append(first_detection(variant, spec, trials, 1000, seed))
+    for spec in STRATEGIES:
+        log(f"controlled: the seed race on its smallest scenario, {spec.describe()}")
+        bench.detections.append(
+            first_detection("gather-unchecked", spec, trials, 1000, seed, small=True))
+    log("controlled: shrinking the seed race from a free-run failure")
+    bench.shrink = shrink_figure(seed)
+    return bench
+
+
+def render_controlled_bench(bench: ControlledBench) -> list[str]:
+    pingpong_rate = bench.pingpong_round_trips_per_s
+    lines = [
+        "controlled mode (pinned to one CPU):",
+        f"  raw two-semaphore ping-pong: {pingpong_rate:,.0f} round trips/s "
+        f"({2 * pingpong_rate:,.0f} handoffs/s)",
+    ]
+    for t in bench.throughput:
+        ratio = t.steps_per_s / pingpong_rate if pingpong_rate else 0.0
+        lines.append(
+            f"  {t.what:62} {t.steps_per_s:>9,.0f} steps/s ({ratio:.0%} of the ping-pong; "
+            f"goal >= 50%), {t.executions_per_s:>7,.0f} executions/s, "
+            f"{t.steps / max(1, t.executions):.0f} steps each"
+        )
+    if bench.detections:
+        lines.append("  executions until the first failure (median; misses count as the budget):")
+        for d in bench.detections:
+            wall = (f", median {statistics.median(d.seconds):.3f} s" if d.seconds else "")
+            lines.append(f"    {d.variant:36} {d.strategy:36} found {d.found}/{d.trials}, "
+                         f"median {d.median:,.0f} (budget {d.budget}){wall}")
+    if bench.shrink is not None:
+        s = bench.shrink
+        lines.append(
+            f"  shrink (gather-unchecked, free-run failure): {s.seconds:.1f} s, "
+            f"{s.executions:,} executions; preemptions/steps/workers {s.before[0]}/"
+            f"{s.before[1]}/{s.before[2]} -> {s.after[0]}/{s.after[1]}/{s.after[2]}"
+        )
+    return lines

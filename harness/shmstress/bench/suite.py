@@ -1,0 +1,292 @@
+"""``shmstress bench``: the figures DESIGN §8 asks for, measured as ratios within one run.
+
+Timing goals live here, not in tests: the machines are shared and noisy, so
+every figure is printed next to the baseline measured in the same run.
+"""
+
+from __future__ import annotations
+
+import statistics
+from collections.abc import Callable
+from dataclasses import dataclass, field, replace
+
+from shmstress.bench.controlled import (
+    ControlledBench,
+    render_controlled_bench,
+    run_controlled_bench,
+)
+from shmstress.core.config import RunConfig
+from shmstress.core.noise import NoiseConfig
+from shmstress.core.result import RunResult
+from shmstress.free.runner import run
+
+RACY_DRA = ("gather-unchecked", "events-unordered", "original")
+CORRECT_DRA = ("fixed", "single-lock")
+
+
+@dataclass(frozen=True)
+class BenchOptions:
+    trials: int = 20
+    budget_s: float = 5.0
+    free_seconds: float = 3.0
+    clean_points: int = 1_000_000
+    noise: float = 0.1
+    seed: int = 0
+    variants: tuple[str, ...] | None = None
+    rate_seconds: float = 3.0
+    sections: tuple[str, ...] = ("free", "detection", "rate", "clean", "controlled")
+
+
+@dataclass(frozen=True)
+class Detection:
+    """Time to first violation over trials of one variant in one mode (from run start)."""
+
+    variant: str
+    mode: str
+    trials: int
+    found: int
+    median_s: float
+    max_s: float
+    under_2s: int
+    times_s: tuple[float, ...] = ()
+    startups_s: tuple[float, ...] = ()  # per trial: run start until every worker made a point
+
+
+@dataclass(frozen=True)
+class SteadyRate:
+    """Root-cause violations per second once the run is past its start-up transient.
+
+    Time to first violation from run start cannot show what noise is worth once it
+    is near the start-up floor (forking the workers), and runs without noise find
+    most of their races in that transient, when workers start one after another.
+    This measure leaves the first ``warmup_s`` out and counts every violation.
+    """
+
+    variant: str
+    seconds: float  # measured window per mode, after the warm-up
+    warmup_s: float
+    noisy: int
+    quiet: int
+
+    @property
+    def ratio(self) -> float:
+        """Noisy over quiet rate; with no quiet violation, the bound from one in the window."""
+        return self.noisy / max(self.quiet, 1)
+
+
+@dataclass(frozen=True)
+class CleanRun:
+    variant: str
+    points: int
+    violations: int
+    elapsed_s: float
+    exit_reason: str
+
+
+@dataclass
+class BenchReport:
+    free_points_per_s: float = 0.0
+    free_points: int = 0
+    unrecorded_points_per_s: float = 0.0  # the same free run with recording off
+    recording_ns_per_event: float = 0.0
+    detections: list[Detection] = field(default_factory=list)
+    rates: list[SteadyRate] = field(default_factory=list)
+    clean: list[CleanRun] = field(default_factory=list)
+    controlled: ControlledBench | None = None
+
+
+_MODES: dict[str, tuple[bool, tuple[str, ...] | None]] = {
+    # mode name: (noise on?, invariants checked)
+    "harness (noise, all invariants)": (True, None),
+    "no noise, all invariants": (False, None),
+    "rerun baseline (no noise, double allocation only)": (False, ("no-double-allocation",)),
+}
+
+
+def run_bench(options: BenchOptions, log: Callable[[str], None]) -> BenchReport:
+    report = BenchReport()
+    base = RunConfig(tracker="dra", noise=NoiseConfig(options.noise), seed=options.seed)
+
+    if "free" in options.sections:
+        _free_mode(options, base, report, log)
+    for variant in (options.variants or RACY_DRA) if "detection" in options.sections else ():
+        for mode, (noisy, checks) in _MODES.items():
+            log(f"detection: {variant}, {mode}, {options.trials} trials")
+            times = []
+            startups = []
+            for trial in range(options.trials):
+                config = replace(
+                    base,
+                    variant=variant,
+                    duration=options.budget_s,
+                    seed=options.seed + trial,
+                    noise=NoiseConfig(options.noise if noisy else 0.0),
+                    checks=checks,
+                )
+                result = run(config)
+                first = result.principal_violation
+                if first is not None and first.elapsed_s is not None:
+                    times.append(first.elapsed_s)
+                startup = _startup_s(result)
+                if startup is not None:
+                    startups.append(startup)
+            censored = times + [options.budget_s] * (options.trials - len(times))
+            report.detections.append(
+                Detection(
+                    variant=variant,
+                    mode=mode,
+                    trials=options.trials,
+                    found=len(times),
+                    median_s=statistics.median(censored),
+                    max_s=max(censored),
+                    under_2s=sum(t < 2.0 for t in times),
+                    times_s=tuple(times),
+                    startups_s=tuple(startups),
+                )
+            )
+    for variant in (options.variants or RACY_DRA) if "rate" in options.sections else ():
+        log(f"rate: {variant}, {options.rate_seconds:g} s with noise and without")
+        report.rates.append(_steady_rate(options, base, variant))
+
+    for variant in CORRECT_DRA if "clean" in options.sections else ():
+        log(f"clean: {variant}, {options.clean_points:,} points")
+        result = run(
+            replace(
+                base,
+                variant=variant,
+                duration=max(60.0, options.clean_points / 20_000),
+                max_points=options.clean_points,
+                stop_on_first=False,
+            )
+        )
+        report.clean.append(
+            CleanRun(variant, result.points, result.violation_count, result.elapsed_s,
+                     result.exit_reason.value)
+        )
+    if "controlled" in options.sections:
+        report.controlled = run_controlled_bench(min(options.trials, 10), options.seed, log)
+    return report
+
+
+_WARMUP_S = 0.25
+_RATE_KEPT = 50_000  # violations kept in detail (with their time) per rate run
+
+
+def _steady_rate(options: BenchOptions, base: RunConfig, variant: str) -> SteadyRate:
+    counts = []
+    window = options.rate_seconds - _WARMUP_S
+    for noisy in (True, False):
+        result = run(replace(
+            base,
+            variant=variant,
+            duration=options.rate_seconds,
+            noise=NoiseConfig(options.noise if noisy else 0.0),
+            stop_on_first=False,
+            max_violations=_RATE_KEPT,
+        ))
+        counts.append(sum(
+            1 for v in result.violations
+            if v.elapsed_s is not None and _WARMUP_S <= v.elapsed_s < options.rate_seconds
+        ))
+    return SteadyRate(variant, window, _WARMUP_S, noisy=counts[0], quiet=counts[1])
+
+
+def _startup_s(result: RunResult) -> float | None:
+    """Seconds from run start until the last worker recorded its first point."""
+    recording = result.recording
+    if recording is None or not recording.records or any(recording.ring_lost.values()):
+        return None  # a wrapped ring has lost its worker's first records
+    first: dict[int, int] = {}
+    for record in recording.records:
+        first.setdefault(record.worker, record.t_ns)
+    if len(first) < len(result.workers):
+        return None
+    return (max(first.values()) - recording.mono0_ns) / 1e9
+
+
+def _free_mode(
+    options: BenchOptions, base: RunConfig, report: BenchReport, log: Callable[[str], None]
+) -> None:
+    """Points/s with recording on and off in one run, and the cost per event.
+
+    The runs go on, off, off, on, so that a machine getting busier or quieter
+    during the bench weighs on both sides alike.
+    """
+    from shmstress.bench.recording import recording_ns_per_event
+
+    log(f"free mode: fixed variant, 4 x {options.free_seconds:g} s, recording on/off/off/on")
+    totals = {True: [0, 0.0], False: [0, 0.0]}
+    for record in (True, False, False, True):
+        result = run(replace(base, variant="fixed", duration=options.free_seconds,
+                             record=record))
+        totals[record][0] += result.points
+        totals[record][1] += result.elapsed_s
+    report.free_points = int(totals[True][0])
+    report.free_points_per_s = totals[True][0] / totals[True][1]
+    report.unrecorded_points_per_s = totals[False][0] / totals[False][1]
+    log("recording cost per event")
+    report.recording_ns_per_event = recording_ns_per_event()
+
+
+def render_bench(report: BenchReport) -> str:
+    ratio = (report.free_points_per_s / report.unrecorded_points_per_s
+             if report.unrecorded_points_per_s else 0.0)
+    lines = [
+        f"free mode (fixed, recording on): {report.free_points_per_s:,.0f} points/s "
+        f"({report.free_points:,} points)",
+        f"  recording off: {report.unrecorded_points_per_s:,.0f} points/s; recording on is "
+        f"{ratio:.0%} of it (goal >= 70%)",
+        f"  recording cost: {report.recording_ns_per_event:,.0f} ns per event",
+        "",
+        "time to first violation, from run start incl. process start-up "
+        "(missed trials count as the budget):",
+        f"  {'variant':18} {'mode':50} {'found':>7} {'median':>9} {'max':>9} {'<2s':>5}",
+    ]
+    by_variant: dict[str, dict[str, Detection]] = {}
+    for d in report.detections:
+        by_variant.setdefault(d.variant, {})[d.mode] = d
+        lines.append(
+            f"  {d.variant:18} {d.mode:50} {d.found:>3}/{d.trials:<3} {d.median_s:>8.3f}s "
+            f"{d.max_s:>8.3f}s {d.under_2s:>5}"
+        )
+    startups = [s for d in report.detections for s in d.startups_s]
+    if startups:
+        lines.append(
+            f"  start-up: every worker has made its first point {statistics.median(startups):.3f}"
+            f" s after run start (median of {len(startups)} trials); a race between the"
+            " workers that started first can fire sooner, but rarely"
+        )
+    lines.append("")
+    lines.append("speed-up of the harness over each baseline (ratio of medians):")
+    harness_mode = next(iter(_MODES))
+    for variant, modes in by_variant.items():
+        ours = modes.get(harness_mode)
+        if ours is None:
+            continue
+        for mode, d in modes.items():
+            if mode != harness_mode:
+                ratio = d.median_s / ours.median_s if ours.median_s > 0 else float("inf")
+                lines.append(f"  {variant:18} vs {mode:50} {ratio:6.1f}x")
+    if report.rates:
+        lines += [
+            "",
+            "steady state: root-cause violations per second past the start-up transient "
+            "(all invariants, keep going):",
+        ]
+        for r in report.rates:
+            bound = ">=" if r.quiet == 0 else ""
+            lines.append(
+                f"  {r.variant:18} noise {r.noisy / r.seconds:9,.1f}/s ({r.noisy} in "
+                f"{r.seconds:g} s)   no noise {r.quiet / r.seconds:7,.1f}/s ({r.quiet})   "
+                f"ratio {bound}{r.ratio:,.0f}x"
+            )
+    lines.append("")
+    lines.append("correct variants (keep counting):")
+    for c in report.clean:
+        lines.append(
+            f"  {c.variant:18} {c.points:>12,} points in {c.elapsed_s:6.1f} s: "
+            f"{c.violations} violations ({c.exit_reason})"
+        )
+    if report.controlled is not None:
+        lines += ["", *render_controlled_bench(report.controlled)]
+    return "\n".join(lines)

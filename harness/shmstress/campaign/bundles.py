@@ -1,0 +1,93 @@
+"""Where a trial's repro bundle is kept, and how it reaches the process that writes results.
+
+A campaign keeps its bundles next to its results, under ``bundles/<campaign>/``,
+and results.jsonl names them relative to its own directory: a campaign directory
+that is moved, or downloaded from CI, still finds them. Under pytest-xdist a trial
+may run on another host, so its bundle travels to the controller with the trial's
+report and only the controller writes files, as it does for results.jsonl.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from pathlib import Path
+
+from shmstress.core.config import default_out
+from shmstress.core.errors import ConfigError
+from shmstress.repro.bundle import Bundle, bundle_name, from_json, path_safe, to_json, write_bundle
+
+BUNDLES_DIR = "bundles"
+BUNDLE_PROPERTY = "shmstress_bundle"
+"""``user_properties`` key that carries a bundle from an xdist worker to the controller."""
+
+
+def _slug(text: str) -> str:
+    # ':' and other characters CI artifact stores refuse in a path become '-'.
+    return path_safe(text).strip("-")[:80]
+
+
+def bundle_file_name(bundle: Bundle, tag: str = "") -> str:
+    """The bundle's own name, plus ``tag`` where runs may share a seed (``--stress-seed``)."""
+    name = bundle_name(bundle)
+    return f"{Path(name).stem}-{_slug(tag)}.json" if tag else name
+
+
+def campaign_bundle_dir(campaign: str) -> Path:
+    """``bundles/<campaign>``, relative to the directory of results.jsonl."""
+    return Path(BUNDLES_DIR) / _slug(campaign)
+
+
+def campaign_bundle_path(campaign: str, bundle: Bundle, tag: str = "") -> Path:
+    return campaign_bundle_dir(campaign) / bundle_file_name(bundle, tag)
+
+
+def carried_bundle(bundle: Bundle, relative: Path) -> tuple[str, str]:
+    """The ``user_properties`` entry that takes ``bundle`` to the controller."""
+    return BUNDLE_PROPERTY, json.dumps({"path": relative.as_posix(), "bundle": to_json(bundle)})
+
+
+def write_carried(value: str, results_dir: Path) -> Path:
+    """Controller side of ``carried_bundle``: write it below ``results_dir``."""
+    data = json.loads(value)
+    relative = Path(str(data["path"]))
+    if relative.is_absolute() or ".." in relative.parts:
+        raise ConfigError(f"a carried bundle must stay below {results_dir}, got {relative}")
+    return write_bundle(from_json(data["bundle"]), results_dir / relative)
+
+
+def shown_path(path: Path) -> str:
+    """A path as a user in this shell would type it: relative when below the working dir."""
+    absolute = path.absolute()
+    try:
+        return str(absolute.relative_to(Path.cwd()))
+    except ValueError:
+        return str(absolute)
+
+
+@dataclass(frozen=True)
+class BundleKeeper:
+    """Where a pytest session keeps the bundles of its stress runs and campaign trials.
+
+    With ``--stress-report DIR`` a bundle travels with its trial record and the
+    controller writes it below DIR, next to results.jsonl; otherwise the run writes it
+    into ``$SHMSTRESS_OUT`` at once, as ``shmstress run`` does, read at that moment so
+    a fixture may set it.
+    """
+
+    results_dir: Path | None
+
+    def keep(
+        self,
+        bundle: Bundle,
+        campaign: str,
+        user_properties: list[tuple[str, object]],
+        tag: str = "",
+    ) -> tuple[str | None, str]:
+        """(the path for results.jsonl, or None without one; the path as a user types it)."""
+        if self.results_dir is not None:
+            relative = campaign_bundle_path(campaign, bundle, tag)
+            user_properties.append(carried_bundle(bundle, relative))
+            return relative.as_posix(), shown_path(self.results_dir / relative)
+        written = write_bundle(bundle, Path(default_out()) / bundle_file_name(bundle, tag))
+        return None, shown_path(written)

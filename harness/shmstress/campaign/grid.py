@@ -1,0 +1,280 @@
+"""A campaign's grid: which configurations it runs, how often, and with which seeds.
+
+The grid is plain data that round-trips through JSON, because three places must
+agree on it exactly: an interrupted campaign resumed later, and every host of a
+campaign spread over several machines (each host expands the same grid and must
+derive the same trials and seeds without talking to the others).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import itertools
+import json
+import secrets
+from collections.abc import Mapping, Sequence
+from dataclasses import asdict, dataclass, field
+from datetime import UTC, datetime
+
+from shmstress.controlled.options import DEFAULT_RUN_STEPS, ControlledOptions
+from shmstress.controlled.strategies import EXPLORING, StrategySpec
+from shmstress.core.config import RunConfig
+from shmstress.core.errors import ConfigError
+from shmstress.core.noise import NoiseConfig
+from shmstress.plugin.protocol import Tracker
+
+FREE = "free"
+CONTROLLED = "controlled"
+STRATEGIES = (FREE, *EXPLORING)
+"""What drives a trial's interleavings: free mode's noise, or a controlled-mode strategy."""
+DEFAULT_STRATEGIES = (FREE, "pct", "random_walk")
+
+DEFAULT_NOISES = (0.1, 0.0)
+DEFAULT_TRIALS = 5
+DEFAULT_DURATION_S = 2.0
+DEFAULT_EXECUTIONS = 200
+"""Executions a controlled trial may try: random walk catches every DRA race well within."""
+DEFAULT_DRA_WORKERS: tuple[Mapping[str, int], ...] = (
+    {"binder": 1, "informer": 1, "gatherer": 1},
+    {"binder": 2, "informer": 1, "gatherer": 1},
+)
+
+
+@dataclass(frozen=True)
+class GridSpec:
+    """Everything that defines a campaign; with ``campaign`` and ``seed`` it is reproducible."""
+
+    campaign: str
+    seed: int
+    tracker: str = "dra"
+    variants: tuple[str, ...] = ()
+    workers: tuple[Mapping[str, int], ...] = ()
+    noises: tuple[float, ...] = DEFAULT_NOISES
+    strategies: tuple[str, ...] = DEFAULT_STRATEGIES
+    trials: int = DEFAULT_TRIALS
+    duration: float = DEFAULT_DURATION_S
+    executions: int = DEFAULT_EXECUTIONS
+    params: Mapping[str, int] = field(default_factory=dict)
+    expect_clean: tuple[str, ...] = ()
+
+    def to_json(self) -> str:
+        return json.dumps(asdict(self))  # key order kept: role order is part of config keys
+
+    @classmethod
+    def from_json(cls, text: str) -> GridSpec:
+        try:
+            data = json.loads(text)
+            return cls(
+                campaign=str(data["campaign"]),
+                seed=int(data["seed"]),
+                tracker=str(data["tracker"]),
+                variants=tuple(str(v) for v in data["variants"]),
+                workers=tuple(
+                    {str(role): int(n) for role, n in counts.items()} for counts in data["workers"]
+                ),
+                noises=tuple(float(p) for p in data["noises"]),
+                strategies=tuple(str(m) for m in data["strategies"]),
+                trials=int(data["trials"]),
+                duration=float(data["duration"]),
+                executions=int(data["executions"]),
+                params={str(k): int(v) for k, v in data["params"].items()},
+                expect_clean=tuple(str(v) for v in data.get("expect_clean", ())),
+            )
+        except (ValueError, KeyError, TypeError, AttributeError) as exc:
+            raise ConfigError(f"not a campaign grid: {type(exc).__name__}: {exc}") from None
+
+
+@dataclass(frozen=True)
+class TrialSpec:
+    """One trial of one grid point: what to run, and the seed that makes it repeatable."""
+
+    campaign: str
+    config_key: str
+    trial: int
+    seed: int
+    tracker: str
+    variant: str
+    counts: Mapping[str, int]
+    noise: float
+    mode: str  # free or controlled
+    strategy: str  # free mode: noise or no-noise; controlled mode: the strategy's name
+    duration: float  # free mode's budget
+    executions: int  # controlled mode's budget
+    params: Mapping[str, int]
+
+    @property
+    def trial_id(self) -> tuple[str, int]:
+        return (self.config_key, self.trial)
+
+    def run_config(self) -> RunConfig:
+        return RunConfig(
+            tracker=self.tracker,
+            variant=self.variant,
+            counts=dict(self.counts),
+            params=dict(self.params),
+            duration=self.duration,
+            max_points=DEFAULT_RUN_STEPS if self.mode == CONTROLLED else None,
+            seed=self.seed,
+            noise=NoiseConfig(self.noise),
+        )
+
+    def controlled_options(self) -> ControlledOptions:
+        return ControlledOptions(
+            strategy=StrategySpec(self.strategy),
+            executions=self.executions,
+            run_steps=DEFAULT_RUN_STEPS,
+        )
+
+
+def trial_kind(strategy: str, noise: float) -> tuple[str, str]:
+    """The (mode, strategy) a trial of a grid strategy records.
+
+    A free trial is named by what drives its interleavings: the noise, or nothing.
+    """
+    if strategy != FREE:
+        return CONTROLLED, strategy
+    return FREE, ("noise" if noise > 0 else "no-noise")
+
+
+def new_campaign_id(now: datetime | None = None) -> str:
+    """``2026-11-22T08:00:00Z-ab12``: sorts by start time, and reports read the time back."""
+    moment = (now or datetime.now(UTC)).astimezone(UTC)
+    return f"{moment.strftime('%Y-%m-%dT%H:%M:%SZ')}-{secrets.token_hex(2)}"
+
+
+def derive_seed(base: int, config_key: str, trial: int) -> int:
+    """A trial's seed depends only on what it is, never on where or in which order it ran."""
+    digest = hashlib.sha256(f"{base}\0{config_key}\0{trial}".encode()).digest()
+    return int.from_bytes(digest[:4], "big")
+
+
+def role_abbreviations(roles: Sequence[str]) -> dict[str, str]:
+    """``binder`` -> ``b`` when initials are unambiguous, else the whole role name."""
+    initials = [role[0] for role in roles]
+    if len(set(initials)) == len(initials):
+        return {role: role[0] for role in roles}
+    return {role: f"{role}=" for role in roles}
+
+
+def config_key(
+    tracker: str,
+    variant: str,
+    counts: Mapping[str, int],
+    mode: str,
+    strategy: str,
+    noise: float,
+    params: Mapping[str, int],
+) -> str:
+    """``dra/gather-unchecked b2 i1 g1 free/noise p=0.1``: the name a configuration goes by.
+
+    Controlled mode injects no noise, so its keys name none: ``... controlled/pct``.
+    """
+    short = role_abbreviations(list(counts))
+    workers = " ".join(f"{short[role]}{n}" for role, n in counts.items())
+    key = f"{tracker}/{variant} {workers} {mode}/{strategy}"
+    if mode == FREE:
+        key += f" p={noise:g}"
+    if params:
+        key += " " + " ".join(f"{name}={value}" for name, value in sorted(params.items()))
+    return key
+
+
+def default_workers(tracker: type[Tracker]) -> tuple[Mapping[str, int], ...]:
+    if tracker.name == "dra":
+        return DEFAULT_DRA_WORKERS
+    return ({role: tracker.default_counts.get(role, 1) for role in tracker.roles},)
+
+
+def complete(spec: GridSpec, tracker: type[Tracker]) -> GridSpec:
+    """Fill the tracker's defaults and reject a grid that cannot run, in one message."""
+    variants = spec.variants or tuple(tracker.variants)
+    workers = spec.workers or default_workers(tracker)
+    problems: list[str] = []
+    unknown = [v for v in (*variants, *spec.expect_clean) if v not in tracker.variants]
+    if unknown:
+        problems.append(
+            f"tracker {tracker.name} has no variant {', '.join(unknown)}; "
+            f"choose from {', '.join(tracker.variants)}"
+        )
+    filled: list[Mapping[str, int]] = []
+    for counts in workers:
+        bad_roles = sorted(set(counts) - set(tracker.roles))
+        if bad_roles:
+            problems.append(
+                f"tracker {tracker.name} has no role {', '.join(bad_roles)}; "
+                f"its roles are {', '.join(tracker.roles)}"
+            )
+        full = {
+            role: counts.get(role, tracker.default_counts.get(role, 1)) for role in tracker.roles
+        }
+        problems += [f"{role} count must be >= 1, got {n}" for role, n in full.items() if n < 1]
+        if full not in filled:
+            filled.append(full)
+    bad_strategies = [m for m in spec.strategies if m not in STRATEGIES]
+    if bad_strategies or not spec.strategies:
+        problems.append(
+            f"strategy must be among {', '.join(STRATEGIES)}, got {', '.join(spec.strategies)}"
+        )
+    problems += [f"noise must be in [0, 1], got {p:g}" for p in spec.noises if not 0 <= p <= 1]
+    if not spec.noises:
+        problems.append("the grid needs at least one noise probability")
+    if spec.trials < 1:
+        problems.append(f"--trials must be >= 1, got {spec.trials}")
+    if not spec.duration > 0:
+        problems.append(f"--duration must be > 0 seconds, got {spec.duration:g}")
+    if spec.executions < 1:
+        problems.append(f"--executions must be >= 1, got {spec.executions}")
+    if problems:
+        raise ConfigError("; ".join(problems))
+    return GridSpec(
+        campaign=spec.campaign,
+        seed=spec.seed,
+        tracker=spec.tracker,
+        variants=tuple(dict.fromkeys(variants)),
+        workers=tuple(filled),
+        noises=tuple(dict.fromkeys(spec.noises)),
+        strategies=tuple(dict.fromkeys(spec.strategies)),
+        trials=spec.trials,
+        duration=spec.duration,
+        executions=spec.executions,
+        params=dict(spec.params),
+        expect_clean=spec.expect_clean,
+    )
+
+
+def _grid_points(spec: GridSpec) -> list[tuple[str, Mapping[str, int], tuple[str, float]]]:
+    """(variant, counts, (strategy, noise)) of every configuration; noise only varies free runs."""
+    drivers = [
+        (strategy, noise)
+        for strategy in spec.strategies
+        for noise in (spec.noises if strategy == FREE else (0.0,))
+    ]
+    return list(itertools.product(spec.variants, spec.workers, drivers))
+
+
+def expand(spec: GridSpec) -> list[TrialSpec]:
+    """Every trial of the grid, trial-major: a cut-short campaign has sampled every config."""
+    points = _grid_points(spec)
+    trials: list[TrialSpec] = []
+    for trial in range(spec.trials):
+        for variant, counts, (grid_strategy, noise) in points:
+            mode, strategy = trial_kind(grid_strategy, noise)
+            key = config_key(spec.tracker, variant, counts, mode, strategy, noise, spec.params)
+            trials.append(
+                TrialSpec(
+                    campaign=spec.campaign,
+                    config_key=key,
+                    trial=trial,
+                    seed=derive_seed(spec.seed, key, trial),
+                    tracker=spec.tracker,
+                    variant=variant,
+                    counts=dict(counts),
+                    noise=noise,
+                    mode=mode,
+                    strategy=strategy,
+                    duration=spec.duration,
+                    executions=spec.executions,
+                    params=dict(spec.params),
+                )
+            )
+    return trials

@@ -1,0 +1,77 @@
+"""One run, free or controlled, as a campaign trial or a ``shmstress_run`` call makes it:
+its result, its repro bundle, its rerun command.
+
+Both modes end in a RunResult, so records, reports and failure messages treat
+them alike; what differs is how a trial runs, which bundle a failure yields and
+the command that explores the same configuration again.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from shmstress.campaign.grid import CONTROLLED, TrialSpec
+from shmstress.campaign.record import FailureArtifacts, failure_artifacts, trial_record
+from shmstress.controlled.result import ControlledResult
+from shmstress.controlled.runner import run_controlled
+from shmstress.core.config import RunConfig
+from shmstress.core.result import RunResult
+from shmstress.free.runner import ProgressFn, run
+from shmstress.render.commands import run_command
+from shmstress.render.controlled_summary import controlled_command, render_controlled
+from shmstress.render.summary import render_summary
+from shmstress.repro.bundle import Bundle, from_controlled, from_free_run
+
+
+@dataclass(frozen=True)
+class TrialRun:
+    result: RunResult
+    bundle: Bundle | None  # None when the trial did not fail
+    rerun_command: str  # same configuration and seed; a free run will not take the same schedule
+    controlled: ControlledResult | None = None
+
+    def summary(self) -> str:
+        """The text ``shmstress run`` prints for this run."""
+        if self.controlled is not None:
+            return render_controlled(self.controlled)
+        return render_summary(self.result)
+
+    def artifacts(self, bundle: str | None) -> FailureArtifacts:
+        """``failure_artifacts`` of this run; ``bundle`` as its reader will type it."""
+        return failure_artifacts(self.result, bundle, self.rerun_command)
+
+
+def run_trial(trial: TrialSpec, progress: ProgressFn | None = None) -> TrialRun:
+    """Run one trial; ``progress`` ticks during a free run (controlled runs are short)."""
+    if trial.mode == CONTROLLED:
+        controlled = run_controlled(trial.run_config(), trial.controlled_options())
+        return TrialRun(
+            controlled.run,
+            from_controlled(controlled),
+            controlled_command(controlled),
+            controlled,
+        )
+    return run_free(trial.run_config(), progress)
+
+
+def run_free(config: RunConfig, progress: ProgressFn | None = None) -> TrialRun:
+    result = run(config, progress=progress)
+    return TrialRun(result, from_free_run(result), run_command(result.config))
+
+
+def campaign_record(
+    trial: TrialSpec, ran: TrialRun, started_at: str, artifacts: FailureArtifacts
+) -> dict[str, object]:
+    """The results.jsonl line of a campaign trial; ``artifacts`` name the bundle relative to
+    that file's directory."""
+    return trial_record(
+        ran.result,
+        campaign=trial.campaign,
+        trial=trial.trial,
+        started_at=started_at,
+        artifacts=artifacts,
+        key=trial.config_key,
+        mode=trial.mode,
+        strategy=trial.strategy,
+        executions=trial.executions if trial.mode == CONTROLLED else None,
+    )

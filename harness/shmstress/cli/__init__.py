@@ -1,0 +1,1 @@
+"""The shmstress command line: argument parsing and exit codes."""

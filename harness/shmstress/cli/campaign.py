@@ -1,0 +1,291 @@
+"""``shmstress campaign`` and ``shmstress report``: argument parsing and exit codes only."""
+
+from __future__ import annotations
+
+import argparse
+import itertools
+import secrets
+import sys
+from pathlib import Path
+from typing import Any
+
+from shmstress.campaign.bundles import campaign_bundle_dir
+from shmstress.campaign.distributed import INCOMPLETE_EXIT
+from shmstress.campaign.grid import (
+    DEFAULT_DURATION_S,
+    DEFAULT_EXECUTIONS,
+    DEFAULT_NOISES,
+    DEFAULT_STRATEGIES,
+    DEFAULT_TRIALS,
+    STRATEGIES,
+    GridSpec,
+    expand,
+    new_campaign_id,
+)
+from shmstress.campaign.results_file import ResultsFile
+from shmstress.campaign.runner import (
+    RESULTS_FILE,
+    CampaignSummary,
+    campaign_outcomes,
+    prepare,
+    resume_spec,
+    run_campaign,
+    save_spec,
+)
+from shmstress.cli.args import key_value
+from shmstress.cli.run import DEFAULT_TRACKER
+from shmstress.core.errors import ConfigError
+from shmstress.core.exit_reason import ExitReason
+from shmstress.core.plurals import counted
+
+DEFAULT_OUT = Path("shmstress-out/campaign")
+DEFAULT_REPORT_OUT = Path("shmstress-out/report")
+
+
+def _split(text: str) -> list[str]:
+    return [part.strip() for part in text.split(",") if part.strip()]
+
+
+def _int_list(text: str) -> tuple[int, ...]:
+    try:
+        return tuple(int(part) for part in _split(text))
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected integers like 1,2, got {text!r}") from None
+
+
+def _float_list(text: str) -> tuple[float, ...]:
+    try:
+        return tuple(float(part) for part in _split(text))
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected numbers like 0.1,0, got {text!r}") from None
+
+
+def _role_counts(text: str) -> tuple[str, tuple[int, ...]]:
+    role, sep, counts = text.partition("=")
+    if not sep or not role:
+        raise argparse.ArgumentTypeError(f"expected ROLE=N[,N...], got {text!r}")
+    return role, _int_list(counts)
+
+
+def _worker_grid(args: argparse.Namespace) -> tuple[dict[str, int], ...]:
+    """The product of every role's count list; empty means the tracker's default grid."""
+    per_role: dict[str, tuple[int, ...]] = dict(args.workers)
+    if not per_role:
+        return ()
+    roles = list(per_role)
+    return tuple(
+        dict(zip(roles, combo, strict=True)) for combo in itertools.product(*per_role.values())
+    )
+
+
+_GRID_OPTIONS = (
+    "tracker", "variant", "workers", "noise", "strategy", "trials", "duration", "executions",
+    "param", "seed", "expect_clean",
+)
+
+
+def _grid_from_args(args: argparse.Namespace) -> GridSpec:
+    params = dict(args.param or [])
+    return GridSpec(
+        campaign=new_campaign_id(),
+        seed=args.seed if args.seed is not None else secrets.randbelow(2**32),
+        tracker=args.tracker or DEFAULT_TRACKER,
+        variants=tuple(v for text in args.variant or [] for v in _split(text)),
+        workers=_worker_grid(args),
+        noises=args.noise if args.noise is not None else DEFAULT_NOISES,
+        strategies=(
+            tuple(m for text in args.strategy for m in _split(text))
+            if args.strategy
+            else DEFAULT_STRATEGIES
+        ),
+        trials=args.trials if args.trials is not None else DEFAULT_TRIALS,
+        duration=args.duration if args.duration is not None else DEFAULT_DURATION_S,
+        executions=args.executions if args.executions is not None else DEFAULT_EXECUTIONS,
+        params=params,
+        expect_clean=tuple(v for text in args.expect_clean or [] for v in _split(text)),
+    )
+
+
+def _given_grid_options(args: argparse.Namespace) -> list[str]:
+    given = []
+    for name in _GRID_OPTIONS:
+        value = getattr(args, name)
+        if value not in (None, []):
+            given.append("--" + name.replace("_", "-"))
+    return given
+
+
+def _cmd_campaign(args: argparse.Namespace) -> int:
+    out_dir: Path = args.out
+    if args.resume:
+        given = _given_grid_options(args)
+        if given:
+            raise ConfigError(
+                f"--resume continues the grid saved in {out_dir}; drop {', '.join(given)}"
+            )
+        spec = resume_spec(out_dir)
+    else:
+        spec = _grid_from_args(args)
+    if args.tx:
+        if args.resume:
+            raise ConfigError("--resume is for local campaigns; rerun a distributed one instead")
+        return _distributed(prepare(spec), out_dir, args.tx)
+    summary = run_campaign(
+        spec, out_dir, progress_enabled=not args.quiet, heartbeat_s=args.heartbeat
+    )
+    return _report_summary(summary, out_dir)
+
+
+def _distributed(spec: GridSpec, out_dir: Path, gateways: list[str]) -> int:
+    from shmstress.campaign.distributed import run_distributed
+
+    save_spec(spec, out_dir)
+    code = run_distributed(spec, out_dir, gateways)
+    results = ResultsFile(out_dir / RESULTS_FILE)
+    counts = campaign_outcomes(spec.campaign, results.records())
+    recorded, expected = sum(counts.values()), len(expand(spec))
+    print(
+        f"campaign {spec.campaign}: {recorded}/{expected} trials over "
+        f"{counted(len(gateways), 'gateway')} in {results.path} ({_outcomes(counts)})"
+    )
+    print(f"  report: {out_dir / 'index.html'}")
+    if code == ExitReason.INTERRUPTED.exit_code:
+        print("shmstress: distributed campaign interrupted; the finished trials are recorded",
+              file=sys.stderr)
+        return code
+    if recorded < expected:
+        print(
+            f"shmstress: only {recorded} of the campaign's {expected} trials reached "
+            f"{results.path}; see the pytest output above",
+            file=sys.stderr,
+        )
+        return INCOMPLETE_EXIT
+    return code
+
+
+def _outcomes(counts: dict[str, int]) -> str:
+    return ", ".join(f"{counts.get(k, 0)} {k}" for k in ("violation", "clean", "error"))
+
+
+def _report_summary(summary: CampaignSummary, out_dir: Path) -> int:
+    spec = summary.spec
+    recorded = summary.already_done + summary.ran
+    print(
+        f"campaign {spec.campaign}: {recorded}/{summary.total} trials in {summary.results} "
+        f"(this run: {_outcomes(summary.outcomes)})"
+    )
+    if summary.already_done:
+        were = "was" if summary.already_done == 1 else "were"
+        print(f"  {counted(summary.already_done, 'trial')} {were} already recorded before this run")
+    if summary.repaired is not None:
+        print(
+            f"  removed a partial last line ({summary.repaired.removed_bytes} bytes) "
+            "left by a kill",
+            file=sys.stderr,
+        )
+    if summary.bundles:
+        bundles = out_dir / campaign_bundle_dir(spec.campaign)
+        print(f"  {counted(summary.bundles, 'repro bundle')} in {bundles}")
+    if summary.interrupted:
+        print(
+            f"shmstress: campaign interrupted with {counted(summary.remaining, 'trial')} left; "
+            f"finish it with: shmstress campaign --out {out_dir} --resume",
+            file=sys.stderr,
+        )
+        return ExitReason.INTERRUPTED.exit_code
+    print(f"  report: shmstress report {summary.results} -o {DEFAULT_REPORT_OUT}")
+    if summary.unexpected_violations:
+        print(
+            "shmstress: violations in variants expected to be clean: "
+            + "; ".join(summary.unexpected_violations),
+            file=sys.stderr,
+        )
+        return 1
+    return 0
+
+
+def _cmd_report(args: argparse.Namespace) -> int:
+    from shmstress.reports import ResultsFormatError, build_report, describe_report
+
+    try:
+        summary = build_report(list(args.results), args.out)
+    except FileNotFoundError as exc:
+        raise ConfigError(f"no such results file: {exc.filename}") from None
+    except ResultsFormatError as exc:
+        raise ConfigError(str(exc)) from None
+    except OSError as exc:
+        raise ConfigError(f"cannot write the report: {exc}") from None
+    for warning in summary.warnings:
+        print(f"shmstress: warning: {warning}", file=sys.stderr)
+    print(describe_report(summary))
+    return 0
+
+
+def register(sub: Any) -> None:
+    campaign = sub.add_parser(
+        "campaign",
+        help="run a grid of configurations x trials, one results.jsonl line per trial",
+        description="Run variant x worker counts x strategy x noise, each for --trials trials, "
+        "and append one JSON line per finished trial to OUT/results.jsonl (fsynced: a killed "
+        "campaign loses at most the trial in flight; --resume finishes it); a failing trial "
+        "writes its repro bundle into OUT/bundles/. Exit codes: 0 done, 1 a variant named by "
+        "--expect-clean saw a violation (or, with --tx, a trial failed), 2 usage or "
+        f"configuration error, {INCOMPLETE_EXIT} with --tx: trials missing from the results "
+        "or a pytest internal error, 130 interrupted.",
+    )
+    campaign.add_argument("--out", type=Path, default=DEFAULT_OUT, metavar="DIR",
+                          help=f"campaign directory: campaign.json + results.jsonl "
+                          f"(default {DEFAULT_OUT}; reuse it across nights to keep history)")
+    campaign.add_argument("--resume", action="store_true",
+                          help="finish the campaign last started in --out (same grid and seeds)")
+    grid = campaign.add_argument_group(
+        "grid (defaults: every variant of the tracker, its default worker counts, strategies "
+        f"{','.join(DEFAULT_STRATEGIES)}, noise 0.1 and 0, {DEFAULT_TRIALS} trials, "
+        f"{DEFAULT_DURATION_S:g} s or {DEFAULT_EXECUTIONS} executions)")
+    grid.add_argument("--tracker", help="installed tracker name or file.py:Class (default dra)")
+    grid.add_argument("--variant", action="append", metavar="V[,V]",
+                      help="variants to run (repeatable; default all)")
+    grid.add_argument("--workers", type=_role_counts, action="append", default=[],
+                      metavar="ROLE=N[,N]", help="counts to try for any role of any tracker")
+    grid.add_argument("--noise", type=_float_list, metavar="P[,P]",
+                      help="noise probabilities to try (default 0.1,0)")
+    grid.add_argument("--strategy", action="append", metavar="S[,S]",
+                      help=f"what drives the interleavings, among {', '.join(STRATEGIES)}: free "
+                      "runs workers in parallel with each --noise; the others are controlled "
+                      "mode's strategies (one worker at a time, no noise) "
+                      f"(default {','.join(DEFAULT_STRATEGIES)})")
+    grid.add_argument("--trials", type=int, metavar="N",
+                      help=f"trials per configuration ({DEFAULT_TRIALS})")
+    grid.add_argument("--duration", type=float, metavar="S",
+                      help="seconds a free trial may run before it counts as clean "
+                      f"({DEFAULT_DURATION_S:g})")
+    grid.add_argument("--executions", type=int, metavar="N",
+                      help="executions a controlled trial may try before it counts as clean "
+                      f"({DEFAULT_EXECUTIONS})")
+    grid.add_argument("--param", type=key_value, action="append", metavar="NAME=VALUE",
+                      help="any tracker parameter, fixed for the whole grid")
+    grid.add_argument("--seed", type=int, help="base seed; each trial's seed derives from it")
+    grid.add_argument("--expect-clean", action="append", metavar="V[,V]",
+                      help="variants that must never fail: exit 1 if one does (nightly alarm)")
+    campaign.add_argument("--tx", action="append", metavar="SPEC",
+                          help="spread trials over pytest-xdist gateways instead of running "
+                          "locally, e.g. socket=host:8888, ssh=user@host//python=python3, "
+                          "popen (repeatable; see README)")
+    campaign.add_argument("--quiet", action="store_true", help="no progress bar or heartbeat")
+    campaign.add_argument("--heartbeat", type=float, default=30.0, metavar="S",
+                          help="seconds between progress lines when stderr is not a terminal "
+                          "(default 30)")
+    campaign.set_defaults(handler=_cmd_campaign)
+
+    report = sub.add_parser(
+        "report",
+        help="render results.jsonl files into PNG charts and an index.html",
+        description="Failure rate per configuration (95%% Wilson intervals), time-to-detection "
+        "CDF per strategy, the trend across campaigns, and each distinct failure with its log "
+        "snippet, explanation and replay command.",
+    )
+    report.add_argument("results", nargs="+", type=Path, metavar="RESULTS",
+                        help="results.jsonl file(s); several campaigns make the trend")
+    report.add_argument("-o", "--out", type=Path, default=DEFAULT_REPORT_OUT, metavar="DIR",
+                        help=f"output directory (default {DEFAULT_REPORT_OUT})")
+    report.set_defaults(handler=_cmd_report)

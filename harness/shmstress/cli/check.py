@@ -1,0 +1,110 @@
+"""``shmstress check``: validate a tracker plugin before running it for real.
+
+``run`` already refuses a malformed tracker, but only probes the variant it
+runs for a few steps, for what free mode needs. ``check`` is the longer and
+stricter look a plugin author wants while writing one: every variant, every
+phase, many steps, and what controlled mode needs too: every step returns,
+a step that goes on makes a point, and a few real controlled executions
+under PCT (its default strategy) finish within ``--max-steps``. The last
+catches a role that spins without ``os.sched_yield()``: PCT keeps running
+the highest-priority worker until it yields, so such a role starves the
+worker it waits for and every execution hits the step bound.
+"""
+
+from __future__ import annotations
+
+import argparse
+
+from shmstress.controlled.execution import ExecutionEnd
+from shmstress.controlled.options import DEFAULT_MAX_STEPS
+from shmstress.controlled.result import ControlledResult
+from shmstress.core.config import RunConfig
+from shmstress.core.control import Phase
+from shmstress.core.errors import PluginError
+from shmstress.core.exit_reason import ExitReason
+from shmstress.plugin import registry
+from shmstress.plugin.check import ProbeReport, probe
+from shmstress.plugin.resolve import resolve
+from shmstress.testing.explore import explore
+
+_PHASES = (Phase.RUN, Phase.DRAIN, Phase.STOP)
+CONTROLLED_EXECUTIONS = 5
+
+
+def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    parser = sub.add_parser(
+        "check", help="validate a tracker (plugin): probe every variant, then explore it briefly",
+        description="Load a tracker, check its class, build each variant in a throwaway arena "
+        "and step its roles one at a time, then run a few controlled executions under PCT: a "
+        "malformed tracker fails with one line and exit code 2.",
+    )
+    parser.add_argument("--tracker", default="dra",
+                        help="installed tracker name or path/to/file.py:ClassName (default: dra)")
+    parser.add_argument("--variant", action="append",
+                        help="variant(s) to probe (default: every variant)")
+    parser.add_argument("--steps", type=int, default=200, metavar="N",
+                        help="steps per worker and phase (default 200)")
+    parser.add_argument("--executions", type=int, default=CONTROLLED_EXECUTIONS, metavar="N",
+                        help=f"controlled PCT executions per variant that must finish within "
+                        f"{DEFAULT_MAX_STEPS} steps ({CONTROLLED_EXECUTIONS}; 0 skips them)")
+    parser.add_argument("--seed", type=int, default=0, help="seed of the step order (0)")
+    parser.set_defaults(handler=_cmd_check)
+
+
+def _cmd_check(args: argparse.Namespace) -> int:
+    tracker_cls = registry.load(args.tracker)
+    origin = f"tracker {args.tracker}"
+    reports = []
+    explored: dict[str, str] = {}
+    for variant in args.variant or list(tracker_cls.variants):
+        config = resolve(RunConfig(tracker=args.tracker, variant=variant, seed=args.seed),
+                         tracker_cls)
+        assert config.variant is not None
+        reports.append(probe(
+            tracker_cls, config.variant, config.params, config.counts,
+            steps_per_worker=max(1, args.steps), phases=_PHASES, seed=args.seed, strict=True,
+            origin=origin,
+        ))
+        if args.executions > 0:
+            result = explore(args.tracker, config.variant, strategy="pct",
+                             executions=args.executions, seed=args.seed)
+            explored[config.variant] = controlled_verdict(result, origin, config.variant)
+    print(render_check(args.tracker, reports, explored))
+    return 0
+
+
+def controlled_verdict(result: ControlledResult, origin: str, variant: str) -> str:
+    """What the executions showed, or a PluginError when controlled mode cannot run the variant."""
+    run = result.run
+    if run.exit_reason is ExitReason.INTERRUPTED:
+        raise KeyboardInterrupt
+    where = f"{origin}: variant {variant!r}"
+    if run.crashes:
+        lines = [line.strip() for line in run.crashes[0].strip().splitlines() if line.strip()]
+        raise PluginError(f"{where}: a worker failed in controlled mode: {lines[-1]}")
+    bound = result.ends.get(ExecutionEnd.STEP_BOUND.value, 0)
+    if bound:
+        raise PluginError(
+            f"{where}: {bound} of {result.executions} controlled PCT executions did not finish "
+            f"within {result.options.max_steps} steps; a role that waits for another worker "
+            "without os.sched_yield() keeps PCT running it: call os.sched_yield() and return "
+            "True when a role has nothing to do (harness.tracker_api.idle)"
+        )
+    if result.failing is not None:
+        return (f"PCT found a {run.exit_reason.value} in execution "
+                f"{result.failing.index + 1}")
+    return f"{result.executions} PCT executions finished"
+
+
+def render_check(spec: str, reports: list[ProbeReport], explored: dict[str, str]) -> str:
+    lines = [f"tracker {spec}: ok"]
+    for report in reports:
+        seen = (f"; {len(report.violations)} violation(s) in sequential steps (not races)"
+                if report.violations else "")
+        controlled = f"; {explored[report.variant]}" if report.variant in explored else ""
+        lines.append(
+            f"  {report.variant:22} {report.workers} workers, {report.steps} steps, "
+            f"{report.points} points, {report.arrays} arrays, {report.locks} locks{seen}"
+            f"{controlled}"
+        )
+    return "\n".join(lines)

@@ -1,0 +1,143 @@
+"""``shmstress replay BUNDLE`` and ``shmstress shrink BUNDLE -o SMALLER``: arguments and output.
+
+replay exits 1 when the bundle's violation is reproduced (the failure is
+there, as recorded), 3 when the replay diverged, did not reproduce it or hit
+a different violation, 4 when a worker crashed during the replay, and 2 with
+one line when the bundle cannot be read or does not fit its tracker.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+from collections.abc import Iterator
+from pathlib import Path
+
+from shmstress.analysis.explain import explain
+from shmstress.cli.log import add_log_options, check_run_log_options, failure_lines
+from shmstress.core.errors import BundleError, ReplayDivergedError
+from shmstress.render.explanation import render_explanation
+from shmstress.repro.bundle import Bundle, load_bundle, replay_command, write_bundle
+from shmstress.repro.replay import ReplayReport, Verdict, replay_bundle
+from shmstress.repro.shrink import ShrinkOptions, ShrinkReport, shrink_bundle
+
+
+def _describe(bundle: Bundle) -> str:
+    counts = ", ".join(f"{n} {role}{'s' if n != 1 else ''}" for role, n in bundle.counts.items())
+    source = (f"found in a free run with seed {bundle.seed}" if bundle.mode == "free" else
+              f"found by {bundle.strategy.describe()} in execution "
+              f"{(bundle.execution or 0) + 1} of seed {bundle.seed}")
+    if bundle.strategy.name == "shrink":
+        source = (f"shrunk to {bundle.preemptions} preemptions from a failure found in "
+                  f"{'a free' if bundle.mode == 'free' else 'a controlled'} run with seed "
+                  f"{bundle.seed}")
+    return (f"  tracker {bundle.tracker}, variant {bundle.variant}; {counts}; "
+            f"{len(bundle.steps):,} steps, {source}")
+
+
+def _failure_text(report: ReplayReport) -> list[str]:
+    """The log snippet and explanation of the replayed failure."""
+    result = report.result
+    if result.recording is None or not result.violations:
+        return []
+    return failure_lines(result)
+
+
+def render_replay(report: ReplayReport, path: Path) -> str:
+    lines = [f"shmstress replay: {path}", _describe(report.bundle)]
+    if report.verdict is Verdict.REPRODUCED:
+        lines.append(f"  reproduced: {report.detail}")
+        lines += _failure_text(report)
+    else:
+        lines.append(f"  {report.verdict.value}: {report.detail}")
+    return "\n".join(lines)
+
+
+@contextlib.contextmanager
+def _about(path: Path) -> Iterator[None]:
+    """Name the bundle in a BundleError that is found only once the tracker is loaded."""
+    try:
+        yield
+    except BundleError as exc:
+        raise BundleError(f"{path}: {exc}") from exc
+
+
+def _cmd_replay(args: argparse.Namespace) -> int:
+    check_run_log_options(args)
+    path = Path(args.bundle)
+    bundle = load_bundle(path)
+    with _about(path):
+        report = replay_bundle(bundle, pin=not args.no_pin)
+    print(render_replay(report, path))
+    if args.log:
+        from shmstress.render.logview import write_log
+
+        print(f"  log: {write_log(report.result, Path(args.log), args.log_level)}")
+    return report.exit_code
+
+
+def render_shrink(report: ShrinkReport, source: Path, target: Path) -> str:
+    before, after = report.before, report.after
+    lines = [
+        f"shmstress shrink: {source} -> {target}",
+        f"  {'':12} {'preemptions':>12} {'steps':>8} {'workers':>8}  scenario",
+        f"  {'before':12} {before.preemptions:>12} {before.steps:>8} {before.workers:>8}  "
+        f"{before.scenario}",
+        f"  {'after':12} {after.preemptions:>12} {after.steps:>8} {after.workers:>8}  "
+        f"{after.scenario}",
+        f"  {report.executions:,} executions in {report.elapsed_s:.2f} s",
+        f"  still fails with: {report.bundle.violation.invariant}: "
+        f"{report.bundle.violation.message}",
+    ]
+    explanation = explain(report.replay.result)
+    if explanation is not None:
+        lines += ["  explanation:", render_explanation(explanation, indent="    ")]
+    lines += ["  replay it:", f"    {replay_command(target)}"]
+    return "\n".join(lines)
+
+
+def _cmd_shrink(args: argparse.Namespace) -> int:
+    source = Path(args.bundle)
+    bundle = load_bundle(source)
+    with _about(source):
+        report = shrink_bundle(bundle, ShrinkOptions(max_executions=args.max_executions,
+                                                     pin=not args.no_pin))
+    if report is None:
+        raise ReplayDivergedError(
+            f"{source} does not reproduce its violation, so there is nothing to shrink "
+            f"(see `{replay_command(source)}`)")
+    target = write_bundle(report.bundle, Path(args.output))
+    print(render_shrink(report, source, target))
+    return 0
+
+
+def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    replay = sub.add_parser(
+        "replay", help="replay a repro bundle in controlled mode and say if it reproduces",
+        description="Take the bundle's recorded steps one at a time, checking each label; "
+        "exit 1 and print 'reproduced' with the violation; exit 3 on divergence, if the "
+        "violation does not occur or another one does; exit 4 if a worker crashed; exit 2 "
+        "if the bundle cannot be read or does not fit its tracker.",
+    )
+    replay.add_argument("bundle", metavar="BUNDLE", help="a repro bundle (JSON) a failing run "
+                        "wrote into its --out directory")
+    replay.add_argument("--no-pin", action="store_true",
+                        help="do not pin the replay to one CPU")
+    add_log_options(replay, "the replayed execution")
+    replay.set_defaults(handler=_cmd_replay)
+
+    shrink = sub.add_parser(
+        "shrink", help="minimize a bundle's failing schedule and write a smaller bundle",
+        description="Search for a schedule that fails the same way with the fewest "
+        "preemptions, then the fewest steps, then the fewest workers and smallest scenario; "
+        "write it as a bundle that replays.",
+    )
+    shrink.add_argument("bundle", metavar="BUNDLE", help="the repro bundle to shrink")
+    shrink.add_argument("-o", "--output", required=True, metavar="SMALLER",
+                        help="where to write the shrunk bundle (a file, or a directory)")
+    shrink.add_argument("--max-executions", type=int, default=ShrinkOptions().max_executions,
+                        metavar="N", help="executions the search may spend (default "
+                        f"{ShrinkOptions().max_executions})")
+    shrink.add_argument("--no-pin", action="store_true",
+                        help="do not pin the search to one CPU")
+    shrink.set_defaults(handler=_cmd_shrink)

@@ -1,0 +1,242 @@
+"""``shmstress run``: one configuration, free or controlled, and the bundle of its failure."""
+
+from __future__ import annotations
+
+import argparse
+import json
+from dataclasses import asdict, replace
+from pathlib import Path
+from typing import Any
+
+from shmstress.cli import log as cli_log
+from shmstress.cli.args import EPILOG, key_value, noise_kinds
+from shmstress.controlled.options import (
+    DEFAULT_EXECUTIONS,
+    DEFAULT_MAX_STEPS,
+    DEFAULT_RUN_STEPS,
+    ControlledOptions,
+)
+from shmstress.controlled.result import ControlledResult
+from shmstress.controlled.runner import run_controlled
+from shmstress.controlled.strategies import EXPLORING, SPIN_RULES, StrategySpec
+from shmstress.core.config import DEFAULT_NOISE, OUT_ENV, RunConfig, default_out
+from shmstress.core.files import write_text_atomically
+from shmstress.core.noise import NOISE_KINDS, NoiseConfig
+from shmstress.core.result import RunResult
+from shmstress.free.runner import run
+from shmstress.render.controlled_summary import render_controlled
+from shmstress.render.progress import RunProgress
+from shmstress.render.summary import render_summary
+from shmstress.repro.bundle import (
+    Bundle,
+    from_controlled,
+    from_free_run,
+    replay_command,
+    tape_lost_note,
+    write_bundle,
+)
+
+MODES = ("free", "controlled")
+DEFAULT_TRACKER = "dra"
+"""The tracker ``run`` and ``campaign`` stress when none is named: the DRA claim tracker."""
+
+
+def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    parser = sub.add_parser(
+        "run", help="run one configuration and report violations",
+        description="Fork the tracker's workers (one process per role instance) against its "
+        "shared memory, inject noise at points (or, with --mode controlled, explore "
+        "interleavings one worker at a time), check invariants online and at rest.",
+        epilog=EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    _add_run_options(parser)
+    cli_log.add_run_log_options(parser)
+    _add_controlled_options(parser)
+    parser.add_argument("--json", metavar="PATH", help="also write the result as JSON")
+    parser.add_argument("--quiet", action="store_true", help="no progress bar")
+    parser.set_defaults(handler=_cmd_run)
+
+
+def _add_run_options(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--tracker", default=DEFAULT_TRACKER,
+                        help="installed tracker name or path/to/file.py:ClassName "
+                        f"(default: {DEFAULT_TRACKER})")
+    parser.add_argument("--variant", help="tracker variant (default: the tracker's first; "
+                        "see `shmstress list`)")
+    scenario = parser.add_argument_group("workers and scenario (see `shmstress list`)")
+    scenario.add_argument("--workers", type=key_value, action="append", default=[],
+                          metavar="ROLE=N", help="worker processes of a role (repeatable; "
+                          "default: the tracker's count per role)")
+    scenario.add_argument("--param", type=key_value, action="append", default=[],
+                          metavar="NAME=VALUE", help="a tracker parameter (repeatable; "
+                          "default: the tracker's)")
+    budget = parser.add_argument_group("budget and noise")
+    budget.add_argument("--duration", type=float, default=2.0, metavar="S",
+                        help="seconds of churn before settling and checking at rest (default 2)")
+    budget.add_argument("--points", type=int, metavar="N", dest="max_points",
+                        help="stop churning after N points instead of (or before) --duration")
+    budget.add_argument("--seed", type=int, help="seed for every random draw (default: random, "
+                        "printed)")
+    budget.add_argument("--noise", type=float, default=DEFAULT_NOISE, metavar="P",
+                        help=f"probability of noise at each point (default {DEFAULT_NOISE}; "
+                        "0 is the plain rerun-it baseline)")
+    budget.add_argument("--noise-kind", type=noise_kinds, default=NOISE_KINDS, metavar="K[,K]",
+                        help="noise kinds: yield, sleep (default both)")
+    budget.add_argument("--max-sleep-us", type=float, default=NoiseConfig().max_sleep_us,
+                        metavar="US", help="longest injected sleep in microseconds (default 100)")
+    budget.add_argument("--check", action="append", metavar="INVARIANT",
+                        help="check only these invariants (repeatable; default all)")
+    budget.add_argument("--keep-going", action="store_true",
+                        help="count violations until the end instead of stopping at the first")
+    budget.add_argument("--max-violations", type=int, default=64, metavar="N",
+                        help="violations kept in detail with --keep-going (default 64)")
+    budget.add_argument("--tape-size", type=int, default=RunConfig().tape_size, metavar="N",
+                        help="points whose schedule is kept for replay; a failure past them "
+                        f"is reported but cannot be replayed (default {RunConfig().tape_size})")
+    budget.add_argument("--drain-timeout", type=float, default=5.0, metavar="S",
+                        help="seconds allowed to settle before the stop (default 5)")
+    budget.add_argument("--stop-timeout", type=float, default=10.0, metavar="S",
+                        help="seconds workers get to stop before stacks are dumped (default 10)")
+
+
+def _add_controlled_options(parser: argparse.ArgumentParser) -> None:
+    group = parser.add_argument_group(
+        "controlled mode (one worker runs at a time; a strategy picks who)")
+    group.add_argument("--mode", choices=MODES, default="free",
+                       help="free: real parallelism with noise (default); controlled: "
+                       "explore interleavings with --strategy, each one replayable")
+    group.add_argument("--strategy", choices=EXPLORING, default="pct",
+                       help="pct (default), random_walk, or exhaustive (every schedule "
+                       "within --bound; for small scenarios)")
+    group.add_argument("--depth", type=int, default=3, metavar="D",
+                       help="PCT bug depth: D-1 priority change points per execution (3)")
+    group.add_argument("--spin", choices=SPIN_RULES, default=StrategySpec.spin,
+                       help="PCT: what a worker that yields (spins) does. demote: it drops "
+                       "below every other worker, as Shuttle's PCT (default; fastest, finds "
+                       "the seed race in few executions); aside: it keeps its priority and "
+                       "steps aside until another worker progresses (finds races that need a "
+                       "spinner to see an update at once, e.g. dra events-unordered; several "
+                       "times slower)")
+    group.add_argument("--bound", type=int, default=2, metavar="B",
+                       help="exhaustive search: every schedule with at most B preemptions "
+                       "(switching away from a worker that could go on) and handovers after "
+                       "a yield to any worker but the next in id order; switching after a "
+                       "worker blocks or finishes is free (2)")
+    group.add_argument("--executions", type=int, default=DEFAULT_EXECUTIONS, metavar="N",
+                       help=f"executions to try; stops at the first failure "
+                       f"({DEFAULT_EXECUTIONS}); --points sets the steps of churn of each "
+                       f"({DEFAULT_RUN_STEPS}), and --duration is ignored")
+    group.add_argument("--max-steps", type=int, default=DEFAULT_MAX_STEPS, metavar="N",
+                       help=f"an execution that has not finished after N steps ends with "
+                       f"exit reason step-bound ({DEFAULT_MAX_STEPS})")
+    group.add_argument("--no-pin", action="store_true",
+                       help="do not pin coordinator and workers to one CPU")
+    out = default_out()
+    parser.add_argument("--out", default=out, metavar="DIR",
+                        help=f"where a failing run writes its repro bundle and run.log "
+                        f"({out}; ${OUT_ENV} changes the default)")
+
+
+def config_from_args(args: argparse.Namespace) -> RunConfig:
+    return RunConfig(
+        tracker=args.tracker,
+        variant=args.variant,
+        counts=dict(args.workers),
+        params=dict(args.param),
+        duration=args.duration,
+        max_points=args.max_points,
+        seed=args.seed,
+        noise=NoiseConfig(args.noise, args.noise_kind, args.max_sleep_us),
+        stop_on_first=not args.keep_going,
+        drain_timeout=args.drain_timeout,
+        stop_timeout=args.stop_timeout,
+        max_violations=args.max_violations,
+        checks=tuple(args.check) if args.check else None,
+        ring_size=args.ring_size,
+        tape_size=args.tape_size,
+    )
+
+
+def _options_from_args(args: argparse.Namespace, config: RunConfig) -> ControlledOptions:
+    return ControlledOptions(
+        strategy=StrategySpec(args.strategy, depth=args.depth, bound=args.bound,
+                              spin=args.spin),
+        executions=args.executions,
+        run_steps=config.max_points or DEFAULT_RUN_STEPS,
+        max_steps=args.max_steps,
+        pin=not args.no_pin,
+    )
+
+
+def _cmd_run(args: argparse.Namespace) -> int:
+    cli_log.check_run_log_options(args)
+    config = config_from_args(args)
+    if args.mode == "controlled":
+        return _run_controlled(args, config)
+    with RunProgress(config.duration, enabled=not args.quiet) as progress:
+        result = run(config, progress=progress.update)
+    print(render_summary(result))
+    for line in cli_log.report_run_log(args, result):
+        print(line)
+    if result.violation_count:
+        lines = _bundle_lines(args, from_free_run(result))
+        note = tape_lost_note(result)
+        if lines and note:
+            lines.append(f"  note: {note} (raise --tape-size)")
+        for line in lines:
+            print(line)
+    if args.json:
+        _write_json(Path(args.json), result_to_json(result))
+    return result.exit_code
+
+
+def _run_controlled(args: argparse.Namespace, config: RunConfig) -> int:
+    options = _options_from_args(args, config)
+    result = run_controlled(replace(config, max_points=options.run_steps), options)
+    print(render_controlled(result))
+    for line in cli_log.report_run_log(args, result.run):
+        print(line)
+    for line in _bundle_lines(args, from_controlled(result)):
+        print(line)
+    if args.json:
+        _write_json(Path(args.json), _controlled_to_json(result))
+    return result.exit_code
+
+
+def _bundle_lines(args: argparse.Namespace, bundle: Bundle | None) -> list[str]:
+    """Write the bundle into --out and say how to replay it (nothing if the run passed)."""
+    if bundle is None:
+        return []
+    path = write_bundle(bundle, Path(args.out))
+    return [f"  repro bundle: {path} ({len(bundle.steps):,} steps)", "  replay it:",
+            f"    {replay_command(path)}"]
+
+
+def result_to_json(result: RunResult) -> dict[str, object]:
+    data: dict[str, object] = asdict(result)
+    if result.recording is not None:  # every record would make the JSON huge: counts only
+        recording = result.recording
+        data["recording"] = {
+            "records": len(recording.records), "logs": len(recording.logs),
+            "ring_lost": recording.ring_lost, "steps": len(recording.steps),
+            "tape_lost": recording.tape_lost,
+        }
+    data["exit_reason"] = result.exit_reason.value
+    data["points_per_s"] = result.points_per_s
+    return data
+
+
+def _controlled_to_json(result: ControlledResult) -> dict[str, object]:
+    return {
+        "mode": "controlled",
+        "strategy": asdict(result.strategy),
+        "executions": result.executions,
+        "ends": dict(result.ends),
+        "executions_per_s": result.executions_per_s,
+        "failing_execution": result.failing.index if result.failing else None,
+        "run": result_to_json(result.run),
+    }
+
+
+def _write_json(path: Path, data: Any) -> None:
+    write_text_atomically(path, json.dumps(data, indent=2, default=str) + "\n")

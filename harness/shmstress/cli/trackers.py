@@ -1,0 +1,34 @@
+"""``shmstress list``: every installed tracker with its variants, roles, parameters, invariants."""
+
+from __future__ import annotations
+
+import argparse
+
+from shmstress.plugin import registry
+
+
+def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    parser = sub.add_parser("list", help="list trackers, variants, roles and invariants",
+                            description="List every installed tracker (entry point group "
+                            "shmstress.trackers): its variants, roles with their default "
+                            "worker counts, parameters with their defaults, and invariants.")
+    parser.set_defaults(handler=_cmd_list)
+
+
+def _cmd_list(args: argparse.Namespace) -> int:
+    for name in sorted(registry.available()):
+        tracker = registry.load(name)
+        print(f"{name}: {tracker.summary}")
+        print("  variants:")
+        for variant, text in tracker.variants.items():
+            print(f"    {variant:18} {text}")
+        print("  roles (default count):")
+        for role, text in tracker.roles.items():
+            print(f"    {role:18} ({tracker.default_counts.get(role, 1)}) {text}")
+        print("  parameters (default):")
+        for pname, param in tracker.parameters.items():
+            print(f"    {pname:18} ({param.default}) {param.help}")
+        print("  invariants:")
+        for invariant in tracker.invariants:
+            print(f"    {invariant.name:22} {invariant.summary}")
+    return 0

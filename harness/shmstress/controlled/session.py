@@ -1,0 +1,540 @@
+"""The controlled-mode coordinator: one tracker, persistent workers, many executions.
+
+A session builds the tracker once, forks one worker per role instance and
+keeps them for every execution. Between executions the tracker's shared
+arrays (and the harness's control block) are restored from a snapshot taken
+right after the tracker was built, and every worker starts from a fresh copy
+of its process-local state, so an execution costs no fork.
+
+Within an execution exactly one worker runs. The coordinator waits for the
+running worker to report (it reached a point it may not take on its own, or
+its role finished), then asks the strategy who goes next. The global
+sequence number of a point therefore equals its step index.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import time
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from multiprocessing.connection import Connection
+from multiprocessing.process import BaseProcess
+from types import TracebackType
+
+from shmstress.controlled.channel import (
+    CMD_EXECUTE,
+    CMD_EXIT,
+    CRASHED,
+    FINISHED,
+    G_AWAITED,
+    G_AWAITED_N,
+    G_EXEC_SEED,
+    G_RECORD,
+    G_STEP,
+    PARKED,
+    RUNNING,
+    S_CMD,
+    S_LABEL,
+    S_LEASE,
+    S_LOCK,
+    S_PHASE,
+    S_STATE,
+    S_STRIDE,
+    S_YIELDED,
+    Channel,
+    is_channel_array,
+)
+from shmstress.controlled.execution import ExecutionEnd, ExecutionOutcome, PhasePlan
+from shmstress.controlled.local_state import lock_names
+from shmstress.controlled.pinning import pinned
+from shmstress.controlled.strategies.base import (
+    SEED_MASK,
+    ScheduleDiverged,
+    ScheduleEnded,
+    Strategy,
+)
+from shmstress.controlled.worker import WorkerSetup, controlled_worker_main
+from shmstress.core.control import (
+    ABORT,
+    FORK,
+    L_OWNER,
+    L_STRIDE,
+    NO_OWNER,
+    PHASE,
+    ControlBlock,
+    Phase,
+)
+from shmstress.core.errors import ShmstressError
+from shmstress.core.noise import NoiseConfig
+from shmstress.core.processes import dump_stacks, reap
+from shmstress.core.result import Violation
+from shmstress.core.runtime import Runtime
+from shmstress.core.shm import Arena, ArenaSnapshot
+from shmstress.core.signals import shielded
+from shmstress.core.trace import Recording, Step
+from shmstress.core.workers import WorkerInfo
+from shmstress.plugin.protocol import Tracker
+from shmstress.plugin.violations import at_rest_violations, recorded_violations
+from shmstress.record.recorder import Recorder
+
+_MAX_LOCKS = 64
+_WAIT_SLICE_S = 0.1
+_RECORDING_ARRAYS = "recording."
+DEADLOCK = "deadlock"  # the invariant name a deadlock is reported under
+
+
+class WorkerLostError(ShmstressError):
+    """A controlled worker died, or stopped answering, in the middle of an execution."""
+
+    exit_code = 4
+
+    def __init__(self, message: str, hung: bool = False) -> None:
+        super().__init__(message)
+        self.hung = hung
+
+
+@dataclass(frozen=True)
+class SessionSpec:
+    """Everything a session is built from (the config is already resolved)."""
+
+    tracker_cls: type[Tracker]
+    variant: str
+    params: Mapping[str, int]
+    workers: tuple[WorkerInfo, ...]
+    checks: tuple[str, ...] | None
+    max_steps: int
+    stop_timeout: float = 10.0
+    ring_size: int = 16384
+    noise_draws: NoiseConfig | None = None
+    pin: bool = True
+
+
+class _View:
+    """The strategy's window on the coordinator's state (``strategies.base.SchedulerView``)."""
+
+    def __init__(self, session: Session) -> None:
+        self._session = session
+        self.step = 0
+        self.current = -1
+        self.runnable: list[int] = []
+        self.current_can_continue = False
+        self.workers = len(session.spec.workers)
+
+    def label(self, worker: int) -> str:
+        return self._session.label_text(self._session.channel.slot(worker, S_LABEL))
+
+    def who(self, worker: int) -> str:
+        return self._session.who(worker)
+
+    def describe(self, worker: int) -> str:
+        return self._session.describe_worker(worker)
+
+
+class Session:
+    """Persistent controlled workers for one scenario; ``execute`` runs one execution."""
+
+    def __init__(self, spec: SessionSpec) -> None:
+        self.spec = spec
+        self._arena = Arena()
+        self._processes: list[BaseProcess] = []
+        self._crash_reports: list[Connection] = []
+        self._texts: list[str] = []
+        self._tape_used = 0
+        self._pinning: contextlib.ExitStack | None = None
+        self.pinned_cpu: int | None = None
+        self._healthy = True
+        try:
+            self._build()
+        except BaseException:
+            self.close()
+            raise
+
+    # -- set-up and tear-down -----------------------------------------------------------------
+    def _build(self) -> None:
+        spec = self.spec
+        arena = self._arena
+        workers = len(spec.workers)
+        self.channel = Channel(arena, workers, max(_MAX_LOCKS, workers), spec.max_steps)
+        self.recorder = Recorder(arena, workers, spec.ring_size, spec.max_steps + 1)
+        invariants = spec.tracker_cls.invariants
+        self.control = ControlBlock(arena, workers, 64, _MAX_LOCKS)
+        runtime = Runtime(self.control, [inv.name for inv in invariants], True, spec.checks)
+        for invariant in invariants:
+            runtime.declare_invariant_fields(invariant.name, invariant.fields)
+        runtime.role_workers = {
+            role: tuple(w.worker_id for w in spec.workers if w.role == role)
+            for role in spec.tracker_cls.roles
+        }
+        self.runtime = runtime
+        tracker = spec.tracker_cls(runtime, arena, spec.variant, spec.params)
+        arena.freeze()
+        # The coordinator only asks drained() and final_violations(), which read shared
+        # state; its own copy (never touched by a worker) serves every execution.
+        self._tracker = tracker
+        self._locks = lock_names(tracker)
+        self._snapshot: ArenaSnapshot = arena.snapshot(
+            lambda name: not (is_channel_array(name) or name.startswith(_RECORDING_ARRAYS))
+        )
+        self._pinning = contextlib.ExitStack()
+        self.pinned_cpu = self._pinning.enter_context(pinned(spec.pin))
+        setup = WorkerSetup(os.getpid(), runtime, tracker, self.channel, self.recorder,
+                            spec.noise_draws)
+        for info in spec.workers:
+            receive, send = FORK.Pipe(duplex=False)
+            process = FORK.Process(
+                target=controlled_worker_main,
+                name=f"shmstress-controlled-{info.role}-{info.index + 1}",
+                args=(setup, info, send),
+                daemon=True,
+            )
+            process.start()
+            send.close()
+            self._processes.append(process)
+            self._crash_reports.append(receive)
+
+    def close(self) -> None:
+        """Let idle workers exit, reap every worker, free shared memory, restore CPU affinity."""
+        with shielded():  # a second Ctrl-C must not leave workers or segments behind
+            if self._healthy and self._processes:
+                for worker in range(len(self._processes)):
+                    self.channel.set_slot(worker, S_CMD, CMD_EXIT)
+                    self.channel.grants[worker].release()
+            reap(self._processes, grace=1.0 if self._healthy else 0.2)
+            for conn in self._crash_reports:
+                conn.close()
+            for process in self._processes:
+                with contextlib.suppress(ValueError):
+                    process.close()
+            self._processes = []
+            self._crash_reports = []
+            if hasattr(self, "recorder"):
+                self.recorder.release()
+            self._arena.close()
+            if self._pinning is not None:
+                self._pinning.close()
+                self._pinning = None
+
+    def __enter__(self) -> Session:
+        return self
+
+    def __exit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        if exc is not None:
+            self._healthy = False
+        self.close()
+
+    @property
+    def pids(self) -> tuple[int, ...]:
+        return tuple(p.pid or 0 for p in self._processes)
+
+    # -- names ----------------------------------------------------------------------------
+    def label_text(self, ident: int) -> str:
+        texts = self._texts
+        while len(texts) <= ident:
+            texts.append(self.recorder.label(len(texts)).text)
+        return texts[ident]
+
+    def who(self, worker: int) -> str:
+        return self.spec.workers[worker].describe()  # no pid: the same in every execution
+
+    def describe_worker(self, worker: int) -> str:
+        channel = self.channel
+        state = channel.slot(worker, S_STATE)
+        who = self.who(worker)
+        if state != PARKED:
+            return f"{who} has finished its role" if state == FINISHED else f"{who} has stopped"
+        label = self.label_text(channel.slot(worker, S_LABEL))
+        lock = channel.slot(worker, S_LOCK)
+        owner = self._lock_owner(lock) if lock >= 0 else NO_OWNER
+        if owner != NO_OWNER:
+            return (f"{who} waits at {label!r} for lock {self._locks.get(lock, str(lock))!r}, "
+                    f"held by {self.who(owner)}")
+        return f"{who} is at {label!r}"
+
+    def _lock_owner(self, lock: int) -> int:
+        return int(self.control.lock_table.mv[lock * L_STRIDE + L_OWNER])
+
+    # -- one execution --------------------------------------------------------------------
+    def execute(
+        self,
+        strategy: Strategy,
+        execution_seed: int,
+        phases: PhasePlan,
+        record: bool = False,
+    ) -> ExecutionOutcome:
+        """Run one execution to its end; the session is ready for the next one afterwards."""
+        if not self._healthy:
+            raise WorkerLostError("the controlled workers were lost in an earlier execution")
+        try:
+            return self._execute(strategy, execution_seed, phases, record)
+        except BaseException:
+            self._healthy = False
+            raise
+
+    def _execute(
+        self, strategy: Strategy, execution_seed: int, phases: PhasePlan, record: bool
+    ) -> ExecutionOutcome:
+        channel = self.channel
+        execution_seed &= SEED_MASK  # a shared int64 slot carries it to the workers
+        self._arena.restore(self._snapshot)
+        globals_ = channel.globals.mv
+        globals_[G_STEP] = 0
+        globals_[G_EXEC_SEED] = execution_seed
+        globals_[G_RECORD] = int(record)
+        globals_[G_AWAITED_N] = 0
+        if record:
+            self.recorder.ring_written.np[:] = 0
+            self.recorder.tape.np[: self._tape_used] = 0
+        tracker = self._tracker
+        for worker in range(len(self.spec.workers)):
+            channel.set_slot(worker, S_CMD, CMD_EXECUTE)
+            channel.set_slot(worker, S_STATE, RUNNING)
+            channel.grants[worker].release()
+            self._wait(worker)
+        scheduled = _Scheduling(self, strategy, phases, tracker)
+        divergence: ScheduleDiverged | None = None
+        try:
+            end = scheduled.run()
+        except ScheduleDiverged as diverged:
+            end, divergence = ExecutionEnd.DIVERGED, diverged
+        except ScheduleEnded:
+            end = ExecutionEnd.SCHEDULE_END
+        steps = int(globals_[G_STEP])
+        violations, count = self._violations()
+        if end is ExecutionEnd.DEADLOCK:
+            violations = (self._deadlock(steps), *violations)
+            count += 1
+        elif end is ExecutionEnd.FINISHED and scheduled.unsettled:
+            end = ExecutionEnd.STEP_BOUND  # stopped before settling: nothing to check at rest
+        elif end is ExecutionEnd.FINISHED:
+            found = self._at_rest(tracker)
+            if found:
+                end = ExecutionEnd.VIOLATION
+                violations += found
+                count += len(found)
+        crashes = self._crashes()
+        self._unwind()
+        if crashes:
+            end = ExecutionEnd.CRASHED
+        if record:
+            self._tape_used = steps
+        return ExecutionOutcome(
+            end=end,
+            execution_seed=execution_seed,
+            steps=scheduled.steps(steps),
+            preemptions=scheduled.preemptions,
+            phase_changes=tuple(scheduled.phase_changes),
+            violations=violations,
+            violation_count=count,
+            divergence=divergence,
+            crashes=crashes,
+        )
+
+    def recording(self, points: int) -> Recording:
+        """What the last execution run with ``record=True`` recorded."""
+        return self.recorder.collect(points)
+
+    def _wait(self, worker: int) -> None:
+        """Wait for the running worker to report; a dead or hung worker ends the session."""
+        report = self.channel.report
+        if report.acquire(True, _WAIT_SLICE_S):
+            return
+        process = self._processes[worker]
+        deadline = time.monotonic() + self.spec.stop_timeout
+        while not report.acquire(True, _WAIT_SLICE_S):
+            if process.exitcode is not None:
+                raise WorkerLostError(f"{self.who(worker)} died with exit code {process.exitcode}")
+            if time.monotonic() > deadline:
+                dump_stacks([process])
+                time.sleep(0.2)
+                raise WorkerLostError(
+                    f"{self.who(worker)} did not reach its next point within "
+                    f"{self.spec.stop_timeout:g} s (a step that never returns?); stack dumped",
+                    hung=True,
+                )
+
+    def _unwind(self) -> None:
+        """Stop every worker still waiting at a point; each unwinds and releases its locks."""
+        channel = self.channel
+        self.control.control.mv[ABORT] = 1
+        for worker in range(len(self.spec.workers)):
+            if channel.slot(worker, S_STATE) == PARKED:
+                channel.set_slot(worker, S_STATE, RUNNING)
+                channel.grants[worker].release()
+                self._wait(worker)
+
+    def _crashes(self) -> tuple[str, ...]:
+        crashes = []
+        for worker, conn in enumerate(self._crash_reports):
+            with contextlib.suppress(EOFError, OSError):
+                while conn.poll():
+                    crashes.append(f"{self.who(worker)} crashed:\n{conn.recv()}")
+        return tuple(crashes)
+
+    # -- violations -------------------------------------------------------------------------
+    def _workers_seen(self) -> tuple[WorkerInfo, ...]:
+        return tuple(WorkerInfo(w.worker_id, w.role, w.index, pid)
+                     for w, pid in zip(self.spec.workers, self.pids, strict=True))
+
+    def _violations(self) -> tuple[tuple[Violation, ...], int]:
+        spec = self.spec
+        found = recorded_violations(
+            self.control, spec.tracker_cls.invariants, self._workers_seen(), spec.params
+        )
+        return tuple(found), self.control.violation_count
+
+    def _at_rest(self, tracker: Tracker) -> tuple[Violation, ...]:
+        spec = self.spec
+        return tuple(at_rest_violations(
+            tracker, spec.tracker_cls.invariants, self._workers_seen(), spec.params, spec.checks
+        ))
+
+    def _deadlock(self, steps: int) -> Violation:
+        channel = self.channel
+        waiting = [w for w in range(len(self.spec.workers)) if channel.slot(w, S_STATE) == PARKED]
+        first = waiting[0]
+        lock = channel.slot(first, S_LOCK)
+        return Violation(
+            invariant=DEADLOCK,
+            message="deadlock: " + "; ".join(self.describe_worker(w) for w in waiting),
+            fields={"worker": first, "lock": lock, "holder": self._lock_owner(lock)},
+            worker=self._workers_seen()[first],
+            seq=steps,
+            elapsed_s=None,
+        )
+
+
+class _Scheduling:
+    """The step loop of one execution (the hot path of controlled mode)."""
+
+    def __init__(
+        self, session: Session, strategy: Strategy, phases: PhasePlan, tracker: Tracker
+    ) -> None:
+        self._session = session
+        self._strategy = strategy
+        self._phases = phases
+        self._drained: Callable[[], bool] = tracker.drained
+        self.preemptions = 0
+        self.unsettled = False  # the drain ran out of steps before the tracker settled
+        self.phase_changes: list[int] = []
+        self._grants: list[tuple[int, int]] = []  # (first step, worker) of every grant
+
+    def run(self) -> ExecutionEnd:
+        session = self._session
+        channel = session.channel
+        workers = range(len(session.spec.workers))
+        slots = channel.slots.mv
+        globals_ = channel.globals.mv
+        step_log = channel.step_log.mv
+        grants = channel.grants
+        locks = session.control.lock_table.mv
+        control = session.control.control.mv
+        max_steps = min(session.spec.max_steps, self._phases.step_limit or (1 << 62))
+        strategy = self._strategy
+        view = _View(session)
+        forced = self._phases.forced
+        run_steps = self._phases.run_steps
+        drain_limit = run_steps + max(1, (max_steps - run_steps) // 2)
+        phase = Phase.RUN
+        current = -1
+        grant_log = self._grants
+        while True:
+            if control[ABORT]:
+                return ExecutionEnd.VIOLATION
+            runnable: list[int] = []
+            awaited: list[int] = []
+            awaited_workers: list[int] = []
+            for worker in workers:
+                base = worker * S_STRIDE
+                state = slots[base + S_STATE]
+                if state == PARKED:
+                    lock = slots[base + S_LOCK]
+                    if lock >= 0 and locks[lock * L_STRIDE + L_OWNER] != NO_OWNER:
+                        awaited.append(lock)
+                        awaited_workers.append(worker)
+                    else:
+                        runnable.append(worker)
+                elif state == CRASHED:
+                    return ExecutionEnd.CRASHED
+            if not runnable:
+                return ExecutionEnd.DEADLOCK if awaited else ExecutionEnd.FINISHED
+            step = globals_[G_STEP]
+            if step >= max_steps:
+                return ExecutionEnd.STEP_BOUND
+            limit = max_steps - step
+            if forced is not None:
+                while phase - Phase.RUN < len(forced) and forced[phase - Phase.RUN] <= step:
+                    phase = Phase(phase + 1)
+                    control[PHASE] = phase
+                    self.phase_changes.append(step)
+                if phase - Phase.RUN < len(forced):
+                    limit = min(limit, forced[phase - Phase.RUN] - step)
+            else:
+                if phase is Phase.RUN:
+                    if step >= run_steps:
+                        phase = Phase.DRAIN
+                        control[PHASE] = phase
+                        self.phase_changes.append(step)
+                    else:
+                        limit = min(limit, run_steps - step)
+                if phase is Phase.DRAIN:
+                    settled = self._settled(runnable, awaited_workers)
+                    if settled or step >= drain_limit:
+                        self.unsettled = not settled
+                        phase = Phase.STOP
+                        control[PHASE] = phase
+                        self.phase_changes.append(step)
+                    else:
+                        limit = min(limit, drain_limit - step)
+            can_continue = current in runnable and not slots[current * S_STRIDE + S_YIELDED]
+            view.step = step
+            view.current = current
+            view.runnable = runnable
+            view.current_can_continue = can_continue
+            chosen, lease = strategy.next_task(view)
+            if can_continue and chosen != current:
+                self.preemptions += 1
+            base = chosen * S_STRIDE
+            step_log[step] = slots[base + S_LABEL]
+            globals_[G_STEP] = step + 1
+            slots[base + S_LEASE] = min(lease, limit) - 1
+            slots[base + S_STATE] = RUNNING
+            globals_[G_AWAITED_N] = len(awaited)
+            for index, lock in enumerate(awaited):
+                globals_[G_AWAITED + index] = lock
+            grant_log.append((step, chosen))
+            grants[chosen].release()
+            session._wait(chosen)
+            current = chosen
+
+    def _settled(self, runnable: list[int], blocked: list[int]) -> bool:
+        """Has the drain settled? Only once every waiting worker acts on DRAIN: a worker
+        still inside a step it began in RUN may yet do what RUN allows (a release)."""
+        slots = self._session.channel.slots.mv
+        for worker in (*runnable, *blocked):
+            if slots[worker * S_STRIDE + S_PHASE] < Phase.DRAIN:
+                return False
+        return self._drained()
+
+    def steps(self, count: int) -> tuple[Step, ...]:
+        """The execution's schedule: every step's worker and label, in order."""
+        session = self._session
+        ids = session.channel.step_log.np[:count].tolist()
+        text = session.label_text
+        out: list[Step] = []
+        grants = self._grants
+        for index, (first, worker) in enumerate(grants):
+            last = grants[index + 1][0] if index + 1 < len(grants) else count
+            out.extend(Step(worker, text(ident)) for ident in ids[first:last])
+        return tuple(out)
+
+
+def describe_ends(ends: Sequence[ExecutionEnd]) -> dict[str, int]:
+    counts: dict[str, int] = {}
+    for end in ends:
+        counts[end.value] = counts.get(end.value, 0) + 1
+    return counts

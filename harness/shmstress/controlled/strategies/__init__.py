@@ -1,0 +1,54 @@
+"""Scheduling strategies for controlled mode, one module each behind ``base.Strategy``."""
+
+from __future__ import annotations
+
+from shmstress.controlled.strategies.base import (
+    ScheduleDiverged,
+    ScheduleEnded,
+    SchedulerView,
+    Strategy,
+    StrategySpec,
+)
+from shmstress.controlled.strategies.exhaustive import Exhaustive
+from shmstress.controlled.strategies.guided import Guided
+from shmstress.controlled.strategies.pct import SPIN_RULES, Pct
+from shmstress.controlled.strategies.random_walk import RandomWalk
+from shmstress.controlled.strategies.replay import Replay
+from shmstress.core.errors import ConfigError
+
+EXPLORING = ("pct", "random_walk", "exhaustive")
+
+
+def exploring_strategy(spec: StrategySpec, seed: int, workers: int, max_steps: int) -> Strategy:
+    """A strategy that searches for failures (replay and guided are built from a schedule);
+    ``max_steps`` bounds the length of every execution (PCT's first k)."""
+    if spec.name == "pct":
+        if spec.depth < 1:
+            raise ConfigError(f"--depth must be >= 1, got {spec.depth}")
+        if spec.spin not in SPIN_RULES:
+            raise ConfigError(f"--spin must be one of {', '.join(SPIN_RULES)}, got {spec.spin}")
+        return Pct(seed, spec.depth, workers, max_steps, spec.spin)
+    if spec.name == "random_walk":
+        return RandomWalk(seed)
+    if spec.name == "exhaustive":
+        if spec.bound < 0:
+            raise ConfigError(f"--bound must be >= 0, got {spec.bound}")
+        return Exhaustive(seed, spec.bound)
+    raise ConfigError(f"unknown strategy {spec.name!r}; choose from {', '.join(EXPLORING)}")
+
+
+__all__ = [
+    "EXPLORING",
+    "SPIN_RULES",
+    "Exhaustive",
+    "Guided",
+    "Pct",
+    "RandomWalk",
+    "Replay",
+    "ScheduleDiverged",
+    "ScheduleEnded",
+    "SchedulerView",
+    "Strategy",
+    "StrategySpec",
+    "exploring_strategy",
+]

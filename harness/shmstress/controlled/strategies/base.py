@@ -1,0 +1,127 @@
+"""The scheduling-strategy protocol, after Shuttle's ``Scheduler`` trait.
+
+A strategy is asked three things: whether there is another execution to run
+(``new_execution``), which worker takes the next step and for how many
+steps it may go on (``next_task``), and for random bits (``next_u64``: the
+seed every worker's RNG of the execution derives from). Every random draw of
+a controlled run is made here, in the coordinator, from one seeded RNG.
+"""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Protocol
+
+from shmstress.core.trace import Step
+
+UNLIMITED = 1 << 62
+SEED_MASK = (1 << 63) - 1
+
+
+@dataclass(frozen=True)
+class StrategySpec:
+    """A strategy and its parameters, as the CLI takes them and bundles store them."""
+
+    name: str
+    depth: int = 3
+    bound: int = 2
+    spin: str = "demote"  # PCT: what a worker that yields does (strategies/pct.DEFAULT_SPIN)
+
+    def describe(self) -> str:
+        if self.name == "pct":
+            aside = ", spinners step aside" if self.spin == "aside" else ""
+            return f"pct (depth {self.depth}{aside})"
+        if self.name == "exhaustive":
+            return (f"exhaustive (at most {self.bound} preemptions or out-of-turn handovers "
+                    "after a yield)")
+        return self.name.replace("_", " ")
+
+
+class SchedulerView(Protocol):
+    """What a strategy may look at when it decides (the coordinator's live state)."""
+
+    @property
+    def step(self) -> int:
+        """Index of the step about to be taken."""
+        ...
+
+    @property
+    def current(self) -> int:
+        """The worker that took the previous step, or -1 before the first."""
+        ...
+
+    @property
+    def runnable(self) -> Sequence[int]:
+        """Workers waiting at a point that can be taken now, ascending."""
+        ...
+
+    @property
+    def current_can_continue(self) -> bool:
+        """The previous worker is runnable and did not yield: switching away preempts it."""
+        ...
+
+    @property
+    def workers(self) -> int:
+        ...
+
+    def label(self, worker: int) -> str:
+        """The label of the point ``worker`` waits at."""
+        ...
+
+    def who(self, worker: int) -> str:
+        """The worker by role and number (``gatherer #1``), as every report names it."""
+        ...
+
+    def describe(self, worker: int) -> str:
+        """Where ``worker`` is, in words: at a label, blocked on a lock, finished."""
+        ...
+
+
+class Strategy(Protocol):
+    @property
+    def spec(self) -> StrategySpec: ...
+
+    def new_execution(self) -> bool:
+        """Prepare the next execution; False once the strategy has nothing left to try."""
+        ...
+
+    def next_task(self, view: SchedulerView) -> tuple[int, int]:
+        """(worker, steps it may take before the strategy is asked again, at least 1)."""
+        ...
+
+    def next_u64(self) -> int: ...
+
+
+class ScheduleDiverged(Exception):  # noqa: N818 - a replay outcome, not a harness error
+    """A replayed execution left its recorded schedule."""
+
+    def __init__(self, step: int, expected: Step, expected_who: str, actual: str) -> None:
+        super().__init__(f"step {step}: expected {expected.label!r} by {expected_who}, "
+                         f"but {actual}")
+        self.step = step
+        self.expected = expected
+        self.actual = actual
+
+
+class ScheduleEnded(Exception):  # noqa: N818 - a replay outcome
+    """A replayed execution took every recorded step and workers still wait."""
+
+
+def default_choice(view: SchedulerView) -> int:
+    """The schedule without preemptions: the previous worker goes on while it can; then the
+    next runnable worker after it in id order. Shrinking counts deviations from it; bounded
+    search charges only those that switch away from a worker that could go on, or hand over
+    out of turn after a yield (``Exhaustive.cost``)."""
+    if view.current_can_continue:
+        return view.current
+    runnable = view.runnable
+    for worker in runnable:
+        if worker > view.current:
+            return worker
+    return runnable[0]
+
+
+def seeded_rng(seed: int, purpose: str) -> random.Random:
+    return random.Random(f"shmstress:{purpose}:{seed}")

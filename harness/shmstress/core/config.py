@@ -1,0 +1,44 @@
+"""A run's configuration, and its validation before any process starts."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+
+from shmstress.core.noise import NoiseConfig
+
+DEFAULT_NOISE = 0.1
+OUT_ENV = "SHMSTRESS_OUT"
+"""Overrides the default directory for repro bundles and logs (the test suite points it at a
+tmp dir; ``tox -e stress`` at the directory the nightly job uploads)."""
+MIN_RING_SIZE = 256  # slots per worker: a record and its continuation slots must fit
+MAX_WORKERS = 256  # every worker is an OS process: a typo like --binders 10000 must not fork
+
+
+@dataclass(frozen=True)
+class RunConfig:
+    """Everything that defines a run; with the seed it is what a rerun needs."""
+
+    tracker: str = "dra"
+    variant: str | None = None
+    counts: Mapping[str, int] = field(default_factory=dict)
+    params: Mapping[str, int] = field(default_factory=dict)
+    duration: float = 2.0
+    max_points: int | None = None
+    seed: int | None = None
+    noise: NoiseConfig = field(default_factory=lambda: NoiseConfig(DEFAULT_NOISE))
+    stop_on_first: bool = True
+    drain_timeout: float = 5.0
+    stop_timeout: float = 10.0
+    max_violations: int = 64
+    checks: tuple[str, ...] | None = None  # invariants checked; None: all of the tracker's
+    record: bool = True
+    ring_size: int = 16384  # records kept per worker (older ones are counted as lost)
+    tape_size: int = 1 << 20  # points whose schedule is kept for replay
+
+
+def default_out() -> str:
+    """Where failing runs write bundles and logs unless told otherwise: ``$SHMSTRESS_OUT``,
+    read at call time (a fixture may set it), else ``shmstress-out``."""
+    return os.environ.get(OUT_ENV, "shmstress-out")

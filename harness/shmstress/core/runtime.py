@@ -1,0 +1,153 @@
+"""What tracker code calls: ``point()``, instrumented locks, and violation reports.
+
+One ``Runtime`` is built by the coordinator before the fork; each forked
+worker then ``attach``es its own identity and gate to its copy. Keeping the
+worker's identity in this object, not in a module global, lets a sequential
+test drive several roles in one process by re-attaching.
+"""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Sequence
+
+from shmstress.core.control import W_STATE, ControlBlock, WorkerState
+from shmstress.core.locks import InstrumentedLock
+from shmstress.core.noise import NoiseConfig, NoiseGate
+from shmstress.core.points import AcquireGate, LogSink, PointGate, PointSink
+
+PLUMBING = True
+"""Point plumbing: the recorder looks past this module's frames for a call site."""
+
+NONE = -1
+"""What a missing field of a violation arrives as, and the built-in trackers' "no object"."""
+
+
+class StopRun(BaseException):
+    """Unwinds a worker at its next point after the run was aborted; held locks release."""
+
+
+_LOG_LEVELS = {"I": 0, "W": 1, "E": 2}
+
+
+class _NoGate:
+    def before_point(self, label: str) -> None:
+        return None
+
+
+def worker_rng(seed: int, worker: int) -> random.Random:
+    """Each worker's RNG derives from (run seed, worker id), so one seed fixes every draw."""
+    return random.Random(f"shmstress:{seed}:{worker}")
+
+
+class Runtime:
+    """The per-process handle a tracker uses to reach the harness."""
+
+    def __init__(
+        self,
+        control: ControlBlock,
+        invariant_names: Sequence[str] = (),
+        stop_on_violation: bool = True,
+        checked: Sequence[str] | None = None,
+    ) -> None:
+        self.control = control
+        self.worker_id = -1
+        self.rng = random.Random(0)
+        self.gate: PointGate = _NoGate()
+        self.acquire_gate: AcquireGate | None = None
+        self.sink: PointSink | None = None
+        self.log_sink: LogSink | None = None
+        self.last_seq = -1
+        self.points = 0
+        self._invariant_index = {name: i for i, name in enumerate(invariant_names)}
+        self._invariant_fields: dict[str, tuple[str, ...]] = {}
+        self._stop_on_violation = stop_on_violation
+        self._checked = frozenset(invariant_names if checked is None else checked)
+        self._abort_mv = control.control.mv
+        self.role_workers: dict[str, tuple[int, ...]] = {}
+
+    # -- identity -------------------------------------------------------------------------
+    def attach(self, worker_id: int, seed: int, noise: NoiseConfig | None = None) -> None:
+        """Become worker ``worker_id``: its RNG, its gate, its counters."""
+        self.worker_id = worker_id
+        self.rng = worker_rng(seed, worker_id)
+        self.gate = NoiseGate(noise, self.rng) if noise and noise.probability else _NoGate()
+        self.acquire_gate = None
+
+    def become(self, worker_id: int) -> None:
+        """Switch identity only (sequential runs drive several roles from one process)."""
+        self.worker_id = worker_id
+
+    def role_finished(self, role: str) -> bool:
+        """Have all workers of ``role`` finished? Roles use it to stop in dependency order."""
+        return all(
+            self.control.worker_slot(w, W_STATE) >= WorkerState.FINISHED
+            for w in self.role_workers.get(role, ())
+        )
+
+    def checks(self, invariant: str) -> bool:
+        """Is ``invariant`` checked in this run? Trackers may skip work for unchecked ones."""
+        return invariant in self._checked
+
+    def declare_invariant_fields(self, name: str, fields: tuple[str, ...]) -> None:
+        self._invariant_fields[name] = fields
+
+    # -- points ---------------------------------------------------------------------------
+    def lock(self, name: str) -> InstrumentedLock:
+        """A lock whose acquire is a point; create every lock before workers start."""
+        slot = self.control.allocate_lock_slot()
+        return InstrumentedLock(self, self.control.lock_table, name, slot)
+
+    def before_point(self, label: str) -> None:
+        """Abort check and gate: the part of a point that runs before the step."""
+        if self._abort_mv[2]:  # control.ABORT, inlined: this runs at every point
+            raise StopRun
+        self.gate.before_point(label)
+
+    def before_acquire(self, label: str, lock: int) -> None:
+        """``before_point`` for the outer acquire of instrumented lock slot ``lock``."""
+        if self._abort_mv[2]:
+            raise StopRun
+        if self.acquire_gate is None:
+            self.gate.before_point(label)
+        else:
+            self.acquire_gate.before_acquire(label, lock)
+
+    def commit_point(self, label: str, fields: dict[str, object]) -> int:
+        """Take the global sequence number (inside the lock just acquired, if any) and record."""
+        seq = self.control.next_seq()
+        self.last_seq = seq
+        self.points += 1
+        if self.sink is not None:
+            self.sink(seq, self.worker_id, label, fields)
+        return seq
+
+    def point(self, label: str, **fields: object) -> int:
+        """Mark a step that touches shared state without a lock; returns its sequence number."""
+        self.before_point(label)
+        return self.commit_point(label, fields)
+
+    def log(self, message: str, level: str = "I", **fields: object) -> None:
+        """A log line that is not a point: no scheduling decision, no sequence number.
+
+        For what a step saw rather than did (upstream logs each in-flight device
+        it ranges over): it is recorded after the worker's last point, so a replay
+        need not match it, and costs nothing when recording is off.
+        """
+        if self.log_sink is not None:
+            self.log_sink(self.last_seq, self.worker_id, message, _LOG_LEVELS[level], fields)
+
+    # -- violations -----------------------------------------------------------------------
+    def violation(self, invariant: str, **fields: int) -> None:
+        """Report a broken invariant from inside a worker; may stop the run at once."""
+        if invariant not in self._checked:
+            return
+        names = self._invariant_fields.get(invariant, tuple(fields))
+        values = tuple(int(fields.get(name, NONE)) for name in names)
+        self.control.record_violation(
+            self._invariant_index[invariant],
+            max(self.last_seq, 0),
+            self.worker_id,
+            values,
+            self._stop_on_violation,
+        )

@@ -1,0 +1,221 @@
+"""Named shared-memory segments and the int64 arrays trackers keep in them.
+
+Segments are plain files in ``/dev/shm`` mapped with ``mmap``. We do not use
+``multiprocessing.shared_memory`` because on Python < 3.13 it registers every
+segment with the resource tracker, which starts an extra helper process that
+outlives a test and unlinks segments behind our back. Names follow
+``shmstress-<ownerpid>-<n>`` so a sweeper can find segments whose owner died.
+
+Workers are forked after every array is allocated, so they inherit the
+mappings; nothing is attached by name on the hot path.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import mmap
+import os
+import re
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+import psutil
+from shmstress.core.errors import ArenaFrozenError, SegmentError
+
+SHM_DIR = Path("/dev/shm")
+SEGMENT_PREFIX = "shmstress-"
+_SEGMENT_RE = re.compile(r"^shmstress-(\d+)-(\d+)$")
+_ALIGN = 64
+_DEFAULT_SEGMENT_BYTES = 1 << 20
+_CLOSED = np.zeros(0, dtype=np.int64)
+_CLOSED.flags.writeable = False
+_CLOSED_VIEW = memoryview(b"").cast("q")
+
+
+def segment_name(owner_pid: int, index: int) -> str:
+    return f"{SEGMENT_PREFIX}{owner_pid}-{index}"
+
+
+@dataclass
+class Segment:
+    """One mapped file in /dev/shm; unlinking removes the name, unmapping frees the memory."""
+
+    name: str
+    size: int
+    mapping: mmap.mmap
+
+    @classmethod
+    def create(cls, name: str, size: int) -> Segment:
+        path = SHM_DIR / name
+        try:
+            fd = os.open(path, os.O_CREAT | os.O_EXCL | os.O_RDWR, 0o600)
+        except OSError as exc:
+            raise SegmentError(f"cannot create shared memory segment {path}: {exc}") from exc
+        try:
+            os.ftruncate(fd, size)
+            mapping = mmap.mmap(fd, size)
+        except OSError as exc:
+            os.close(fd)
+            with contextlib.suppress(FileNotFoundError):
+                os.unlink(path)
+            raise SegmentError(f"cannot size or map segment {path} ({size} bytes): {exc}") from exc
+        os.close(fd)
+        return cls(name=name, size=size, mapping=mapping)
+
+    def unlink(self) -> None:
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(SHM_DIR / self.name)
+
+
+@dataclass
+class SharedArray:
+    """An int64 array in shared memory, seen both as numpy (bulk checks) and memoryview (hot path).
+
+    Single-element access through ``mv`` is about twice as fast as numpy
+    indexing, which matters at every point; numpy serves whole-array checks.
+    """
+
+    name: str
+    np: np.ndarray
+    mv: memoryview
+
+    def __len__(self) -> int:
+        return len(self.mv)
+
+
+@dataclass(frozen=True)
+class ArenaSnapshot:
+    """The bytes of some of an arena's arrays, as (segment index, offset, bytes) ranges."""
+
+    ranges: tuple[tuple[int, int, bytes], ...]
+
+
+@dataclass
+class Arena:
+    """Allocates shared arrays from segments owned by this process, then frees them all at once."""
+
+    owner_pid: int = field(default_factory=os.getpid)
+    segment_bytes: int = _DEFAULT_SEGMENT_BYTES
+    segments: list[Segment] = field(default_factory=list)
+    arrays: dict[str, SharedArray] = field(default_factory=dict)
+    _places: dict[str, tuple[int, int, int]] = field(default_factory=dict)
+    _offset: int = 0
+    _frozen: bool = False
+
+    def array(self, name: str, length: int, fill: int = 0) -> SharedArray:
+        """Allocate ``length`` int64 values named ``name`` (names are unique per arena)."""
+        if self._frozen:
+            raise ArenaFrozenError(f"array {name!r} allocated after workers were started")
+        if name in self.arrays:
+            raise SegmentError(f"shared array {name!r} allocated twice")
+        if length <= 0:
+            raise SegmentError(f"shared array {name!r} needs a positive length, got {length}")
+        nbytes = length * 8
+        segment = self._segment_with_room(nbytes)
+        start = self._offset
+        self._offset = start + (nbytes + _ALIGN - 1) // _ALIGN * _ALIGN
+        self._places[name] = (len(self.segments) - 1, start, nbytes)
+        view = memoryview(segment.mapping)[start : start + nbytes]
+        arr = np.frombuffer(view, dtype=np.int64, count=length)
+        if fill:  # new segments are zero-filled by ftruncate; skip touching every page
+            arr[:] = fill
+        shared = SharedArray(name=name, np=arr, mv=view.cast("q"))
+        self.arrays[name] = shared
+        return shared
+
+    def _segment_with_room(self, nbytes: int) -> Segment:
+        if self.segments and self._offset + nbytes <= self.segments[-1].size:
+            return self.segments[-1]
+        size = max(self.segment_bytes, (nbytes + _ALIGN - 1) // _ALIGN * _ALIGN)
+        segment = Segment.create(segment_name(self.owner_pid, len(self.segments)), size)
+        self.segments.append(segment)
+        self._offset = 0
+        return segment
+
+    def snapshot(self, keep: Callable[[str], bool]) -> ArenaSnapshot:
+        """Copy the arrays whose names ``keep`` accepts; adjacent ones become one range.
+
+        Controlled mode restores a tracker's state in place between executions
+        instead of forking fresh workers, which is what makes hundreds of
+        executions per second possible.
+        """
+        ranges: list[tuple[int, int, int]] = []
+        for name, (segment, start, nbytes) in sorted(self._places.items(), key=lambda p: p[1]):
+            if not keep(name):
+                continue
+            if ranges and ranges[-1][0] == segment and ranges[-1][2] == start:
+                ranges[-1] = (segment, ranges[-1][1], start + nbytes)
+            else:
+                ranges.append((segment, start, start + nbytes))
+            ranges[-1] = (segment, ranges[-1][1], (ranges[-1][2] + _ALIGN - 1) // _ALIGN * _ALIGN)
+        return ArenaSnapshot(tuple(
+            (segment, start, bytes(self.segments[segment].mapping[start:end]))
+            for segment, start, end in ranges
+        ))
+
+    def restore(self, snapshot: ArenaSnapshot) -> None:
+        """Write a snapshot's bytes back in place (no process may be touching them)."""
+        for segment, start, data in snapshot.ranges:
+            self.segments[segment].mapping[start : start + len(data)] = data
+
+    def freeze(self) -> None:
+        """Forbid further allocation: workers forked from here on would not see it."""
+        self._frozen = True
+
+    def close(self) -> int:
+        """Unlink every segment, drop the arena's views and unmap; returns the segments
+        still mapped because code outside the arena holds a view (they go with GC).
+
+        Each ``SharedArray`` is left pointing at an empty array, so a tracker that
+        touches shared state after the run gets an IndexError, not freed memory.
+        """
+        for segment in self.segments:
+            segment.unlink()
+        for shared in self.arrays.values():
+            shared.mv.release()
+            shared.np = _CLOSED
+            shared.mv = _CLOSED_VIEW
+        self.arrays.clear()
+        still_mapped = 0
+        for segment in self.segments:
+            try:
+                segment.mapping.close()
+            except BufferError:
+                still_mapped += 1
+        self.segments.clear()
+        return still_mapped
+
+    def __enter__(self) -> Arena:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+def live_segments() -> list[str]:
+    """Names of every shmstress segment currently in /dev/shm."""
+    try:
+        return sorted(p.name for p in SHM_DIR.iterdir() if _SEGMENT_RE.match(p.name))
+    except FileNotFoundError:
+        return []
+
+
+def segment_owner(name: str) -> int:
+    """The pid of the coordinator that created segment ``name``."""
+    match = _SEGMENT_RE.match(name)
+    if match is None:
+        raise ValueError(f"{name!r} is not a shmstress segment name")
+    return int(match.group(1))
+
+
+def sweep_stale_segments() -> list[str]:
+    """Unlink segments whose owner process is gone (a coordinator killed with SIGKILL)."""
+    removed = []
+    for name in live_segments():
+        if not psutil.pid_exists(segment_owner(name)):
+            with contextlib.suppress(FileNotFoundError):
+                os.unlink(SHM_DIR / name)
+            removed.append(name)
+    return removed

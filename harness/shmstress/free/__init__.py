@@ -1,0 +1,1 @@
+"""Free mode: real parallelism with noise at every point."""

@@ -1,0 +1,259 @@
+"""The coordinator: build shared state, fork workers, watch them, settle, check, tear down.
+
+The coordinator never runs tracker code on the hot path; it only flips the
+phase, polls for violations, crashes and deadlines, and after the workers
+are gone asks the tracker for the checks that need a state at rest.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, replace
+from multiprocessing.connection import Connection, wait
+from multiprocessing.process import BaseProcess
+
+from shmstress.core.config import RunConfig
+from shmstress.core.control import FORK, W_PID, W_POINTS, W_STATE, ControlBlock, Phase, WorkerState
+from shmstress.core.exit_reason import ExitReason
+from shmstress.core.processes import dump_stacks, reap
+from shmstress.core.result import RunResult
+from shmstress.core.runtime import Runtime
+from shmstress.core.shm import Arena, sweep_stale_segments
+from shmstress.core.signals import InterruptFlag, interruptible, shielded
+from shmstress.core.workers import WorkerInfo
+from shmstress.free.worker import worker_main
+from shmstress.plugin import check as plugin_check
+from shmstress.plugin import registry
+from shmstress.plugin.protocol import Tracker
+from shmstress.plugin.resolve import resolve
+from shmstress.plugin.violations import at_rest_violations, recorded_violations
+from shmstress.record.recorder import Recorder
+
+_POLL_S = 0.005
+_MAX_LOCKS = 64
+
+ProgressFn = Callable[[float, int], None]
+
+
+@dataclass
+class _Started:
+    processes: list[BaseProcess]
+    reports: list[Connection]
+
+
+def run(config: RunConfig, progress: ProgressFn | None = None) -> RunResult:
+    """Run one configuration to its end and return what happened; never leaks a process."""
+    tracker_cls = registry.load(config.tracker)
+    config = resolve(config, tracker_cls)
+    assert config.seed is not None and config.variant is not None
+    plugin_check.probe(tracker_cls, config.variant, config.params, config.counts,
+                       origin=f"tracker {config.tracker}")
+    sweep_stale_segments()
+    t0 = time.monotonic()
+    workers = _assign_workers(config, tracker_cls)
+    arena = Arena()
+    started = _Started([], [])
+    recorder: Recorder | None = None
+    with interruptible() as interrupt:
+        try:
+            control = ControlBlock(arena, len(workers), config.max_violations, _MAX_LOCKS)
+            runtime = Runtime(
+                control,
+                [inv.name for inv in tracker_cls.invariants],
+                config.stop_on_first,
+                config.checks,
+            )
+            for invariant in tracker_cls.invariants:
+                runtime.declare_invariant_fields(invariant.name, invariant.fields)
+            if config.record:
+                recorder = Recorder(arena, len(workers), config.ring_size, config.tape_size)
+                runtime.sink = recorder.record
+                runtime.log_sink = recorder.log
+            runtime.role_workers = {
+                role: tuple(w.worker_id for w in workers if w.role == role)
+                for role in tracker_cls.roles
+            }
+            tracker = tracker_cls(runtime, arena, config.variant, config.params)
+            arena.freeze()
+            try:
+                _start(config, runtime, tracker, workers, started)
+                reason, drain_timed_out = _watch(
+                    config, control, tracker, started, t0, progress, interrupt
+                )
+            except KeyboardInterrupt:
+                control.abort()
+                reason, drain_timed_out = ExitReason.INTERRUPTED, False
+            with shielded():
+                forced = reap(started.processes, grace=0.5 if reason.exit_code else 2.0)
+            elapsed = time.monotonic() - t0
+            result = _result(
+                config, tracker_cls, tracker, control, workers, started, reason,
+                drain_timed_out, forced, elapsed,
+            )
+            if recorder is not None:
+                result = replace(result, recording=recorder.collect(result.points))
+            return result
+        finally:
+            with shielded():
+                _release(started, recorder, arena)
+
+
+def _release(started: _Started, recorder: Recorder | None, arena: Arena) -> None:
+    """Reap every worker, close their pipes, free the shared memory: nothing leaks."""
+    reap(started.processes, grace=0.5)
+    for conn in started.reports:
+        conn.close()
+    for process in started.processes:
+        with contextlib.suppress(ValueError):
+            process.close()
+    if recorder is not None:
+        recorder.release()
+    arena.close()
+
+
+def _assign_workers(config: RunConfig, tracker: type[Tracker]) -> list[WorkerInfo]:
+    workers: list[WorkerInfo] = []
+    for role in tracker.roles:
+        for index in range(config.counts[role]):
+            workers.append(WorkerInfo(len(workers), role, index))
+    return workers
+
+
+def _start(
+    config: RunConfig,
+    runtime: Runtime,
+    tracker: Tracker,
+    workers: list[WorkerInfo],
+    started: _Started,
+) -> None:
+    assert config.seed is not None
+    me = os.getpid()
+    for info in workers:
+        receive, send = FORK.Pipe(duplex=False)
+        process = FORK.Process(
+            target=worker_main,
+            name=f"shmstress-{info.role}-{info.index + 1}",
+            args=(me, runtime, tracker, info, config.seed, config.noise, send),
+            daemon=True,
+        )
+        process.start()
+        send.close()
+        started.processes.append(process)
+        started.reports.append(receive)
+
+
+def _watch(
+    config: RunConfig,
+    control: ControlBlock,
+    tracker: Tracker,
+    started: _Started,
+    t0: float,
+    progress: ProgressFn | None,
+    interrupt: InterruptFlag,
+) -> tuple[ExitReason, bool]:
+    """Drive the phases until the run ends; returns why, and whether settling timed out."""
+    deadline = t0 + config.duration
+    phase_since = t0
+    drain_timed_out = False
+    ended_by = ExitReason.DURATION_REACHED
+    processes = started.processes
+    last_progress = 0.0
+    while True:
+        wait([p.sentinel for p in processes if p.exitcode is None], timeout=_POLL_S)
+        now = time.monotonic()
+        interrupt.check()
+        if control.aborted:
+            return ExitReason.VIOLATION, False
+        if any(p.exitcode not in (None, 0) for p in processes) or any(
+            control.worker_slot(w, W_STATE) == WorkerState.CRASHED for w in range(len(processes))
+        ):
+            control.abort()
+            return ExitReason.WORKER_CRASHED, False
+        phase = control.phase
+        if progress is not None and now - last_progress >= 0.25:
+            progress(now - t0, control.points)
+            last_progress = now
+        if phase is Phase.RUN:
+            if config.max_points is not None and control.points >= config.max_points:
+                ended_by = ExitReason.POINTS_REACHED
+            elif now < deadline:
+                continue
+            control.set_phase(Phase.DRAIN)
+            phase_since = now
+        elif phase is Phase.DRAIN:
+            settled = tracker.drained()
+            if settled or now - phase_since > config.drain_timeout:
+                drain_timed_out = not settled
+                control.set_phase(Phase.STOP)
+                phase_since = now
+        elif all(p.exitcode is not None for p in processes):
+            return ended_by, drain_timed_out
+        elif now - phase_since > config.stop_timeout:
+            dump_stacks(processes)
+            time.sleep(0.2)
+            control.abort()
+            return ExitReason.TIMEOUT, drain_timed_out
+
+
+def _result(
+    config: RunConfig,
+    tracker_cls: type[Tracker],
+    tracker: Tracker,
+    control: ControlBlock,
+    workers: list[WorkerInfo],
+    started: _Started,
+    reason: ExitReason,
+    drain_timed_out: bool,
+    forced: list[int],
+    elapsed: float,
+) -> RunResult:
+    workers_seen = tuple(
+        WorkerInfo(w.worker_id, w.role, w.index, control.worker_slot(w.worker_id, W_PID))
+        for w in workers
+    )
+    invariants = tracker_cls.invariants
+    violations = recorded_violations(
+        control, invariants, workers_seen, config.params, t0_ns=control.t0_ns
+    )
+    count = control.violation_count
+    clean_stop = reason in (ExitReason.DURATION_REACHED, ExitReason.POINTS_REACHED)
+    if clean_stop and all(
+        control.worker_slot(w.worker_id, W_STATE) == WorkerState.FINISHED for w in workers
+    ):
+        found = at_rest_violations(
+            tracker, invariants, workers_seen, config.params, config.checks
+        )
+        count += len(found)
+        violations += found[: max(0, config.max_violations - len(violations))]
+    crashes = []
+    # An interrupt during start-up leaves the later workers unstarted: no pipe, no process.
+    for info, conn in zip(workers_seen, started.reports, strict=False):
+        with contextlib.suppress(EOFError, OSError):
+            if conn.poll():
+                crashes.append(f"{info.describe()} crashed:\n{conn.recv()}")
+    for info, process in zip(workers_seen, started.processes, strict=False):
+        if process.exitcode not in (0, None) and not any(
+            c.startswith(info.describe()) for c in crashes
+        ):
+            crashes.append(f"{info.describe()} exited with code {process.exitcode}")
+    if crashes and reason is ExitReason.DURATION_REACHED:
+        reason = ExitReason.WORKER_CRASHED
+    return RunResult(
+        config=config,
+        exit_reason=reason,
+        violations=tuple(violations),
+        violation_count=count,
+        elapsed_s=elapsed,
+        points=control.points,
+        workers=workers_seen,
+        worker_points={
+            w.worker_id: control.worker_slot(w.worker_id, W_POINTS) for w in workers
+        },
+        crashes=tuple(crashes),
+        drain_timed_out=drain_timed_out,
+        forced_pids=tuple(forced),
+        phase_points=control.phase_points,
+    )

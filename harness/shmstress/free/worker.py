@@ -1,0 +1,53 @@
+"""The body of a worker process: attach, loop over the role's steps, report how it ended."""
+
+from __future__ import annotations
+
+import os
+import sys
+import traceback
+from multiprocessing.connection import Connection
+
+from shmstress.core.control import W_PID, W_POINTS, W_STATE, Phase, WorkerState
+from shmstress.core.noise import NoiseConfig
+from shmstress.core.processes import become_worker
+from shmstress.core.runtime import Runtime, StopRun
+from shmstress.core.workers import WorkerInfo
+from shmstress.plugin.protocol import Tracker
+
+
+def worker_main(
+    coordinator_pid: int,
+    runtime: Runtime,
+    tracker: Tracker,
+    info: WorkerInfo,
+    seed: int,
+    noise: NoiseConfig,
+    report: Connection,
+) -> None:
+    become_worker(coordinator_pid)
+    control = runtime.control
+    runtime.attach(info.worker_id, seed, noise)
+    me = info.worker_id
+    control.set_worker_slot(me, W_PID, os.getpid())
+    control.set_worker_slot(me, W_STATE, WorkerState.RUNNING)
+    state = WorkerState.FINISHED
+    crash = ""
+    phase_cell = control.control.mv
+    try:
+        role = tracker.role(info.role, info.index)
+        step = role.step
+        while step(Phase(phase_cell[1])):  # control.PHASE
+            pass
+    except StopRun:
+        state = WorkerState.ABORTED
+    except BaseException:
+        state = WorkerState.CRASHED
+        crash = traceback.format_exc()
+    control.set_worker_slot(me, W_POINTS, runtime.points)
+    control.set_worker_slot(me, W_STATE, state)
+    if crash:
+        report.send(crash)
+        sys.stderr.write(f"shmstress: {info.describe()} crashed:\n{crash}")
+        sys.stderr.flush()
+        sys.exit(1)
+

@@ -1,0 +1,75 @@
+"""Finding trackers: installed ones by entry point, a user's own by ``path/to/file.py:Name``.
+
+The harness never imports a tracker by name; even the built-in DRA tracker is
+found through the ``shmstress.trackers`` entry point its package declares.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import importlib.util
+import sys
+from importlib.metadata import entry_points
+from pathlib import Path
+
+from shmstress.core.errors import PluginError, UnknownTrackerError
+from shmstress.plugin.check import check_class, one_line
+from shmstress.plugin.protocol import Tracker
+
+ENTRY_POINT_GROUP = "shmstress.trackers"
+
+
+def available() -> dict[str, str]:
+    """Installed tracker names mapped to their import paths."""
+    return {ep.name: ep.value for ep in entry_points(group=ENTRY_POINT_GROUP)}
+
+
+def load(spec: str) -> type[Tracker]:
+    """A checked tracker class from an installed name or ``file.py:ClassName``.
+
+    The class attributes are validated here (``plugin_check.check_class``), so
+    a malformed plugin fails with one line before anything is built.
+    """
+    if ":" in spec and spec.split(":", 1)[0].endswith(".py"):
+        return check_class(_load_from_path(spec), f"tracker {spec}")
+    if spec.endswith(".py"):
+        raise UnknownTrackerError(f"name the tracker class too: --tracker {spec}:ClassName")
+    for ep in entry_points(group=ENTRY_POINT_GROUP):
+        if ep.name == spec:
+            try:
+                loaded = ep.load()
+            except Exception as exc:
+                raise PluginError(
+                    f"tracker {spec} ({ep.value}) failed to load: {one_line(exc)}"
+                ) from exc
+            return check_class(loaded, f"tracker {spec} ({ep.value})")
+    names = ", ".join(sorted(available())) or "none installed"
+    raise UnknownTrackerError(f"unknown tracker {spec!r}; available: {names}")
+
+
+def _load_from_path(spec: str) -> object:
+    path_text, _, class_name = spec.partition(":")
+    path = Path(path_text)
+    if not path.is_file():
+        raise UnknownTrackerError(f"tracker file {path} does not exist")
+    module_name = _module_name(path)
+    module_spec = importlib.util.spec_from_file_location(module_name, path)
+    if module_spec is None or module_spec.loader is None:
+        raise PluginError(f"cannot import {path} as a Python module")
+    module = importlib.util.module_from_spec(module_spec)
+    sys.modules[module_name] = module
+    try:
+        module_spec.loader.exec_module(module)
+    except Exception as exc:
+        sys.modules.pop(module_name, None)
+        raise PluginError(f"importing {path} failed: {one_line(exc)}") from exc
+    tracker = getattr(module, class_name, None)
+    if tracker is None:
+        raise PluginError(f"{path} defines no {class_name!r}")
+    return tracker
+
+
+def _module_name(path: Path) -> str:
+    """One module name per file: two plugins both called ``tracker.py`` must not collide."""
+    digest = hashlib.sha256(str(path.resolve()).encode()).hexdigest()[:12]
+    return f"shmstress_user_{path.stem}_{digest}"

@@ -1,0 +1,84 @@
+"""Resolving a run's configuration against its tracker, before any process starts.
+
+Defaults come from the tracker (its first variant, its role counts and
+parameter defaults), and everything that cannot run is refused in one message.
+"""
+
+from __future__ import annotations
+
+import math
+import secrets
+from dataclasses import replace
+
+from shmstress.core.config import MAX_WORKERS, MIN_RING_SIZE, RunConfig
+from shmstress.core.errors import ConfigError, UnknownVariantError
+from shmstress.plugin.protocol import Tracker
+
+
+def resolve(config: RunConfig, tracker: type[Tracker]) -> RunConfig:
+    """Fill defaults from the tracker and reject anything that cannot run, in one message."""
+    problems: list[str] = []
+    variant = config.variant or next(iter(tracker.variants))
+    if variant not in tracker.variants:
+        raise UnknownVariantError(
+            f"tracker {tracker.name} has no variant {variant!r}; "
+            f"choose from {', '.join(tracker.variants)}"
+        )
+    unknown_roles = sorted(set(config.counts) - set(tracker.roles))
+    if unknown_roles:
+        problems.append(
+            f"tracker {tracker.name} has no role {', '.join(unknown_roles)}; "
+            f"its roles are {', '.join(tracker.roles)}"
+        )
+    counts = {role: config.counts.get(role, tracker.default_counts.get(role, 1))
+              for role in tracker.roles}
+    problems += [f"--workers {role}=N must be >= 1, got {n}" for role, n in counts.items() if n < 1]
+    if sum(counts.values()) > MAX_WORKERS:
+        problems.append(
+            f"at most {MAX_WORKERS} worker processes in all, got {sum(counts.values())}"
+        )
+    unknown_params = sorted(set(config.params) - set(tracker.parameters))
+    if unknown_params:
+        problems.append(
+            f"tracker {tracker.name} has no parameter {', '.join(unknown_params)}; "
+            f"its parameters are {', '.join(tracker.parameters)}"
+        )
+    params = {name: config.params.get(name, p.default) for name, p in tracker.parameters.items()}
+    for name, value in params.items():
+        problem = tracker.parameters[name].problem(f"--param {name}", value)
+        if problem:
+            problems.append(problem)
+    if not (config.duration > 0 and math.isfinite(config.duration)):
+        problems.append(f"--duration must be a finite number > 0 of seconds, got {config.duration}")
+    if config.max_points is not None and config.max_points < 1:
+        problems.append(f"--points must be >= 1, got {config.max_points}")
+    if config.seed is not None and config.seed < 0:
+        problems.append(f"--seed must be >= 0, got {config.seed}")
+    if not (config.drain_timeout >= 0 and math.isfinite(config.drain_timeout)):
+        problems.append(f"--drain-timeout must be a finite number >= 0, got {config.drain_timeout}")
+    if not (config.stop_timeout > 0 and math.isfinite(config.stop_timeout)):
+        problems.append(f"--stop-timeout must be a finite number > 0, got {config.stop_timeout}")
+    if config.max_violations < 1:
+        problems.append(f"--max-violations must be >= 1, got {config.max_violations}")
+    invariant_names = [inv.name for inv in tracker.invariants]
+    unknown_checks = sorted(set(config.checks or ()) - set(invariant_names))
+    if unknown_checks:
+        problems.append(
+            f"tracker {tracker.name} has no invariant {', '.join(unknown_checks)}; "
+            f"its invariants are {', '.join(invariant_names)}"
+        )
+    if config.ring_size < MIN_RING_SIZE:
+        problems.append(
+            f"--ring-size must be >= {MIN_RING_SIZE} (a record with a long sequence field "
+            f"takes up to {MIN_RING_SIZE} slots), got {config.ring_size}"
+        )
+    if config.tape_size < 16:
+        problems.append(f"--tape-size must be >= 16, got {config.tape_size}")
+    problems += config.noise.validate()
+    if problems:
+        raise ConfigError("; ".join(problems))
+    seed = config.seed if config.seed is not None else secrets.randbelow(2**32)
+    checks = tuple(config.checks) if config.checks else None  # None: every invariant
+    return replace(
+        config, variant=variant, counts=counts, params=params, seed=seed, checks=checks
+    )

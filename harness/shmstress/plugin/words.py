@@ -1,0 +1,144 @@
+"""How a tracker's recorded points read in logs and explanations: the optional plugin hook.
+
+Records hold only ints and interned strings; what ``claim=553`` means, which
+points matter at which verbosity, and how a step reads in an explanation
+("copies allocated devices") only the tracker knows. A tracker that wants
+readable logs defines a classmethod ``log_words(params) -> LogWords``
+(usually a subclass of ``LogWords``); one that does not gets these defaults,
+which render every point as its label with its fields as recorded.
+
+The explanation is built by the harness (``harness.explain``) from the
+recorded steps; the tracker contributes only words and three small facts
+about its own model: which objects a step names (``subjects``), what a step
+makes true (``effects``), and what a violation is about (``scope``). A fact
+listed in ``holdings`` is one a worker holds until it finishes a step (an
+event popped and not yet delivered): the harness names that worker, and
+reaches back to where it began holding, when a failure's objects are held.
+
+``kinds`` and ``related`` serve ``shmstress log``: which object a field names
+when its key is not the object's kind (``previous`` names a device), and which
+objects belong to another and are found named alongside it (a claim's pod).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import ClassVar
+
+from shmstress.core.errors import PluginError
+from shmstress.plugin.protocol import Tracker
+
+Subject = tuple[str, int]
+"""An object of the tracker's model as (kind, id): ``("claim", 553)``."""
+
+Fields = tuple[tuple[str, object], ...]
+
+MAX_VERBOSITY = 9
+"""The most verbose level (``--log-level 9``): every point and log call."""
+
+
+@dataclass(frozen=True)
+class Effect:
+    """A step made ``fact`` hold (or not) for ``subject``; folded to state the initial state."""
+
+    subject: Subject
+    fact: str
+    holds: bool
+
+
+@dataclass(frozen=True)
+class Scope:
+    """What a violation is about: its objects, the worker that saw it, where its operation began.
+
+    ``start`` is the sequence number of the first point of the operation that
+    went wrong (a gather's start); None lets the harness pick a window itself.
+    """
+
+    subjects: tuple[Subject, ...]
+    worker: int | None = None
+    start: int | None = None
+    names: Mapping[Subject, str] = field(default_factory=dict)
+
+
+class LogWords:
+    """Defaults for a tracker without words of its own; override any method."""
+
+    logger: str = "shmstress"
+    facts: tuple[str, ...] = ()
+    """Facts ``effects`` can set, in the order the initial state lists them."""
+    holdings: tuple[str, ...] = ()
+    """Facts held by the worker that set them, worded to sit between the worker and the
+    object: "informer #1 (pid 7) <holds the popped event of> claim 3"."""
+    kinds: ClassVar[Mapping[str, str]] = {}
+    """Field key -> kind of the object it names, where the two differ."""
+    related: ClassVar[Mapping[str, tuple[str, ...]]] = {}
+    """Kind -> kinds of the objects that belong to one of it (named alongside it in a line)."""
+
+    verbosities: ClassVar[Mapping[str, int]] = {}
+    """Label -> klog-style V level (0 always shown, higher is chattier)."""
+    default_verbosity: ClassVar[int] = 0
+    """The V level of a label not in ``verbosities`` (e.g. the plumbing of a role's loop)."""
+
+    def event(self, label: str, fields: Fields) -> tuple[str, Fields]:
+        """The klog message and rendered fields of a record: each int field through its
+        ``field_namer``, the rest as recorded. Override for messages that combine fields."""
+        shown: list[tuple[str, object]] = []
+        for key, value in fields:
+            namer = self.field_namer(key)
+            if namer is not None and isinstance(value, int) and not isinstance(value, bool):
+                shown.append((key, namer(value)))
+            else:
+                shown.append((key, value))
+        return label, tuple(shown)
+
+    def field_namer(self, key: str) -> Callable[[int], object] | None:
+        """How an int field called ``key`` reads in the log (``claim`` -> "ns/claim-0553");
+        None: as recorded."""
+        return None
+
+    def verbosity(self, label: str) -> int:
+        """klog-style V level of a point or log message: 0 always shown, higher is chattier."""
+        return self.verbosities.get(label, self.default_verbosity)
+
+    def step(self, label: str, fields: Mapping[str, object]) -> str | None:
+        """How this step reads in an explanation; None: not worth a word."""
+        return label
+
+    def subjects(self, label: str, fields: Mapping[str, object]) -> tuple[Subject, ...]:
+        """Objects a record names; by default every integer field is one."""
+        return tuple(
+            (key, value) for key, value in fields.items()
+            if isinstance(value, int) and not isinstance(value, bool)
+        )
+
+    def effects(self, label: str, fields: Mapping[str, object]) -> tuple[Effect, ...]:
+        return ()
+
+    def initial_facts(self, subject: Subject) -> Mapping[str, bool]:
+        """Facts of ``subject`` when the run starts (used only if no record was overwritten)."""
+        return {}
+
+    def scope(self, invariant: str, fields: Mapping[str, int]) -> Scope:
+        return Scope(subjects=tuple(fields.items()))
+
+    def name(self, subject: Subject) -> str:
+        return f"{subject[0]} {subject[1]}"
+
+    def outcome(self, invariant: str, fields: Mapping[str, int]) -> str | None:
+        """The ``=> what broke`` line; None: the violation's own message."""
+        return None
+
+
+def words_for(tracker: type[Tracker], params: Mapping[str, int]) -> LogWords:
+    """The tracker's words if it defines ``log_words``, else the defaults."""
+    hook: Callable[[Mapping[str, int]], object] | None = getattr(tracker, "log_words", None)
+    if hook is None:
+        return LogWords()
+    words = hook(params)
+    if not isinstance(words, LogWords):
+        raise PluginError(
+            f"tracker {tracker.name}: log_words must return a LogWords, "
+            f"got {type(words).__name__}"
+        )
+    return words

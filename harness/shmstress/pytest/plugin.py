@@ -1,0 +1,233 @@
+"""The shmstress pytest plugin (``pytest11`` entry point ``shmstress``).
+
+Gives any project the ``stress`` marker, the ``shmstress_run`` fixture and the
+``--stress-duration``, ``--stress-seed``, ``--stress-report DIR`` options. Under
+pytest-xdist, stress-marked tests take a CPU slot (see ``harness.cpu_slots``) so
+``-n auto`` on a small machine never runs two stress runs on the same cores, and
+they carry ``xdist_group`` so ``--dist loadgroup`` sends them all to one worker.
+Trial records and repro bundles go to the controller in ``user_properties``; only the
+controller (or a session without xdist) writes ``results.jsonl``, the bundles next to
+it, and the report. Without ``--stress-report`` a failing run writes its bundle into
+``$SHMSTRESS_OUT`` (default ``shmstress-out``), as ``shmstress run`` does.
+
+Without ``--stress-*`` options a session behaves exactly as without the plugin,
+except that stress-marked tests under xdist wait for their slot.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from shmstress.campaign.bundles import BUNDLE_PROPERTY, BundleKeeper, write_carried
+from shmstress.campaign.grid import GridSpec, new_campaign_id
+from shmstress.campaign.results_file import ResultsFile
+from shmstress.campaign.runner import utc_now
+from shmstress.core.errors import ShmstressError
+from shmstress.core.plurals import counted
+from shmstress.pytest.campaign_items import campaign_items
+from shmstress.pytest.cpu_slots import default_slots, xdist_cpu_slot, xdist_slot_directory
+from shmstress.pytest.stress_runner import TRIAL_PROPERTY, StressOptions, StressRunner
+
+import pytest
+
+MARKER_LINE = (
+    "stress: runs real worker processes against a shmstress tracker (slower; takes a CPU slot "
+    "under pytest-xdist)"
+)
+XDIST_GROUP = "shmstress-stress"
+RESULTS_NAME = "results.jsonl"
+_WORKER_CAMPAIGN = "shmstress_campaign"
+
+
+@dataclass
+class StressSession:
+    """Per-session state of the plugin, kept in the config's stash (never in a global)."""
+
+    campaign: str
+    duration: float | None
+    seed: int | None
+    report_dir: Path | None
+    slots: int
+    grid: GridSpec | None
+    bundles: BundleKeeper
+    slot_dirs: set[Path] = field(default_factory=set)
+
+    def options(self) -> StressOptions:
+        return StressOptions(self.duration, self.seed, self.report_dir is not None, self.campaign)
+
+
+_SESSION = pytest.StashKey[StressSession]()
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    group = parser.getgroup("shmstress", "shmstress stress runs")
+    group.addoption(
+        "--stress-duration", type=float, metavar="S", default=None,
+        help="seconds every shmstress_run lasts, overriding the tests' own (e.g. longer nightly)",
+    )
+    group.addoption(
+        "--stress-seed", type=int, metavar="N", default=None,
+        help="seed for every shmstress_run (default: a random one, printed on failure)",
+    )
+    group.addoption(
+        "--stress-report", metavar="DIR", default=None,
+        help="append each run to DIR/results.jsonl and render the HTML report into DIR",
+    )
+    group.addoption(
+        "--stress-slots", type=int, metavar="N", default=None,
+        help="stress runs at once per host under pytest-xdist "
+        f"(default: usable cores // 4, at least 1; here {default_slots()})",
+    )
+    group.addoption(
+        "--stress-grid", metavar="JSON", default=None,
+        help="run a campaign grid as one test per trial (written by `shmstress campaign --tx`)",
+    )
+
+
+def _marker_registered(config: pytest.Config) -> bool:
+    return any(str(line).split(":", 1)[0].strip() == "stress" for line in config.getini("markers"))
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    if not _marker_registered(config):
+        config.addinivalue_line("markers", MARKER_LINE)
+    duration = config.getoption("stress_duration")
+    seed = config.getoption("stress_seed")
+    slots = config.getoption("stress_slots")
+    if duration is not None and not duration > 0:
+        raise pytest.UsageError(f"--stress-duration must be > 0 seconds, got {duration:g}")
+    if seed is not None and seed < 0:
+        raise pytest.UsageError(f"--stress-seed must be >= 0, got {seed}")
+    if slots is not None and slots < 1:
+        raise pytest.UsageError(f"--stress-slots must be >= 1, got {slots}")
+    grid_text = config.getoption("stress_grid")
+    try:
+        grid = GridSpec.from_json(grid_text) if grid_text else None
+    except ShmstressError as exc:
+        raise pytest.UsageError(f"--stress-grid: {exc}") from None
+    workerinput: dict[str, Any] | None = getattr(config, "workerinput", None)
+    campaign = (workerinput or {}).get(_WORKER_CAMPAIGN) or (
+        grid.campaign if grid else new_campaign_id()
+    )
+    report = config.getoption("stress_report")
+    report_dir = Path(report).resolve() if report else None
+    state = StressSession(
+        campaign=campaign,
+        duration=duration,
+        seed=seed,
+        report_dir=report_dir,
+        slots=slots or default_slots(),
+        grid=grid,
+        bundles=BundleKeeper(report_dir),
+    )
+    config.stash[_SESSION] = state
+    if report_dir is not None and workerinput is None:
+        recorder = TrialRecorder(ResultsFile(report_dir / RESULTS_NAME), report_dir)
+        config.pluginmanager.register(recorder, "shmstress-trial-recorder")
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_configure_node(node: Any) -> None:
+    """xdist controller: every worker records under the controller's campaign ID."""
+    session = node.config.stash[_SESSION]
+    node.workerinput[_WORKER_CAMPAIGN] = session.campaign
+    session.slot_dirs.add(xdist_slot_directory(str(node.workerinput["testrunuid"])))
+
+
+def pytest_itemcollected(item: pytest.Item) -> None:
+    # Here, not in modifyitems: xdist turns the marker into a node ID suffix there, and the
+    # order of modifyitems hooks is not ours to choose.
+    if item.config.pluginmanager.hasplugin("xdist") and item.get_closest_marker("stress"):
+        item.add_marker(pytest.mark.xdist_group(XDIST_GROUP))
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_collection_modifyitems(
+    session: pytest.Session, config: pytest.Config, items: list[pytest.Item]
+) -> None:
+    """Campaign trials join before ``-k``/``-m`` deselection, so those filters apply to them."""
+    state = config.stash[_SESSION]
+    if state.grid is not None:
+        items.extend(campaign_items(session, state.grid, state.slots, state.bundles))
+
+
+@pytest.fixture(autouse=True)
+def _shmstress_cpu_slot(request: pytest.FixtureRequest) -> Iterator[None]:
+    """Under xdist, a stress-marked test runs only while it holds a CPU slot of this host."""
+    if request.node.get_closest_marker("stress") is None:
+        yield
+        return
+    with xdist_cpu_slot(request.config.stash[_SESSION].slots):
+        yield
+
+
+@pytest.fixture
+def shmstress_run(request: pytest.FixtureRequest) -> StressRunner:
+    """Run a tracker configuration; fails the test with the explanation and replay command.
+
+    ``shmstress_run("fixed")`` must run clean; ``shmstress_run("gather-unchecked",
+    expect="violation")`` must be caught. Returns the RunResult for further checks.
+    """
+    state = request.config.stash[_SESSION]
+    return StressRunner(
+        state.options(), state.bundles, request.node.nodeid, request.node.user_properties, utc_now
+    )
+
+
+class TrialRecorder:
+    """Controller side of ``--stress-report``: write the bundles and records tests carried."""
+
+    def __init__(self, results: ResultsFile, report_dir: Path) -> None:
+        self.results = results
+        self.report_dir = report_dir
+        self.recorded = 0
+        self.bundles = 0
+        self.index: Path | None = None
+        self.error: str | None = None
+
+    @pytest.hookimpl(tryfirst=True)  # before junitxml, which copies every property it sees
+    def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
+        if report.when != "teardown":  # teardown's properties include those set in setup
+            return
+        kept: list[tuple[str, object]] = []
+        for key, value in report.user_properties:  # a trial's bundle comes before its record
+            if key == BUNDLE_PROPERTY:
+                write_carried(str(value), self.report_dir)
+                self.bundles += 1
+                continue
+            if key == TRIAL_PROPERTY:
+                self.results.append(json.loads(str(value)))
+                self.recorded += 1
+            kept.append((key, value))
+        report.user_properties = kept
+
+    def pytest_sessionfinish(self, session: pytest.Session) -> None:
+        if not self.results.path.exists():
+            return
+        from shmstress.reports import ResultsFormatError, build_report
+
+        try:
+            self.index = build_report([self.results.path], self.report_dir).index_html
+        except (OSError, ResultsFormatError) as exc:
+            self.error = str(exc)
+
+    def pytest_terminal_summary(self, terminalreporter: Any) -> None:
+        terminalreporter.section("shmstress")
+        terminalreporter.write_line(
+            f"{counted(self.recorded, 'stress run')} recorded in {self.results.path}"
+            + (f", {counted(self.bundles, 'repro bundle')} next to it" if self.bundles else "")
+        )
+        if self.index is not None:
+            terminalreporter.write_line(f"report: {self.index}")
+        if self.error is not None:
+            terminalreporter.write_line(f"report not rendered: {self.error}")
+
+
+def pytest_sessionfinish(session: pytest.Session) -> None:
+    for directory in session.config.stash[_SESSION].slot_dirs:
+        shutil.rmtree(directory, ignore_errors=True)

@@ -1,0 +1,3 @@
+"""Rendering: klog lines, the log view and snippet, explanations, run summaries, rerun
+commands, progress.
+"""

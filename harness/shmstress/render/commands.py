@@ -1,0 +1,41 @@
+"""The exact command line that reruns a configuration, printed with every failure."""
+
+from __future__ import annotations
+
+import shlex
+
+from shmstress.core.config import RunConfig
+from shmstress.core.noise import NOISE_KINDS, NoiseConfig
+
+_ROLE_FLAGS = {"binder": "--binders", "informer": "--informers", "gatherer": "--gatherers"}
+_PARAM_FLAGS = {"nodes": "--nodes", "devices-per-node": "--devices-per-node"}
+
+
+def run_command(config: RunConfig) -> str:
+    """``shmstress run ...`` with every option that shapes the run, seed included."""
+    args = ["shmstress", "run", "--tracker", config.tracker]
+    if config.variant:
+        args += ["--variant", config.variant]
+    for role, count in config.counts.items():
+        flag = _ROLE_FLAGS.get(role)
+        args += [flag, str(count)] if flag else ["--workers", f"{role}={count}"]
+    for name, value in config.params.items():
+        flag = _PARAM_FLAGS.get(name)
+        args += [flag, str(value)] if flag else ["--param", f"{name}={value}"]
+    args += ["--duration", f"{config.duration:g}"]
+    if config.max_points is not None:
+        args += ["--points", str(config.max_points)]
+    if config.seed is not None:
+        args += ["--seed", str(config.seed)]
+    args += ["--noise", f"{config.noise.probability:g}"]
+    default_noise = NoiseConfig()
+    if config.noise.kinds != NOISE_KINDS:
+        args += ["--noise-kind", ",".join(config.noise.kinds)]
+    if config.noise.max_sleep_us != default_noise.max_sleep_us:
+        args += ["--max-sleep-us", f"{config.noise.max_sleep_us:g}"]
+    if config.checks is not None:
+        for invariant in config.checks:
+            args += ["--check", invariant]
+    if not config.stop_on_first:
+        args.append("--keep-going")
+    return shlex.join(args)

@@ -1,0 +1,1 @@
+"""Reproduction: repro bundles, their replay in controlled mode, and shrinking."""

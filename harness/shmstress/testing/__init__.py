@@ -1,0 +1,1 @@
+"""Helpers for tests of trackers: explore interleavings, sequential runs, stress verdicts."""

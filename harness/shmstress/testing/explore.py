@@ -1,0 +1,104 @@
+"""A pytest helper: explore a tracker's interleavings, and fail with the story if one breaks.
+
+    from shmstress.testing.explore import check_interleavings
+
+    def test_claim_tracker_survives_pct() -> None:
+        check_interleavings("dra", "fixed", strategy="pct", executions=200)
+
+On a failure the assertion message carries the violation, the explanation
+rendered from the failing schedule and the command that replays its bundle,
+so a red test says what went wrong and how to see it again.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from pathlib import Path
+
+from shmstress.controlled.options import DEFAULT_MAX_STEPS, DEFAULT_RUN_STEPS, ControlledOptions
+from shmstress.controlled.result import ControlledResult
+from shmstress.controlled.runner import run_controlled
+from shmstress.controlled.strategies import StrategySpec
+from shmstress.core.config import RunConfig, default_out
+from shmstress.repro.bundle import from_controlled, replay_command, write_bundle
+
+
+class InterleavingFailure(AssertionError):  # noqa: N818 - reads as what the test saw
+    """An explored interleaving broke an invariant or deadlocked."""
+
+
+def explore(
+    tracker: str = "dra",
+    variant: str | None = None,
+    *,
+    strategy: str = "pct",
+    depth: int = 3,
+    spin: str = StrategySpec.spin,
+    bound: int = 2,
+    executions: int = 100,
+    seed: int = 0,
+    counts: Mapping[str, int] | None = None,
+    params: Mapping[str, int] | None = None,
+    run_steps: int = DEFAULT_RUN_STEPS,
+    max_steps: int = DEFAULT_MAX_STEPS,
+) -> ControlledResult:
+    """Run a controlled exploration and return its result (no assertion)."""
+    config = RunConfig(tracker=tracker, variant=variant, counts=dict(counts or {}),
+                       params=dict(params or {}), seed=seed, max_points=run_steps)
+    options = ControlledOptions(
+        strategy=StrategySpec(strategy, depth=depth, bound=bound, spin=spin),
+        executions=executions, run_steps=run_steps, max_steps=max_steps,
+    )
+    return run_controlled(config, options)
+
+
+def check_interleavings(
+    tracker: str = "dra",
+    variant: str | None = None,
+    *,
+    strategy: str = "pct",
+    depth: int = 3,
+    spin: str = StrategySpec.spin,
+    bound: int = 2,
+    executions: int = 100,
+    seed: int = 0,
+    counts: Mapping[str, int] | None = None,
+    params: Mapping[str, int] | None = None,
+    run_steps: int = DEFAULT_RUN_STEPS,
+    max_steps: int = DEFAULT_MAX_STEPS,
+    out: Path | str | None = None,
+) -> ControlledResult:
+    """``explore``; raise InterleavingFailure if an execution failed (its bundle is written to
+    ``out``, by default ``$SHMSTRESS_OUT`` or ``shmstress-out``)."""
+    result = explore(tracker, variant, strategy=strategy, depth=depth, spin=spin, bound=bound,
+                     executions=executions, seed=seed, counts=counts, params=params,
+                     run_steps=run_steps, max_steps=max_steps)
+    if result.failing is None:
+        return result
+    raise InterleavingFailure(failure_message(result, Path(out or default_out())))
+
+
+def failure_message(result: ControlledResult, out: Path) -> str:
+    from shmstress.analysis.explain import explain
+    from shmstress.render.explanation import render_explanation
+
+    failing = result.failing
+    assert failing is not None
+    config = result.run.config
+    lines = [
+        f"{result.strategy.describe()} found a failing interleaving of "
+        f"{config.tracker}/{config.variant} in execution {failing.index + 1} (seed "
+        f"{config.seed}; {len(failing.outcome.steps)} steps, {failing.outcome.preemptions} "
+        f"preemptions):",
+    ]
+    for violation in result.run.violations[:3]:
+        lines.append(f"  {violation.invariant}: {violation.message}")
+    explanation = explain(result.run) if result.run.recording is not None else None
+    if explanation is not None:
+        lines.append("explanation:")
+        lines.append(render_explanation(explanation, indent="  "))
+    bundle = from_controlled(result)
+    if bundle is not None:
+        path = write_bundle(bundle, out)
+        lines += ["replay it:", f"  {replay_command(path)}"]
+    return "\n".join(lines)

@@ -1,0 +1,224 @@
+"""Cross-trial views the report needs besides per-configuration stats.
+
+Distinct failures: fifty trials hitting the same bug should read as one bug seen fifty
+times, with one replay command to chase it, not fifty near-identical sections.
+Trend: nightly campaigns ordered by when they ran, one failure rate per variant each.
+Detection: how soon each strategy found a violation, among the variants it could find.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from datetime import UTC, datetime
+
+from shmstress.reports.results import Trial
+from shmstress.reports.wilson import wilson_interval
+
+
+@dataclass(frozen=True)
+class FailureGroup:
+    """Violations judged to be the same bug: same variant, invariant and first message line."""
+
+    tracker: str
+    variant: str
+    invariant: str
+    message_first_line: str
+    count: int
+    representative: Trial
+    config_counts: tuple[tuple[str, int], ...]
+    campaigns: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class CampaignInfo:
+    """A campaign and the moment it started, for placing it on the trend's time axis."""
+
+    campaign: str
+    started: datetime | None
+
+
+@dataclass(frozen=True)
+class TrendPoint:
+    """One variant's pooled failure rate within one campaign."""
+
+    campaign: str
+    variant: str
+    trials: int
+    failures: int
+    rate: float
+    wilson_low: float
+    wilson_high: float
+
+
+def variant_label(trial: Trial, multiple_trackers: bool) -> str:
+    """Variant names are only unique per tracker; prefix the tracker when several are mixed."""
+    return f"{trial.tracker}/{trial.variant}" if multiple_trackers else trial.variant
+
+
+def has_multiple_trackers(trials: Iterable[Trial]) -> bool:
+    return len({t.tracker for t in trials}) > 1
+
+
+def _representative_key(trial: Trial) -> tuple[int, float, float, str, int]:
+    # The quickest reproduction is the cheapest to replay and debug; prefer trials whose
+    # bundle is at hand (history may outlive old bundles), then any with a replay command.
+    bundle = trial.bundle_file
+    return (
+        0 if bundle is not None and bundle.is_file() else 1 if trial.replay_command else 2,
+        float(trial.points_to_violation) if trial.points_to_violation is not None else 1e300,
+        trial.time_to_violation_s if trial.time_to_violation_s is not None else 1e300,
+        str(trial.source),
+        trial.line,
+    )
+
+
+def group_failures(trials: Iterable[Trial]) -> list[FailureGroup]:
+    """Distinct failures, most frequent first."""
+    buckets: dict[tuple[str, str, str, str], list[Trial]] = {}
+    for trial in trials:
+        if trial.outcome != "violation":
+            continue
+        if trial.violation is not None:
+            invariant, first_line = trial.violation.invariant, trial.violation.first_line
+        else:
+            invariant, first_line = "(not recorded)", ""
+        key = (trial.tracker, trial.variant, invariant, first_line)
+        buckets.setdefault(key, []).append(trial)
+
+    groups: list[FailureGroup] = []
+    for (tracker, variant, invariant, first_line), members in buckets.items():
+        per_config: dict[str, int] = {}
+        campaigns: dict[str, None] = {}
+        for member in members:
+            per_config[member.config_key] = per_config.get(member.config_key, 0) + 1
+            campaigns[member.campaign] = None
+        groups.append(
+            FailureGroup(
+                tracker=tracker,
+                variant=variant,
+                invariant=invariant,
+                message_first_line=first_line,
+                count=len(members),
+                representative=min(members, key=_representative_key),
+                config_counts=tuple(sorted(per_config.items(), key=lambda kv: (-kv[1], kv[0]))),
+                campaigns=tuple(campaigns),
+            )
+        )
+    groups.sort(key=lambda g: (-g.count, g.tracker, g.variant, g.invariant, g.message_first_line))
+    return groups
+
+
+def _parse_time(text: str | None) -> datetime | None:
+    if not text:
+        return None
+    try:
+        moment = datetime.fromisoformat(text.strip())
+    except ValueError:
+        return None
+    # Naive and aware datetimes cannot be compared; the harness writes UTC.
+    return moment.replace(tzinfo=UTC) if moment.tzinfo is None else moment
+
+
+def _time_from_campaign_id(campaign: str) -> datetime | None:
+    # Campaign IDs look like "2026-11-22T08:00:00Z-ab12": a start time plus a short suffix.
+    head, _, _ = campaign.rpartition("-")
+    return _parse_time(head) if head else _parse_time(campaign)
+
+
+def campaign_order(trials: Iterable[Trial]) -> list[CampaignInfo]:
+    """Campaigns in the order they ran: earliest trial start, else the ID's timestamp."""
+    earliest: dict[str, datetime | None] = {}
+    for trial in trials:
+        moment = _parse_time(trial.started_at)
+        if trial.campaign not in earliest:
+            earliest[trial.campaign] = moment
+        elif moment is not None:
+            current = earliest[trial.campaign]
+            earliest[trial.campaign] = moment if current is None else min(current, moment)
+    infos = [
+        CampaignInfo(campaign, moment or _time_from_campaign_id(campaign))
+        for campaign, moment in earliest.items()
+    ]
+    far_future = datetime.max.replace(tzinfo=UTC)
+    infos.sort(key=lambda c: (c.started or far_future, c.campaign))
+    return infos
+
+
+def trend_by_variant(
+    trials: Sequence[Trial], campaigns: Sequence[CampaignInfo] | None = None
+) -> dict[str, list[TrendPoint]]:
+    """Per variant, its failure rate in each campaign it ran in, in campaign order.
+
+    Rates pool every configuration of the variant in that campaign, so a change to the
+    nightly grid shows up as a step too; the per-configuration table is the place to check.
+    """
+    order = campaigns if campaigns is not None else campaign_order(trials)
+    multi = has_multiple_trackers(trials)
+    counts: dict[tuple[str, str], list[int]] = {}
+    for trial in trials:
+        if trial.outcome == "error":
+            continue
+        tally = counts.setdefault((variant_label(trial, multi), trial.campaign), [0, 0])
+        tally[0] += 1
+        tally[1] += 1 if trial.outcome == "violation" else 0
+
+    result: dict[str, list[TrendPoint]] = {}
+    for variant in sorted({variant for variant, _ in counts}):
+        points: list[TrendPoint] = []
+        for info in order:
+            found = counts.get((variant, info.campaign))
+            if found is None:
+                continue
+            n, k = found
+            low, high = wilson_interval(k, n)
+            points.append(TrendPoint(info.campaign, variant, n, k, k / n, low, high))
+        result[variant] = points
+    return result
+
+
+@dataclass(frozen=True)
+class DetectionCurve:
+    """One strategy's detection times, over the trials that could have detected something."""
+
+    strategy: str
+    times: tuple[float, ...]  # sorted seconds to the first violation, one per detection
+    trials: int  # trials with a verdict of the variants that failed at least once
+
+    @property
+    def rate(self) -> float:
+        return len(self.times) / self.trials if self.trials else 0.0
+
+
+def failing_variants(trials: Iterable[Trial]) -> list[str]:
+    """Variants (``tracker/variant``) with at least one violation, under any strategy."""
+    return sorted({f"{t.tracker}/{t.variant}" for t in trials if t.outcome == "violation"})
+
+
+def detection_curves(
+    trials: Sequence[Trial], failing: Sequence[str] | None = None
+) -> list[DetectionCurve]:
+    """Per strategy, its detection times over the trials of variants that failed at least once.
+
+    A variant no strategy ever broke (a correct one) gives a strategy nothing to find:
+    pooling its trials would lower every plateau and read as a detection rate no
+    strategy earned or lost. Over the failing variants the denominator is every trial
+    with a verdict, so a fast but unreliable strategy does not look better than a
+    slower one that always finds the bug. ``failing``: ``failing_variants(trials)``, if the
+    caller has it already.
+    """
+    failed = set(failing_variants(trials) if failing is None else failing)
+    times: dict[str, list[float]] = {}
+    totals: dict[str, int] = {}
+    for trial in trials:
+        if trial.outcome == "error" or f"{trial.tracker}/{trial.variant}" not in failed:
+            continue
+        strategy = trial.config.strategy
+        totals[strategy] = totals.get(strategy, 0) + 1
+        found = times.setdefault(strategy, [])
+        if trial.outcome == "violation" and trial.time_to_violation_s is not None:
+            found.append(trial.time_to_violation_s)
+    return [
+        DetectionCurve(strategy, tuple(sorted(times[strategy])), totals[strategy])
+        for strategy in sorted(totals)
+    ]

@@ -1,0 +1,42 @@
+"""Copies of the distinct failures' repro bundles, so a report directory stands on its own.
+
+A nightly report is downloaded, mailed or opened from a share, far from the campaign
+directory that holds the bundles; with a copy below index.html, the replay command
+the page shows works from the page's own directory. Only the bundles of the failures
+the page shows are copied: one per distinct failure.
+"""
+
+from __future__ import annotations
+
+import shutil
+from collections.abc import Sequence
+from pathlib import Path
+
+from shmstress.reports.aggregate import FailureGroup
+
+BUNDLES_DIR = "bundles"
+
+
+def _target(recorded: str) -> Path:
+    path = Path(recorded)
+    if path.is_absolute() or ".." in path.parts:
+        return Path(BUNDLES_DIR) / path.name
+    return path  # already bundles/<campaign>/<name>, as the harness writes it
+
+
+def copy_bundles(failures: Sequence[FailureGroup], out_dir: Path) -> dict[FailureGroup, str]:
+    """Each failure whose bundle exists -> its copy's path relative to ``out_dir``."""
+    copied: dict[FailureGroup, str] = {}
+    for group in failures:
+        rep = group.representative
+        source = rep.bundle_file
+        if source is None or not source.is_file():
+            continue
+        assert rep.bundle is not None  # bundle_file is None without it
+        relative = _target(rep.bundle)
+        target = out_dir / relative
+        if not (target.exists() and target.samefile(source)):
+            target.parent.mkdir(parents=True, exist_ok=True)
+            shutil.copyfile(source, target)
+        copied[group] = relative.as_posix()
+    return copied

@@ -1,0 +1,305 @@
+"""The report's ``index.html``.
+
+Self-contained (inline CSS, no scripts, no external assets) so it can be attached to a CI
+run, opened from a file share or mailed around and still render the same.  Every piece
+of campaign data goes through ``html.escape``: log snippets and messages are arbitrary
+text and routinely contain ``<``, ``&`` and quotes.
+"""
+
+from __future__ import annotations
+
+import html
+import os
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from shmstress.reports.aggregate import FailureGroup, campaign_order
+from shmstress.reports.results import ConfigStats, Trial
+
+_CSS = """
+body { font-family: system-ui, -apple-system, "Segoe UI", sans-serif; margin: 2em auto;
+       max-width: 1200px; padding: 0 1em; color: #222; line-height: 1.4; }
+h1 { margin-bottom: 0.2em; }
+h2 { border-bottom: 1px solid #ddd; padding-bottom: 0.2em; margin-top: 2em; }
+.meta { color: #555; }
+.warning { background: #fff4d6; border: 1px solid #e8c65a; padding: 0.5em 1em; }
+figure { margin: 1.5em 0; }
+figure img { max-width: 100%; height: auto; border: 1px solid #eee; }
+figcaption { color: #555; font-size: 0.9em; }
+table { border-collapse: collapse; font-size: 0.9em; width: 100%; }
+th, td { border: 1px solid #ddd; padding: 0.3em 0.6em; text-align: left; vertical-align: top; }
+th { background: #f3f3f3; }
+td.config { white-space: nowrap; }
+.scroll { overflow-x: auto; }
+nav a { margin-right: 1em; }
+td.num { text-align: right; font-variant-numeric: tabular-nums; white-space: nowrap; }
+tr.failing td:first-child { border-left: 4px solid #c0392b; }
+section.failure { border: 1px solid #ddd; border-left: 4px solid #c0392b; padding: 0.5em 1em;
+                  margin: 1em 0; }
+pre { background: #f7f7f7; padding: 0.6em; overflow-x: auto; white-space: pre-wrap; }
+code { background: #f3f3f3; padding: 0.1em 0.3em; }
+"""
+
+_DASH = "\u2014"
+
+
+@dataclass(frozen=True)
+class PlotImage:
+    """A chart to embed: where it is, and what it shows for readers who cannot see it."""
+
+    path: Path
+    alt: str
+    caption: str
+
+
+def _e(value: object) -> str:
+    return html.escape(str(value), quote=True)
+
+
+def counted(n: int, noun: str) -> str:
+    """``1 trial``, ``2 trials``."""
+    return f"{n} {noun}{'' if n == 1 else 's'}"
+
+
+def _seconds(value: float | None) -> str:
+    # Fixed millisecond resolution so a column of times lines up and compares at a glance.
+    return _DASH if value is None else f"{value:.3f} s"
+
+
+def _rate(stat: ConfigStats) -> str:
+    if stat.trials == 0:
+        return _DASH
+    return f"{stat.rate:.3f} [{stat.wilson_low:.3f}, {stat.wilson_high:.3f}]"
+
+
+def _pre_or_note(text: str | None, missing: str) -> str:
+    if text is None or not text.strip():
+        return f'<p class="meta">{_e(missing)}</p>'
+    return f"<pre>{_e(text.rstrip())}</pre>"
+
+
+def _summary(trials: Sequence[Trial], sources: Sequence[Path]) -> list[str]:
+    violations = sum(1 for t in trials if t.outcome == "violation")
+    clean = sum(1 for t in trials if t.outcome == "clean")
+    errors = sum(1 for t in trials if t.outcome == "error")
+    campaigns = campaign_order(trials)
+    out = [
+        f'<p class="meta">{counted(len(trials), "trial")} ({counted(violations, "violation")}, '
+        f"{clean} clean, {counted(errors, 'error')}) from {counted(len(campaigns), 'campaign')}. "
+        "Rates in the table and the first chart pool "
+        "all campaigns listed; errored trials are excluded from rates.</p>"
+    ]
+    if campaigns:
+        items = "".join(f"<li>{_e(c.campaign)}</li>" for c in campaigns)
+        out.append(f'<details><summary class="meta">Campaigns</summary><ul>{items}</ul></details>')
+    if sources:
+        items = "".join(f"<li><code>{_e(p)}</code></li>" for p in sources)
+        out.append(
+            f'<details><summary class="meta">Result files</summary><ul>{items}</ul></details>'
+        )
+    return out
+
+
+def _config_table(stats: Sequence[ConfigStats]) -> list[str]:
+    out = [
+        '<div class="scroll"><table>',
+        "<thead><tr><th>configuration</th><th>trials</th><th>failures</th><th>errors</th>"
+        "<th>failure rate [95% Wilson CI]</th><th>median time to violation</th>"
+        "<th>max time to violation</th></tr></thead>",
+        "<tbody>",
+    ]
+    for s in stats:
+        row_class = ' class="failing"' if s.failures else ""
+        out.append(
+            f'<tr{row_class}><td class="config">{_e(s.config_key)}</td>'
+            f'<td class="num">{s.trials}</td><td class="num">{s.failures}</td>'
+            f'<td class="num">{s.errors}</td><td class="num">{_e(_rate(s))}</td>'
+            f'<td class="num">{_e(_seconds(s.median_time_to_violation_s))}</td>'
+            f'<td class="num">{_e(_seconds(s.max_time_to_violation_s))}</td></tr>'
+        )
+    out += ["</tbody>", "</table></div>"]
+    return out
+
+
+def _failure_section(index: int, group: FailureGroup, bundle: str | None) -> list[str]:
+    rep = group.representative
+    title = f"{group.variant}: {group.invariant}"
+    if group.message_first_line:
+        title += f" \u2014 {group.message_first_line}"
+    configs = "".join(
+        f'<li>{_e(key)} <span class="meta">\u00d7{n}</span></li>' for key, n in group.config_counts
+    )
+    out = [
+        f'<section class="failure" id="failure-{index}">',
+        f"<h3>{_e(title)}</h3>",
+        f"<p><strong>{counted(group.count, 'trial')}</strong> "
+        f"(tracker {_e(group.tracker)}), in these configurations:</p>",
+        f"<ul>{configs}</ul>",
+        f'<p class="meta">Shown: trial {_e(rep.trial if rep.trial is not None else "?")} '
+        f"of campaign {_e(rep.campaign)}, seed {_e(rep.seed if rep.seed is not None else '?')}"
+        f", {_e(rep.config_key)} (the quickest reproduction whose bundle is at hand).</p>",
+    ]
+    if rep.violation is not None and "\n" in rep.violation.message.strip():
+        out += ["<h4>Message</h4>", f"<pre>{_e(rep.violation.message.rstrip())}</pre>"]
+    out += ["<h4>Log snippet</h4>", _pre_or_note(rep.log_snippet, "no log snippet recorded")]
+    out += ["<h4>Explanation</h4>", _pre_or_note(rep.explanation, "no explanation recorded")]
+    out += ["<h4>Reproduce</h4>", *_reproduce(rep, bundle)]
+    out.append("</section>")
+    return out
+
+
+def _reproduce(rep: Trial, bundle: str | None) -> list[str]:
+    """The bundle replay first (the very schedule), then the seeded rerun."""
+    out: list[str] = []
+    if bundle is not None:
+        out += [
+            f'<p>Replay the recorded schedule (<a href="{_e(bundle)}">repro bundle</a>), '
+            "from the directory of this page:</p>",
+            f"<pre><code>{_e(f'shmstress replay {bundle}')}</code></pre>",
+            "<p>Shrink it to the fewest steps, preemptions and workers, then replay the "
+            "shrunk bundle to read its explanation:</p>",
+            f"<pre><code>{_e(f'shmstress shrink {bundle} -o small.json')}</code></pre>",
+        ]
+    elif rep.bundle:
+        out.append(
+            f'<p class="meta">Its repro bundle <code>{_e(rep.bundle)}</code> was not found '
+            f"next to <code>{_e(rep.source)}</code>; in the campaign directory that wrote it: "
+            f"<code>{_e(rep.replay_command or '')}</code></p>"
+        )
+    rerun = rep.rerun_command or (None if rep.bundle else rep.replay_command)
+    if rerun:
+        out.append(
+            '<p class="meta">Rerun the configuration with the same seed (a free run finds '
+            "the race again with high probability but not on the same schedule; a controlled "
+            "run repeats its executions): "
+            f"<code>{_e(rerun)}</code></p>"
+        )
+    if not out:
+        out.append('<p class="meta">No replay command recorded.</p>')
+    return out
+
+
+def _error_table(trials: Sequence[Trial]) -> list[str]:
+    counts: dict[tuple[str, str], int] = {}
+    for t in trials:
+        if t.outcome == "error":
+            key = (t.config_key, t.exit_reason or "(no exit reason)")
+            counts[key] = counts.get(key, 0) + 1
+    if not counts:
+        return []
+    out = [
+        '<h2 id="errors">Errored trials</h2>',
+        '<p class="meta">Trials where the harness itself failed; they carry no verdict.</p>',
+        "<table><thead><tr><th>configuration</th><th>exit reason</th><th>count</th></tr></thead>",
+        "<tbody>",
+    ]
+    for (config_key, reason), n in sorted(counts.items()):
+        out.append(
+            f'<tr><td>{_e(config_key)}</td><td>{_e(reason)}</td><td class="num">{n}</td></tr>'
+        )
+    out += ["</tbody></table>"]
+    return out
+
+
+def render_index(
+    out_dir: Path,
+    *,
+    trials: Sequence[Trial],
+    stats: Sequence[ConfigStats],
+    failures: Sequence[FailureGroup],
+    plots: Sequence[PlotImage],
+    bundles: Mapping[FailureGroup, str] | None = None,
+    warnings: Sequence[str] = (),
+    sources: Sequence[Path] = (),
+    title: str = "shmstress campaign report",
+) -> str:
+    """The page as a string; image paths are made relative to ``out_dir``.
+
+    ``bundles``: the copied repro bundle of each failure, relative to ``out_dir``.
+    """
+    bundles = bundles or {}
+    parts = [
+        "<!DOCTYPE html>",
+        '<html lang="en">',
+        "<head>",
+        '<meta charset="utf-8">',
+        '<meta name="viewport" content="width=device-width, initial-scale=1">',
+        f"<title>{_e(title)}</title>",
+        f"<style>{_CSS}</style>",
+        "</head>",
+        "<body>",
+        f"<h1>{_e(title)}</h1>",
+        *_summary(trials, sources),
+        '<nav><a href="#charts">Charts</a><a href="#configurations">Configurations</a>'
+        '<a href="#failures">Distinct failures</a>'
+        + (
+            '<a href="#errors">Errored trials</a>'
+            if any(t.outcome == "error" for t in trials)
+            else ""
+        )
+        + "</nav>",
+    ]
+    if warnings:
+        items = "".join(f"<li>{_e(w)}</li>" for w in warnings)
+        parts.append(f'<div class="warning"><strong>Warnings</strong><ul>{items}</ul></div>')
+
+    if plots:
+        parts.append('<h2 id="charts">Charts</h2>')
+    for plot in plots:
+        src = Path(os.path.relpath(plot.path, out_dir)).as_posix()
+        parts.append(
+            f'<figure><a href="{_e(src)}"><img src="{_e(src)}" alt="{_e(plot.alt)}"></a>'
+            f"<figcaption>{_e(plot.caption)}</figcaption></figure>"
+        )
+
+    failing = sum(1 for s in stats if s.failures)
+    parts.append(f'<h2 id="configurations">Configurations ({len(stats)})</h2>')
+    parts.append(
+        f'<p class="meta">{failing} of {len(stats)} configurations saw at least one violation '
+        "(marked red on the left).</p>"
+    )
+    parts += _config_table(stats)
+
+    parts.append(f'<h2 id="failures">Distinct failures ({len(failures)})</h2>')
+    if not failures:
+        parts.append('<p class="meta">No violations were found.</p>')
+    else:
+        parts.append(
+            '<p class="meta">Violations grouped by variant, invariant and the first line of '
+            "the message, most frequent first.</p>"
+        )
+    for i, group in enumerate(failures, start=1):
+        parts += _failure_section(i, group, bundles.get(group))
+
+    parts += _error_table(trials)
+    parts += ["</body>", "</html>", ""]
+    return "\n".join(parts)
+
+
+def write_index(
+    out_dir: Path,
+    *,
+    trials: Sequence[Trial],
+    stats: Sequence[ConfigStats],
+    failures: Sequence[FailureGroup],
+    plots: Sequence[PlotImage],
+    bundles: Mapping[FailureGroup, str] | None = None,
+    warnings: Sequence[str] = (),
+    sources: Sequence[Path] = (),
+) -> Path:
+    """Write ``out_dir/index.html`` and return its path."""
+    out_dir.mkdir(parents=True, exist_ok=True)
+    path = out_dir / "index.html"
+    text = render_index(
+        out_dir,
+        trials=trials,
+        stats=stats,
+        failures=failures,
+        plots=plots,
+        bundles=bundles,
+        warnings=warnings,
+        sources=sources,
+    )
+    path.write_text(text, encoding="utf-8")
+    return path

@@ -1,0 +1,44 @@
+"""The repository's three source folders are one import namespace, and the wheel says so."""
+
+from __future__ import annotations
+
+import tomllib
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+SOURCE_ROOTS = {"harness": "shmstress", "tracker": "shmstress.trackers",
+                "reports": "shmstress.reports"}
+
+
+def _pyproject() -> dict[str, object]:
+    with (ROOT / "pyproject.toml").open("rb") as handle:
+        return tomllib.load(handle)
+
+
+def _packages_on_disk() -> set[str]:
+    found = {"shmstress"}
+    for folder in SOURCE_ROOTS:
+        root = ROOT / folder
+        for init in root.glob("shmstress/**/__init__.py"):
+            found.add(".".join(init.parent.relative_to(root).parts))
+    return found
+
+
+def test_every_package_on_disk_is_listed_for_the_wheel_and_nothing_else() -> None:
+    setuptools = _pyproject()["tool"]["setuptools"]  # type: ignore[index]
+    listed = set(setuptools["packages"])
+    assert listed == _packages_on_disk()
+    assert all(name == "shmstress" or name.startswith("shmstress.") for name in listed)
+
+
+def test_each_source_folder_maps_into_the_namespace() -> None:
+    package_dir = _pyproject()["tool"]["setuptools"]["package-dir"]  # type: ignore[index]
+    for folder, package in SOURCE_ROOTS.items():
+        path = f"{folder}/{package.replace('.', '/')}"
+        assert package_dir[package] == path
+        assert (ROOT / path).is_dir()
+    assert not (ROOT / "harness" / "shmstress" / "__init__.py").exists(), (
+        "shmstress is a namespace package spanning three folders: an __init__.py in one "
+        "of them would hide the others from mypy and import-linter"
+    )
+    assert (ROOT / "harness" / "shmstress" / "py.typed").is_file()

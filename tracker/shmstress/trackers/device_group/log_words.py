@@ -1,0 +1,195 @@
+"""The device group tracker's words: the plugin's messages, device and group names, steps.
+
+The seed's plugin logs PreBind's decisions and the stored annotation; its
+device tracker's calls (GetGroupDevices, SelectDevices, AllocateDevices,
+BindGroup, ReleaseDevices) are the steps of the race, at verbosity 0. A
+device is one subject per (node, device), numbered node-major; a pod also
+names its group, so every step of a group's PreBinds is about the group.
+The initial state says which devices were allocated and whether the group
+was bound.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from typing import ClassVar, TypeGuard
+
+from shmstress.plugin.protocol import bits
+from shmstress.plugin.words import Effect, Fields, LogWords, Scope, Subject
+from shmstress.trackers.device_group.api_server import PodState
+from shmstress.trackers.device_group.names import NONE, Naming
+
+ALLOCATED = "allocated"
+BOUND = "bound"
+
+_VERBOSITY = {
+    "Check group binding": 0,
+    "Select devices": 0,
+    "Allocate devices": 0,
+    "Claim group devices": 0,
+    "Stored device allocation": 0,
+    "Failed to patch pod annotations": 0,
+    "Bind group to node": 0,
+    "Released devices": 0,
+    "Roll back devices": 0,
+    "Unreserve returned before cleaning up": 0,
+    "Pod scheduled to node": 1,
+    "Binding rejected": 1,
+    "Leave group": 1,
+    "Pod state": 1,
+    "Get group devices": 2,
+    "Get available resource count": 2,
+    "Read and clear device annotation": 2,
+}
+_PLUMBING = 3  # the scheduling loop, queues, polling for running pods
+
+_STEPS = {  # filled with the names of the record's fields ("the group" when unknown)
+    "Check group binding": "checks {group}'s binding (GetGroupDevices)",
+    "Select devices": "selects free devices on {node} (SelectDevices)",
+    "Allocate devices": "allocates {devices} to {group} (AllocateDevices)",
+    "Claim group devices": "claims devices on {node} for {group} in one critical section",
+    "Stored device allocation": "stores the device annotation on {pod}",
+    "Failed to patch pod annotations": "fails to store the device annotation on {pod}",
+    "Bind group to node": "binds {group} to {node} (BindGroup)",
+    "Released devices": "releases {devices} of {group}",
+    "Roll back devices": "rolls back {group}'s allocation",
+    "Leave group": "leaves {group}",
+    "Get group devices": "Filter reads {group}'s node",
+    "Pod scheduled to node": "schedules {pod} to {node}",
+    "Binding rejected": "Bind of {pod} fails",
+    "Unreserve returned before cleaning up": "Unreserve of {pod} returns before cleaning up",
+}
+
+
+class _Named(dict[str, str]):
+    def __missing__(self, key: str) -> str:
+        return f"the {key}"
+
+
+class DeviceGroupLogWords(LogWords):
+    logger = "shared-device-group"
+    verbosities: ClassVar[Mapping[str, int]] = _VERBOSITY
+    default_verbosity: ClassVar[int] = _PLUMBING
+    facts = (ALLOCATED, BOUND)
+
+    def __init__(self, naming: Naming, devices_per_node: int) -> None:
+        self._names = naming
+        self._per_node = devices_per_node
+        self._namers: Mapping[str, Callable[[int], object]] = {
+            "node": naming.node, "group": naming.group, "pod": naming.pod,
+            "state": lambda state: PodState(state).name.lower(),
+        }
+
+    def field_namer(self, key: str) -> Callable[[int], object] | None:
+        return self._namers.get(key)
+
+    def event(self, label: str, fields: Fields) -> tuple[str, Fields]:
+        """A ``devices`` mask reads as its devices' names, which need the record's ``node``;
+        every other field goes through ``field_namer``."""
+        node = dict(fields).get("node")
+        if isinstance(node, int):
+            fields = tuple(
+                (key, self._device_names(node, value)) if key == "devices" and _is_int(value)
+                else (key, value)
+                for key, value in fields
+            )
+        return super().event(label, fields)
+
+    def _device_names(self, node: int, mask: int) -> list[str]:
+        return [self._names.device(node, device) for device in bits(mask)]
+
+    def step(self, label: str, fields: Mapping[str, object]) -> str | None:
+        if label == "Pod state":
+            return "binds {pod}".format_map(self._named(fields)) \
+                if fields.get("state") == PodState.RUNNING else None
+        template = _STEPS.get(label)
+        return None if template is None else template.format_map(self._named(fields))
+
+    def _named(self, fields: Mapping[str, object]) -> _Named:
+        """The record's objects by the names its log line gives them, for a step's template."""
+        named = _Named()
+        for key, value in fields.items():
+            namer = self.field_namer(key)
+            if namer is not None and _is_int(value):
+                named[key] = str(namer(value))
+        node, mask = fields.get("node"), fields.get("devices")
+        if isinstance(node, int) and isinstance(mask, int):
+            named["devices"] = "devices " + ", ".join(self._device_names(node, mask))
+        return named
+
+    def subjects(self, label: str, fields: Mapping[str, object]) -> tuple[Subject, ...]:
+        found: list[Subject] = []
+        node = fields.get("node")
+        for key, value in fields.items():
+            if not isinstance(value, int) or isinstance(value, bool) or value == NONE:
+                continue
+            if key == "node":
+                found.append(("node", value))
+            elif key == "group":
+                found.append(("group", value))
+            elif key == "pod":
+                found += [("pod", value), ("group", self._names.group_of(value))]
+            elif key == "devices" and isinstance(node, int):
+                found += [("device", node * self._per_node + d) for d in bits(value)]
+        return tuple(found)
+
+    def effects(self, label: str, fields: Mapping[str, object]) -> tuple[Effect, ...]:
+        node, group, mask = fields.get("node"), fields.get("group"), fields.get("devices")
+        if not (isinstance(node, int) and isinstance(group, int)):
+            return ()
+        if label == "Bind group to node":
+            return (Effect(("group", group), BOUND, True),)
+        if label not in ("Allocate devices", "Released devices", "Roll back devices") or \
+                not isinstance(mask, int):
+            return ()
+        allocated = label == "Allocate devices"
+        found = [Effect(("device", node * self._per_node + d), ALLOCATED, allocated)
+                 for d in bits(mask)]
+        if label == "Released devices":
+            found.append(Effect(("group", group), BOUND, False))
+        return tuple(found)
+
+    def initial_facts(self, subject: Subject) -> Mapping[str, bool]:
+        # Every device starts free and every group unbound (tracker.device_group).
+        return {"device": {ALLOCATED: False}, "group": {BOUND: False}}.get(subject[0], {})
+
+    def scope(self, invariant: str, fields: Mapping[str, int]) -> Scope:
+        node, group = fields["node"], fields["group"]
+        since = fields.get("since", NONE)
+        start = None if since == NONE else since
+        worker = None if fields["worker"] == NONE else fields["worker"]
+        if invariant == "no-shared-device":  # the node too: its SelectDevices name no device
+            subjects: tuple[Subject, ...] = (
+                ("device", node * self._per_node + fields["device"]), ("group", group),
+                ("group", fields["other"]), ("node", node))
+        elif invariant == "group-on-one-node":
+            subjects = (("group", group),)
+        elif fields["device"] != NONE and fields["worker"] == NONE:
+            # A device leaked at rest: the story is its group's joins and leaves (a pod
+            # names its group) since the allocation that leaked (``since``), not every
+            # PreBind on the node.
+            subjects = (("group", group), ("device", node * self._per_node + fields["device"]))
+        else:
+            subjects = (("node", node), ("group", group))
+            if fields["device"] != NONE:
+                subjects += (("device", node * self._per_node + fields["device"]),)
+        return Scope(subjects=tuple(s for s in subjects if s[1] != NONE), worker=worker,
+                     start=start)
+
+    def name(self, subject: Subject) -> str:
+        kind, ident = subject
+        if kind == "device":
+            node, device = divmod(ident, self._per_node)
+            return f'device "{self._names.device(node, device)}"'
+        if kind == "group":
+            return f'group "{self._names.group(ident)}"'
+        if kind == "node":
+            return f'node "{self._names.node(ident)}"'
+        if kind == "pod":
+            return f'pod "{self._names.pod(ident)}"'
+        return super().name(subject)
+
+
+def _is_int(value: object) -> TypeGuard[int]:
+    """An int field's value (a bool is not one)."""
+    return isinstance(value, int) and not isinstance(value, bool)

@@ -1,0 +1,40 @@
+"""Allocated devices: device -> claim, fed by assume-cache events, with a revision.
+
+The revision changes with every mutation, which is what lets a gather detect
+that it raced with an update (upstream ``allocateddevices.go``).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from shmstress.core.locks import InstrumentedLock
+from shmstress.core.shm import Arena
+from shmstress.trackers.dra.names import NONE
+
+
+class AllocatedDevices:
+    def __init__(self, arena: Arena, lock: InstrumentedLock, devices: int) -> None:
+        self.lock = lock
+        self.claim_of = arena.array("dra.allocated.claim", devices, NONE)
+        self.revision_cell = arena.array("dra.allocated.revision", 1)
+
+    def handle_event(self, claim: int, old: int, new: int) -> None:
+        """The assume cache's event handler: remove the old device, add the new one."""
+        if old == new:
+            return
+        with self.lock.held("Observed device allocation", claim=claim, device=new, old=old):
+            claim_of = self.claim_of.mv
+            if old != NONE:
+                claim_of[old] = NONE
+            if new != NONE:
+                claim_of[new] = claim
+            self.revision_cell.mv[0] += 1
+
+    def get(self) -> tuple[np.ndarray, int]:
+        """A copy of the allocated set (bool per device) and the revision it belongs to."""
+        with self.lock.held("copy allocated devices"):
+            return self.claim_of.np >= 0, self.revision_cell.mv[0]
+
+    def revision(self) -> int:
+        with self.lock.held("check revision"):
+            return self.revision_cell.mv[0]

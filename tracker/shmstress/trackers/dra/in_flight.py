@@ -1,0 +1,61 @@
+"""In-flight claims: claim -> device picked in a scheduling cycle, not yet assumed.
+
+Upstream keeps this in a ``sync.Map``; a Range sees one entry at a time. Here a
+range is one point that copies the whole map, which is enough for the races
+between structures this tracker is about; like upstream it logs each device it
+finds in flight (a log call, not a point).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from shmstress.core.locks import InstrumentedLock
+from shmstress.core.runtime import Runtime
+from shmstress.core.shm import Arena
+from shmstress.trackers.dra.coverage import Coverage
+from shmstress.trackers.dra.names import NONE
+
+
+class InFlightClaims:
+    def __init__(
+        self,
+        runtime: Runtime,
+        arena: Arena,
+        lock: InstrumentedLock,
+        coverage: Coverage,
+        claims: int,
+    ) -> None:
+        self._runtime = runtime
+        self.lock = lock
+        self.device = arena.array("dra.inflight.device", claims, NONE)
+        self._coverage = coverage
+
+    def store(self, claim: int, device: int) -> None:
+        with self.lock.held("Signal claim pending allocation", claim=claim, device=device):
+            old = self.device.mv[claim]
+            self.device.mv[claim] = device
+            self._coverage.changed(claim, old, device)
+
+    def remove(self, claim: int) -> bool:
+        with self.lock.held("Removed in-flight claim", claim=claim):
+            old = self.device.mv[claim]
+            if old == NONE:
+                return False
+            self.device.mv[claim] = NONE
+            self._coverage.changed(claim, old, NONE)
+            return True
+
+    def has(self, claim: int) -> bool:
+        with self.lock.held("check pending allocation", claim=claim):
+            return self.device.mv[claim] != NONE
+
+    def devices(self) -> np.ndarray:
+        """Devices of every in-flight claim (the Range of upstream's gather)."""
+        with self.lock.held("check in-flight claims"):
+            held = self.device.np
+            claims = np.flatnonzero(held >= 0)
+            for claim in claims:
+                self._runtime.log(
+                    "Device is in flight for allocation", device=int(held[claim]), claim=int(claim)
+                )
+            return held[claims].copy()

@@ -1,0 +1,30 @@
+"""gather-complete: a gather sees every device allocated in the cache or in flight throughout.
+
+This flags the root cause itself, before a double allocation needs the
+missed device to be picked again, which is why racy variants are caught fast.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+
+from shmstress.core.workers import WorkerInfo, describe_worker
+from shmstress.trackers.dra.invariants.common import naming
+
+
+class GatherComplete:
+    name = "gather-complete"
+    summary = "a gather contains every device allocated in the cache or in flight throughout it"
+    fields = ("device", "claim", "gatherer", "start")
+
+    def render(
+        self, fields: Mapping[str, int], workers: Sequence[WorkerInfo], params: Mapping[str, int]
+    ) -> str:
+        names = naming(params)
+        return (
+            f"GatherAllocatedState by {describe_worker(fields['gatherer'], workers)} "
+            f"(started at point {fields['start']}) never saw device "
+            f"{names.device(fields['device'])} as allocated, although claim "
+            f"{names.claim(fields['claim'])} held it in the assume cache or in flight "
+            "for the whole gather"
+        )

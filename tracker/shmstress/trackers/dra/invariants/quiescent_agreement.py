@@ -1,0 +1,93 @@
+"""quiescent-agreement: at rest, every structure tells the same story as the API server.
+
+Checked by the coordinator after every worker exited and the informers
+drained the event log: nothing in flight, cache == API, allocated devices ==
+API, and every claim allocated to exactly one device of its own.
+"""
+
+from __future__ import annotations
+
+import enum
+from collections.abc import Callable, Mapping, Sequence
+from typing import TYPE_CHECKING
+
+import numpy as np
+from shmstress.core.workers import WorkerInfo
+from shmstress.plugin.protocol import FoundViolation
+from shmstress.trackers.dra.invariants.common import naming
+from shmstress.trackers.dra.names import NONE
+
+if TYPE_CHECKING:
+    from shmstress.trackers.dra.tracker import DraTracker
+
+
+class Disagreement(enum.IntEnum):
+    IN_FLIGHT = 0
+    CACHE = 1
+    ALLOCATED = 2
+    UNALLOCATED = 3
+    SHARED_DEVICE = 4
+
+
+class QuiescentAgreement:
+    name = "quiescent-agreement"
+    summary = "at rest: cache and allocated devices equal the API server, nothing in flight"
+    fields = ("kind", "claim", "device", "a", "b")
+
+    def render(
+        self, fields: Mapping[str, int], workers: Sequence[WorkerInfo], params: Mapping[str, int]
+    ) -> str:
+        names = naming(params)
+        kind = Disagreement(fields["kind"])
+        claim = names.claim(fields["claim"])
+        device = names.device(fields["device"])
+        if kind is Disagreement.IN_FLIGHT:
+            return f"claim {claim} is still in flight with device {device} at rest"
+        if kind is Disagreement.CACHE:
+            return (
+                f"assume cache has claim {claim} on {names.device(fields['a'])} but the API "
+                f"server has it on {names.device(fields['b'])}"
+            )
+        if kind is Disagreement.ALLOCATED:
+            return (
+                f"allocated devices has {device} held by "
+                f"{_claim_or_none(names.claim, fields['a'])} but the API server by "
+                f"{_claim_or_none(names.claim, fields['b'])}"
+            )
+        if kind is Disagreement.UNALLOCATED:
+            return f"claim {claim} never got a device"
+        return f"device {device} is held by claims {claim} and {names.claim(fields['a'])}"
+
+    def check_at_rest(self, tracker: DraTracker) -> list[FoundViolation]:
+        found: list[FoundViolation] = []
+
+        def add(kind: Disagreement, claim: int = NONE, device: int = NONE, a: int = NONE,
+                b: int = NONE) -> None:
+            found.append(FoundViolation(
+                self.name, {"kind": kind, "claim": claim, "device": device, "a": a, "b": b}
+            ))
+
+        api_device = tracker.api.device.np
+        for claim in np.flatnonzero(tracker.in_flight.device.np != NONE):
+            add(Disagreement.IN_FLIGHT, int(claim), int(tracker.in_flight.device.np[claim]))
+        cache_device = tracker.cache.latest_device.np
+        for claim in np.flatnonzero(cache_device != api_device):
+            add(Disagreement.CACHE, int(claim), a=int(cache_device[claim]),
+                b=int(api_device[claim]))
+        api_owner = np.full(tracker.devices, NONE, dtype=np.int64)
+        for claim in np.flatnonzero(api_device != NONE):
+            dev = int(api_device[claim])
+            if api_owner[dev] != NONE:
+                add(Disagreement.SHARED_DEVICE, int(claim), dev, a=int(api_owner[dev]))
+            api_owner[dev] = claim
+        held = tracker.allocated.claim_of.np
+        for device in np.flatnonzero(held != api_owner):
+            add(Disagreement.ALLOCATED, device=int(device), a=int(held[device]),
+                b=int(api_owner[device]))
+        for claim in np.flatnonzero(api_device == NONE):
+            add(Disagreement.UNALLOCATED, int(claim))
+        return found
+
+
+def _claim_or_none(name: Callable[[int], str], claim: int) -> str:
+    return "no claim" if claim == NONE else name(claim)

@@ -1,0 +1,66 @@
+"""The scheduler's pods, one per claim: waiting, handed to a binder, bound.
+
+Not one of the upstream structures under test but the scaffolding around
+them (the scheduling queue and the binding goroutines' hand-off), so it is
+kept simple and correct: one lock, every transition under it.
+"""
+
+from __future__ import annotations
+
+import enum
+
+import numpy as np
+from shmstress.core.locks import InstrumentedLock
+from shmstress.core.shm import Arena
+from shmstress.trackers.dra.names import NONE
+
+
+class PodState(enum.IntEnum):
+    WAITING = 0
+    TO_BIND = 1
+    BINDING = 2
+    BOUND = 3
+
+
+class PodQueue:
+    def __init__(self, arena: Arena, lock: InstrumentedLock, claims: int) -> None:
+        self.lock = lock
+        self.state = arena.array("dra.pods.state", claims, PodState.WAITING)
+        self.device = arena.array("dra.pods.device", claims, NONE)
+        self.binder = arena.array("dra.pods.binder", claims, NONE)
+
+    def waiting(self) -> np.ndarray:
+        with self.lock.held("pick pod"):
+            waiting: np.ndarray = self.state.np == PodState.WAITING
+            return waiting
+
+    def hand_to_binder(self, claim: int, device: int) -> None:
+        with self.lock.held("hand pod to binder", claim=claim, device=device):
+            self.state.mv[claim] = PodState.TO_BIND
+            self.device.mv[claim] = device
+
+    def take(self, binder: int, start: int) -> tuple[int, int]:
+        """(claim, device) of a pod waiting for a binder, or (NONE, NONE)."""
+        with self.lock.held("take pod to bind"):
+            waiting = np.flatnonzero(self.state.np == PodState.TO_BIND)
+            if waiting.size == 0:
+                return NONE, NONE
+            claim = int(waiting[start % waiting.size])
+            self.state.mv[claim] = PodState.BINDING
+            self.binder.mv[claim] = binder
+            return claim, self.device.mv[claim]
+
+    def finish(self, claim: int, state: PodState) -> None:
+        with self.lock.held("pod state", claim=claim, state=int(state)):
+            self.state.mv[claim] = state
+            if state == PodState.WAITING:
+                self.device.mv[claim] = NONE
+                self.binder.mv[claim] = NONE
+
+    def outstanding(self) -> bool:
+        """Pods handed to binders and not yet bound or returned (read without a point)."""
+        states = self.state.np
+        return bool(np.any((states == PodState.TO_BIND) | (states == PodState.BINDING)))
+
+    def all_bound(self) -> bool:
+        return bool(np.all(self.state.np == PodState.BOUND))

@@ -1,0 +1,70 @@
+"""Binder: the binding cycle (PreBind: API update, assume, drop in-flight; then Bind).
+
+Bound claims are released through the API after a hold of a few binder
+steps, so churn never stops; an injected API error takes the Unreserve path.
+Holds count steps, not seconds, so a replayed run makes the same decisions.
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from typing import TYPE_CHECKING
+
+from shmstress.core.control import Phase
+from shmstress.plugin.protocol import ApiConflict, idle
+from shmstress.trackers.dra.names import NONE
+from shmstress.trackers.dra.pod_queue import PodState
+
+if TYPE_CHECKING:
+    from shmstress.trackers.dra.tracker import DraTracker
+
+
+class Binder:
+    def __init__(self, tracker: DraTracker, index: int) -> None:
+        self._t = tracker
+        self._rng = tracker.runtime.rng
+        self._steps = 0
+        self._held: deque[tuple[int, int]] = deque()
+
+    def step(self, phase: Phase) -> bool:
+        t = self._t
+        self._steps += 1
+        claim, device = t.pods.take(t.runtime.worker_id, self._rng.randrange(1 << 30))
+        if claim != NONE:
+            self._bind(claim, device)
+            return True
+        if phase is Phase.RUN and self._held and self._held[0][0] <= self._steps:
+            self._release(self._held.popleft()[1])
+            return True
+        if phase >= Phase.STOP and t.runtime.role_finished("gatherer") and not t.pods.outstanding():
+            return False
+        return idle()
+
+    def _bind(self, claim: int, device: int) -> None:
+        t = self._t
+        if self._rng.random() * 100 < t.api_error_percent:
+            t.runtime.point("Unreserve after API error", claim=claim)
+            t.claims.remove_claim_pending_allocation(claim)
+            t.claims.assumed_claim_restore(claim)
+            t.pods.finish(claim, PodState.WAITING)
+            return
+        rv = self._write(claim, device)
+        t.claims.assume_claim_after_api_call(claim, device, rv)
+        t.claims.remove_claim_pending_allocation(claim)
+        t.runtime.point("Attempting to bind pod to node", pod=claim, device=device)
+        t.pods.finish(claim, PodState.BOUND)
+        self._held.append((self._steps + t.hold_steps, claim))
+
+    def _release(self, claim: int) -> None:
+        self._write(claim, NONE)
+        self._t.pods.finish(claim, PodState.WAITING)
+
+    def _write(self, claim: int, device: int) -> int:
+        """update_status with optimistic concurrency: re-read and retry on conflict."""
+        api = self._t.api
+        while True:
+            _, rv = api.get(claim)
+            try:
+                return api.update_status(claim, rv, device)
+            except ApiConflict:
+                continue

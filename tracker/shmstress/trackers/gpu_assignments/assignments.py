@@ -1,0 +1,58 @@
+"""The resource manager's assignments: pod -> the card GetPreferredAllocation chose for it.
+
+Upstream keeps a map from pod key to per-container details under
+``cleanupMutex``; here one slot per pod holds the generation of the pod the
+entry belongs to (NONE when absent) and the card. Every access is under the
+cleanup mutex. The ghost arrays remember which cleanup pass removed an entry
+last (its worker and the point the pass began at), so a violation can name
+it and its explanation can start there; the system under test never reads
+them.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from shmstress.core.locks import InstrumentedLock
+from shmstress.core.shm import Arena
+from shmstress.trackers.gpu_assignments.names import NONE
+
+
+class Assignments:
+    def __init__(self, arena: Arena, mutex: InstrumentedLock, pods: int) -> None:
+        self.mutex = mutex
+        self.generation = arena.array("gpu.assignments.generation", pods, NONE)
+        self.card = arena.array("gpu.assignments.card", pods, NONE)
+        self.removed_by = arena.array("gpu.ghost.removed_by", pods, NONE)
+        self.removed_since = arena.array("gpu.ghost.removed_since", pods, NONE)
+
+    def store(self, slot: int, generation: int, card: int) -> None:
+        with self.mutex.held("Storing container assignment", pod=slot, generation=generation,
+                             card=card):
+            self.generation.mv[slot] = generation
+            self.card.mv[slot] = card
+
+    def lookup(self, slot: int, generation: int) -> int:
+        """The card stored for this incarnation of the pod, or NONE."""
+        with self.mutex.held("Looking up container assignment", pod=slot,
+                             generation=generation):
+            if self.generation.mv[slot] != generation:
+                return NONE
+            return int(self.card.mv[slot])
+
+    def stale(self, keep: np.ndarray) -> list[tuple[int, int]]:
+        """(slot, generation) of every entry whose pod incarnation is not in ``keep``: what the
+        cleanup removes. The mutex must be held."""
+        gen = self.generation.np
+        doomed = np.flatnonzero((gen != NONE) & (gen != keep))
+        return [(int(slot), int(gen[slot])) for slot in doomed]
+
+    def remove(self, slot: int, cleaner: int, since: int) -> None:
+        """Drop one entry; the mutex must be held (and the removal's point made)."""
+        self.generation.mv[slot] = NONE
+        self.card.mv[slot] = NONE
+        self.removed_by.mv[slot] = cleaner
+        self.removed_since.mv[slot] = since
+
+    def held_for(self, slot: int, generation: int) -> bool:
+        """Is there an entry for this incarnation? The mutex must be held (or all at rest)."""
+        return bool(self.generation.mv[slot] == generation)

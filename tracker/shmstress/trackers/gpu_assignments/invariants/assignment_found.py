@@ -1,0 +1,33 @@
+"""assignment-found: Allocate finds the assignment GetPreferredAllocation stored for its pod.
+
+Checked in Allocate, for a pod that is still pending (only the kubelet that
+admits it moves it on). When the entry is missing, the ghost record of who
+removed it last names the cleanup pass that did, and where that pass began
+(``since``: the explanation starts there).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+
+from shmstress.core.workers import WorkerInfo, describe_worker
+from shmstress.trackers.gpu_assignments import names
+from shmstress.trackers.gpu_assignments.names import NONE
+
+
+class AssignmentFound:
+    name = "assignment-found"
+    summary = "Allocate finds the assignment GetPreferredAllocation stored for a pending pod"
+    fields = ("pod", "generation", "card", "kubelet", "remover", "since")
+
+    def render(
+        self, fields: Mapping[str, int], workers: Sequence[WorkerInfo], params: Mapping[str, int]
+    ) -> str:
+        remover = fields["remover"]
+        by = f"{describe_worker(remover, workers)} removed it" if remover != NONE else \
+            "nobody is recorded as removing it"
+        return (
+            f"Allocate by {describe_worker(fields['kubelet'], workers)} found no assignment for "
+            f"pending pod {names.pod(fields['pod'], fields['generation'])}, although "
+            f"GetPreferredAllocation stored {names.card(fields['card'])} for it; {by}"
+        )
