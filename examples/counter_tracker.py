@@ -17,44 +17,45 @@ examples/README.md walks through every part of this file.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
-from typing import Any, ClassVar
+from collections.abc import Mapping
+from typing import ClassVar
 
 from shmstress.api import (
     NONE,
-    Arena,
-    BaseTracker,
-    FoundViolation,
-    InstrumentedLock,
+    Effect,
+    Found,
     Invariant,
+    Lock,
     Parameter,
     Phase,
-    Role,
+    RoleSpec,
+    Scope,
+    Setup,
     SharedArray,
-    TrackerRuntime,
-    WorkerInfo,
-    describe_worker,
+    Subject,
+    Tracker,
+    Words,
+    Workers,
 )
-from shmstress.plugin.words import Effect, LogWords, Scope, Subject
 
 
-# -- 1. shared state: named int64 arrays, and instrumented locks --------------------------------
+# -- 1. shared state: named int64 arrays, instrumented locks, and ghost state -------------------
 class Dispenser:
     """The counter clerks take tickets from."""
 
-    def __init__(self, runtime: TrackerRuntime, arena: Arena, locked: bool) -> None:
-        self.runtime = runtime
-        self.next_ticket: SharedArray = arena.array("tickets.next", 1)
-        self.lock: InstrumentedLock | None = runtime.lock("dispenser") if locked else None
+    def __init__(self, setup: Setup, locked: bool) -> None:
+        self.runtime = setup.runtime
+        self.next_ticket: SharedArray = setup.array("tickets.next", 1)
+        self.lock: Lock | None = setup.lock("dispenser") if locked else None
 
     # -- 2. operations: every shared access is inside a lock or right after a point --------
     def take(self) -> tuple[int, int]:
         """(ticket, sequence number of the point where taking it began)."""
         if self.lock is not None:
-            with self.lock.held("Took ticket"):
+            with self.lock.held("Took ticket") as seq:
                 ticket = int(self.next_ticket.mv[0])
                 self.next_ticket.mv[0] = ticket + 1
-                return ticket, self.runtime.last_seq
+                return ticket, seq
         since = self.runtime.point("Reading next ticket")
         ticket = int(self.next_ticket.mv[0])
         self.runtime.point("Writing next ticket", ticket=ticket)
@@ -66,14 +67,14 @@ class Ledger:
     """Who got which ticket. Each slot remembers the last ticket written to it, and (a ghost
     array, oracle bookkeeping) where taking that ticket began."""
 
-    def __init__(self, runtime: TrackerRuntime, arena: Arena, capacity: int, clerks: int) -> None:
-        self.runtime = runtime
+    def __init__(self, setup: Setup, capacity: int, clerks: int) -> None:
+        self.runtime = setup.runtime
         self.capacity = capacity
-        self.lock = runtime.lock("ledger")
-        self.ticket = arena.array("ledger.ticket", capacity, NONE)
-        self.clerk = arena.array("ledger.clerk", capacity, NONE)
-        self.since = arena.array("ledger.ghost.since", capacity, NONE)
-        self.handed_out = arena.array("ledger.handed_out", max(1, clerks))  # an array needs a slot
+        self.lock = setup.lock("ledger")
+        self.ticket = setup.array("ledger.ticket", capacity, NONE)
+        self.clerk = setup.array("ledger.clerk", capacity, NONE)
+        self.since = setup.ghost.array("ledger.since", capacity, NONE)
+        self.handed_out = setup.array("ledger.handed_out", max(1, clerks))  # needs a slot
 
     def record(self, ticket: int, clerk: int, index: int, since: int) -> None:
         with self.lock.held("Handed out ticket", ticket=ticket):
@@ -89,37 +90,45 @@ class Ledger:
 
 
 # -- 3. invariants: a name, a summary, integer fields, and the words for a violation ------------
-class UniqueTickets:
+class UniqueTickets(Invariant):
     name = "unique-tickets"
     summary = "no ticket number is handed out twice"
     fields = ("ticket", "first", "second", "since")
 
     def render(
-        self, fields: Mapping[str, int], workers: Sequence[WorkerInfo], params: Mapping[str, int]
+        self, fields: Mapping[str, int], workers: Workers, params: Mapping[str, int]
     ) -> str:
         return (f"ticket {fields['ticket']} was handed out twice: by "
-                f"{describe_worker(fields['first'], workers)} and by "
-                f"{describe_worker(fields['second'], workers)}")
+                f"{workers.describe(fields['first'])} and by "
+                f"{workers.describe(fields['second'])}")
+
+    def scope(self, fields: Mapping[str, int], params: Mapping[str, int]) -> Scope:
+        # the ticket, told from the second clerk's side, from where it began taking it
+        return Scope(subjects=(("ticket", fields["ticket"]),), worker=fields["second"],
+                     start=fields["since"])
 
 
-class NoLostUpdate:
+class NoLostUpdate(Invariant):
     name = "no-lost-update"
     summary = "at rest, the counter equals the number of tickets handed out"
     fields = ("counter", "handed_out")
 
     def render(
-        self, fields: Mapping[str, int], workers: Sequence[WorkerInfo], params: Mapping[str, int]
+        self, fields: Mapping[str, int], workers: Workers, params: Mapping[str, int]
     ) -> str:
         lost = fields["handed_out"] - fields["counter"]
         return (f"the counter says {fields['counter']} tickets but {fields['handed_out']} were "
                 f"handed out: {lost} increment(s) lost")
 
-    def check_at_rest(self, tracker: TicketTracker) -> list[FoundViolation]:  # 3b. at rest
+    def scope(self, fields: Mapping[str, int], params: Mapping[str, int]) -> Scope:
+        return Scope(subjects=())  # its fields are counts, not objects the log names
+
+    def check_at_rest(self, tracker: TicketTracker) -> list[Found]:  # 3b. at rest
         counter = int(tracker.dispenser.next_ticket.mv[0])
         handed_out = int(tracker.ledger.handed_out.np.sum())
         if counter == handed_out:
             return []
-        return [FoundViolation(self.name, {"counter": counter, "handed_out": handed_out})]
+        return [Found(self.name, {"counter": counter, "handed_out": handed_out})]
 
 
 # -- 4. roles: the loop body of one worker process ---------------------------------------------
@@ -140,20 +149,17 @@ class Clerk:
 HANDED_OUT = "handed out"
 
 
-class TicketWords(LogWords):
+class TicketWords(Words):
     """Which ticket a record is about, what a step makes true, and how it reads."""
 
     logger = "tickets"
     facts = (HANDED_OUT,)
 
     def step(self, label: str, fields: Mapping[str, object]) -> str | None:
-        ticket = fields.get("ticket", "the ticket")
-        return {
-            "Reading next ticket": "reads the counter",
-            "Writing next ticket": f"writes {ticket} + 1 back",
-            "Took ticket": "takes a ticket under the lock",
-            "Handed out ticket": f"hands out ticket {ticket}",
-        }.get(label)
+        return _phrases(fields.get("ticket", "the ticket")).get(label)
+
+    def labels(self) -> frozenset[str]:  # `shmstress check` warns of any that no step reached
+        return frozenset(_phrases("the ticket"))
 
     def subjects(self, label: str, fields: Mapping[str, object]) -> tuple[Subject, ...]:
         ticket = fields.get("ticket")
@@ -168,18 +174,22 @@ class TicketWords(LogWords):
     def initial_facts(self, subject: Subject) -> Mapping[str, bool]:
         return {HANDED_OUT: False}  # no ticket is handed out when the run starts
 
-    def scope(self, invariant: str, fields: Mapping[str, int]) -> Scope:
-        if invariant == "unique-tickets":  # the second clerk's story, from the earlier read
-            return Scope(subjects=(("ticket", fields["ticket"]),), worker=fields["second"],
-                         start=fields["since"])
-        return Scope(subjects=())
-
     def name(self, subject: Subject) -> str:
         return f"ticket {subject[1]}"
 
 
-# -- 6. the tracker: variants, roles, parameters, invariants, and the coordinator's hooks -------
-class TicketTracker(BaseTracker):
+def _phrases(ticket: object) -> dict[str, str]:
+    """How each point reads in an explanation."""
+    return {
+        "Reading next ticket": "reads the counter",
+        "Writing next ticket": f"writes {ticket} + 1 back",
+        "Took ticket": "takes a ticket under the lock",
+        "Handed out ticket": f"hands out ticket {ticket}",
+    }
+
+
+# -- 6. the tracker: variants, roles, parameters, invariants, and what it builds ----------------
+class TicketTracker(Tracker):
     """A ticket counter and its ledger, with and without a lock around read-and-increment."""
 
     name: ClassVar[str] = "tickets"
@@ -188,23 +198,20 @@ class TicketTracker(BaseTracker):
         "racy": "read and write back as two steps: two clerks can take the same ticket (racy)",
         "locked": "read and write back under one instrumented lock (correct)",
     }
-    roles: ClassVar[Mapping[str, str]] = {"clerk": "takes a ticket and records it in the ledger"}
-    role_types: ClassVar[Mapping[str, Callable[[Any, int], Role]]] = {"clerk": Clerk}
-    default_counts: ClassVar[Mapping[str, int]] = {"clerk": 2}
+    roles: ClassVar[Mapping[str, RoleSpec]] = {
+        "clerk": RoleSpec(Clerk, "takes a ticket and records it in the ledger", count=2),
+    }
     parameters: ClassVar[Mapping[str, Parameter]] = {
         "capacity": Parameter(1024, "ledger slots (tickets remembered for the duplicate check)",
                               minimum=16),
     }
     invariants: ClassVar[tuple[Invariant, ...]] = (UniqueTickets(), NoLostUpdate())
 
-    def __init__(
-        self, runtime: TrackerRuntime, arena: Arena, variant: str, params: Mapping[str, int]
-    ) -> None:
-        self.runtime = runtime
-        clerks = len(runtime.role_workers.get("clerk", ()))
-        self.dispenser = Dispenser(runtime, arena, locked=variant == "locked")
-        self.ledger = Ledger(runtime, arena, params["capacity"], clerks)
+    def __init__(self, setup: Setup, variant: str, params: Mapping[str, int]) -> None:
+        self.runtime = setup.runtime
+        self.dispenser = Dispenser(setup, locked=variant == "locked")
+        self.ledger = Ledger(setup, params["capacity"], setup.workers("clerk"))
 
     @classmethod
-    def log_words(cls, params: Mapping[str, int]) -> LogWords:
+    def words(cls, params: Mapping[str, int]) -> Words:
         return TicketWords()

@@ -7,9 +7,9 @@ import time
 from collections.abc import Iterator
 
 import pytest
+
 from shmstress.core.processes import live_children
 from shmstress.core.shm import live_segments
-
 from tests.helpers import segments_left_by_us
 
 

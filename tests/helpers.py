@@ -7,9 +7,15 @@ import os
 from collections.abc import Callable, Iterable
 
 import psutil
+
+from shmstress.analysis.failure import analyse
+from shmstress.analysis.story import Explanation
 from shmstress.core.processes import live_children
+from shmstress.core.result import RunResult, Violation
 from shmstress.core.runtime import Runtime
 from shmstress.core.shm import live_segments, segment_owner
+from shmstress.plugin.wording import wording_by_name
+from shmstress.render.failure import failure_report
 
 
 def segments_left_by_us(before: Iterable[str]) -> list[str]:
@@ -58,3 +64,15 @@ class InjectAt:
         me = self.runtime.worker_id
         self.action()
         self.runtime.become(me)
+
+
+def explain(result: RunResult, violation: Violation | None = None) -> Explanation | None:
+    """The explanation (data) of ``result``'s principal violation, or of ``violation``."""
+    wording = wording_by_name(result.config.tracker, result.config.params)
+    analysis = analyse(result, wording, violation)
+    return None if analysis is None else analysis.explanation
+
+
+def render_snippet(result: RunResult) -> str:
+    """The log snippet of ``result``'s principal violation, as a failing run prints it."""
+    return failure_report(result).snippet or ""

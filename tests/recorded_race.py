@@ -17,13 +17,13 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 
+from shmstress.api import Workers
 from shmstress.core.config import RunConfig
 from shmstress.core.exit_reason import ExitReason
 from shmstress.core.result import RunResult, Violation
 from shmstress.record.recorder import Recorder
 from shmstress.testing.sequential import SequentialRun
 from shmstress.trackers.dra.tracker import DraTracker
-
 from tests.helpers import InjectAt
 
 BINDER, BINDER_2, INFORMER, GATHERER = 0, 1, 2, 3
@@ -140,7 +140,7 @@ def _violations(run: SequentialRun) -> list[Violation]:
         fields = dict(zip(invariant.fields, record.fields, strict=False))
         found.append(Violation(
             invariant=invariant.name,
-            message=invariant.render(fields, run.workers, PARAMS),
+            message=invariant.render(fields, Workers(run.workers), PARAMS),
             fields=fields,
             worker=run.workers[record.worker],
             seq=record.seq,

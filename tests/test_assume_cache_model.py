@@ -5,6 +5,7 @@ from __future__ import annotations
 from hypothesis import settings
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, precondition, rule
+
 from shmstress.testing.sequential import SequentialRun
 from shmstress.trackers.dra.assume_cache import AssumeOutOfSync
 from shmstress.trackers.dra.names import NONE

@@ -6,6 +6,7 @@ import json
 from pathlib import Path
 
 import pytest
+
 from shmstress.cli.main import main
 from shmstress.controlled.strategies import StrategySpec
 from shmstress.core.errors import BundleError
@@ -51,6 +52,121 @@ def test_a_bundle_survives_its_json(bundle: Bundle) -> None:
     assert len(data["labels"]) == 3  # type: ignore[arg-type]
 
 
+# What the previous release wrote for _bundle(package_version="0.1.0"): format version 1.
+PREVIOUS_RELEASE = """\
+{
+ "format": "shmstress-repro-bundle",
+ "format_version": 1,
+ "shmstress_version": "0.1.0",
+ "tracker": "dra",
+ "variant": "gather-unchecked",
+ "config": {
+  "counts": {
+   "binder": 2,
+   "informer": 1,
+   "gatherer": 1
+  },
+  "params": {
+   "nodes": 2,
+   "devices-per-node": 4
+  },
+  "checks": null,
+  "noise": {
+   "probability": 0.0,
+   "kinds": [
+    "yield",
+    "sleep"
+   ],
+   "max_sleep_us": 100.0
+  }
+ },
+ "seed": 7,
+ "execution_seed": 123456789,
+ "execution": 4,
+ "mode": "controlled",
+ "strategy": {
+  "name": "pct",
+  "depth": 3,
+  "spin": "demote"
+ },
+ "phase_changes": [
+  100,
+  180
+ ],
+ "preemptions": 1,
+ "violation": {
+  "invariant": "gather-complete",
+  "fields": {
+   "device": 1,
+   "claim": 2
+  },
+  "message": "missed it",
+  "worker": 3,
+  "at_rest": false
+ },
+ "labels": [
+  "Start scheduling cycle",
+  "take pod to bind",
+  "pick pod"
+ ],
+ "steps": [
+  [3, 0],
+  [0, 1],
+  [3, 2]
+ ]
+}
+"""
+
+
+def test_a_bundle_of_the_previous_release_loads_and_is_written_byte_for_byte(
+    tmp_path: Path,
+) -> None:
+    path = _corrupt(tmp_path, PREVIOUS_RELEASE)
+    loaded = load_bundle(path)
+    assert loaded == _bundle(package_version="0.1.0")
+    assert render_json(loaded) == PREVIOUS_RELEASE
+
+
+def test_a_bundle_without_the_keys_it_may_omit_loads() -> None:
+    data = json.loads(PREVIOUS_RELEASE)
+    for key in ("shmstress_version", "execution", "preemptions"):
+        del data[key]
+    del data["config"]["checks"]
+    del data["strategy"]["depth"], data["strategy"]["spin"]
+    for key in ("message", "worker", "at_rest"):
+        del data["violation"][key]
+    loaded = from_json(data)
+    assert (loaded.package_version, loaded.execution, loaded.preemptions) == ("unknown", None, None)
+    assert loaded.strategy == StrategySpec("pct")
+    assert loaded.violation == BundleViolation("gather-complete", {"device": 1, "claim": 2}, "")
+
+
+@pytest.mark.parametrize(("strategy", "stored"), [
+    (StrategySpec("pct", depth=4, spin="aside"), {"name": "pct", "depth": 4, "spin": "aside"}),
+    (StrategySpec("exhaustive", bound=3), {"name": "exhaustive", "bound": 3}),
+    (StrategySpec("random_walk"), {"name": "random_walk"}),
+])
+def test_a_strategy_stores_only_its_own_knobs(strategy: StrategySpec, stored: object) -> None:
+    data = to_json(_bundle(strategy=strategy))
+    assert data["strategy"] == stored
+    assert from_json(data).strategy == strategy
+
+
+@pytest.mark.parametrize("version", [0, 2, 99, "1", None, True])
+def test_a_bundle_of_another_format_version_is_refused_by_its_version(
+    tmp_path: Path, version: object
+) -> None:
+    data = to_json(_bundle())
+    data["format_version"] = version
+    data["seed"] = "not even checked"  # the version is what is wrong, so it is what is said
+    path = _corrupt(tmp_path, json.dumps(data))
+    with pytest.raises(BundleError) as error:
+        load_bundle(path)
+    message = str(error.value)
+    assert message.startswith(f"{path}: bundle format version {version!r} is not supported")
+    assert "\n" not in message and "seed" not in message
+
+
 def test_it_is_written_under_its_own_name_in_a_directory(tmp_path: Path) -> None:
     path = write_bundle(_bundle(), tmp_path / "out")
     assert path == tmp_path / "out" / bundle_name(_bundle())
@@ -70,9 +186,20 @@ def _corrupt(tmp_path: Path, text: str) -> Path:
     (lambda d: d.update(format="something-else"), "not a shmstress repro bundle"),
     (lambda d: d["steps"].append([9, 0]), "names worker 9"),
     (lambda d: d["steps"].append([0, 99]), "names label 99"),
-    (lambda d: d.update(seed="seven"), "seed must be an integer"),
+    (lambda d: d.update(format_version=2), "format version 2 is not supported"),
+    (lambda d: d.update(format_version="1"), "format version '1' is not supported"),
+    (lambda d: d.update(seed="seven"), "field seed: Expected `int`, got `str`"),
+    (lambda d: d.update(seed=True), "field seed: Expected `int`, got `bool`"),
     (lambda d: d.update(phase_changes=[5, 3]), "phase_changes"),
-    (lambda d: d.pop("violation"), "violation must be a JSON object"),
+    (lambda d: d.pop("violation"), "missing required field violation"),
+    (lambda d: d["config"]["noise"].pop("kinds"), "missing required field config.noise.kinds"),
+    (lambda d: d["config"]["counts"].update(informer="1"), "field config.counts.informer: "),
+    (lambda d: d["violation"]["fields"].update(claim=None), "field violation.fields.claim: "),
+    (lambda d: d["config"].update(params=[2]), "field config.params: Expected `object`"),
+    (lambda d: d["steps"].append([0, 1, 2]), r"field steps\[3\]: Expected `array` of length 2"),
+    (lambda d: d["labels"].append(7), r"field labels\[3\]: Expected `str`"),
+    (lambda d: d.update(mode="sideways"), "field mode: Invalid enum value 'sideways'"),
+    (lambda d: d["strategy"].update(depth="deep"), "field strategy.depth: "),
 ])
 def test_an_incompatible_bundle_is_one_line(tmp_path: Path, mutate: object, fragment: str
                                             ) -> None:

@@ -13,7 +13,9 @@ import time
 from dataclasses import replace
 from pathlib import Path
 
+import msgspec
 import pytest
+
 from shmstress.campaign.grid import GridSpec, complete, derive_seed, expand
 from shmstress.campaign.results_file import ResultsFile
 from shmstress.campaign.runner import RESULTS_FILE, prepare, resume_spec, run_campaign, save_spec
@@ -23,15 +25,16 @@ from shmstress.plugin import registry
 from shmstress.render.progress import CampaignProgress, RunProgress
 from shmstress.reports import (
     ResultsFormatError,
-    build_report,
     group_by_config,
     group_failures,
     load_results_file,
     parse_trial,
 )
+from shmstress.reports.report import build_report
+from shmstress.reports.schema import SCHEMA_VERSION, decode
 
 SHMSTRESS = [sys.executable, "-m", "shmstress"]
-FIXTURE = Path(__file__).parent / "fixtures" / "reports" / "results.jsonl"
+FIXTURE = Path(__file__).parent / "fixtures" / "reports" / "results-v1.jsonl"
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
 ONE_WORKER_SET = ({"binder": 1, "informer": 1, "gatherer": 1},)
 RACY_BUDGET_S = 15.0  # the stress suite's budget: a racy variant is caught well within it
@@ -140,7 +143,15 @@ def test_campaign_writes_one_record_per_trial_with_a_bundle_per_failure(
     expected = {t.trial_id: t for t in expand(summary.spec)}
     for number, record in enumerate(records, start=1):
         trial = parse_trial(record, tmp_path / RESULTS_FILE, number)  # the report's own parser
+        # The writer writes the schema, all of it and nothing else: decoding and encoding
+        # again gives back the very line.
+        assert record["schema"] == SCHEMA_VERSION
+        assert msgspec.to_builtins(decode(record)) == record
         spec_of = expected.pop((trial.config_key, trial.trial or 0))
+        assert trial.config.workers == tuple(spec_of.counts.items())
+        assert trial.config.workers_label in trial.config_key
+        assert dict(spec_of.params).items() <= dict(trial.config.params).items()
+        assert trial.config.params, "every parameter the run resolved, defaults included"
         assert trial.campaign == spec.campaign
         assert trial.seed == spec_of.seed
         assert (trial.config.mode, trial.config.strategy) == (spec_of.mode, spec_of.strategy)
@@ -356,16 +367,25 @@ def test_campaign_help_documents_every_option(capsys: pytest.CaptureFixture[str]
         assert option in text
 
 
-def test_report_counts_workers_of_any_tracker_from_roles(tmp_path: Path) -> None:
-    record = {
-        "campaign": "c", "tracker": "other", "variant": "v", "outcome": "clean",
-        "config_key": "other/v kubelet=1 cleanup=2 free/noise p=0.1",
-        "config": {"binders": 0, "informers": 0, "gatherers": 0, "noise": 0.1,
-                   "strategy": "noise", "roles": {"kubelet": 1, "cleanup": 2}},
+@pytest.mark.parametrize(("schema", "config", "workers"), [
+    # schema 1, as the previous harness wrote a tracker's other than dra's roles
+    ({}, {"binders": 0, "informers": 0, "gatherers": 0, "noise": 0.1, "strategy": "noise",
+          "roles": {"kubelet": 1, "cleanup": 2}}, "roles"),
+    ({"schema": 2}, {"workers": {"kubelet": 1, "cleanup": 2}, "params": {}, "noise": 0.1,
+                     "strategy": "noise"}, "workers"),
+])
+def test_report_counts_workers_of_any_tracker(
+    tmp_path: Path, schema: dict[str, object], config: dict[str, object], workers: str
+) -> None:
+    record: dict[str, object] = {
+        **schema, "campaign": "c", "tracker": "other", "variant": "v", "outcome": "clean",
+        "config_key": "other/v k1 c2 free/noise p=0.1", "config": config,
     }
-    assert parse_trial(record, tmp_path / "r.jsonl", 1).config.workers == 3
-    record["config"]["roles"] = {"kubelet": "one"}  # type: ignore[index]
-    with pytest.raises(ResultsFormatError, match=r"roles\.kubelet"):
+    trial = parse_trial(record, tmp_path / "r.jsonl", 1)
+    assert trial.config.workers == (("kubelet", 1), ("cleanup", 2))
+    assert (trial.config.worker_count, trial.config.workers_label) == (3, "k1 c2")
+    config[workers] = {"kubelet": "one"}
+    with pytest.raises(ResultsFormatError, match=rf"r\.jsonl:1: field config\.{workers}\.kubelet"):
         parse_trial(record, tmp_path / "r.jsonl", 1)
 
 

@@ -10,9 +10,9 @@ import time
 
 import psutil
 import pytest
+
 from shmstress.cli.main import build_parser, main
 from shmstress.core.shm import SHM_DIR, live_segments
-
 from tests.helpers import segments_left_by_us
 
 SHMSTRESS = [sys.executable, "-m", "shmstress"]

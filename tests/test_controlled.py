@@ -7,6 +7,7 @@ import os
 from pathlib import Path
 
 import pytest
+
 from shmstress.cli.main import main
 from shmstress.controlled.execution import ExecutionEnd, ExecutionOutcome, PhasePlan
 from shmstress.controlled.options import ControlledOptions
@@ -27,7 +28,7 @@ pytestmark = pytest.mark.stress
 
 
 def _executions(variant: str, strategy: str, seed: int, count: int) -> list[ExecutionOutcome]:
-    config, tracker_cls, workers = prepare(RunConfig(variant=variant, seed=seed))
+    config, tracker_cls, workers = prepare(RunConfig(tracker="dra", variant=variant, seed=seed))
     explorer = exploring_strategy(StrategySpec(strategy), seed, len(workers), 5000)
     outcomes = []
     with Session(session_spec(config, tracker_cls, workers, 5000)) as session:
@@ -48,7 +49,7 @@ def test_same_seed_and_strategy_give_the_same_step_trace(strategy: str) -> None:
 
 
 def test_a_found_failure_is_the_same_twice() -> None:
-    runs = [run_controlled(RunConfig(variant="gather-unchecked", seed=2),
+    runs = [run_controlled(RunConfig(tracker="dra", variant="gather-unchecked", seed=2),
                            ControlledOptions(StrategySpec("pct"), executions=200))
             for _ in range(2)]
     failing = [r.failing for r in runs]
@@ -62,7 +63,8 @@ def test_a_found_failure_is_the_same_twice() -> None:
 def test_each_execution_starts_from_the_same_state_as_a_fresh_session() -> None:
     """The fifth execution of a long-lived session replays in a brand-new session."""
     fifth = _executions("events-unordered", "pct", seed=5, count=5)[-1]
-    config, tracker_cls, workers = prepare(RunConfig(variant="events-unordered", seed=5))
+    config, tracker_cls, workers = prepare(
+        RunConfig(tracker="dra", variant="events-unordered", seed=5))
     replay = Replay(fifth.steps, fifth.execution_seed)
     replay.new_execution()
     with Session(session_spec(config, tracker_cls, workers, len(fifth.steps) + 1)) as session:
@@ -75,7 +77,7 @@ def test_each_execution_starts_from_the_same_state_as_a_fresh_session() -> None:
 
 @pytest.mark.parametrize("variant", ["fixed", "single-lock"])
 def test_correct_variants_survive_pct(variant: str) -> None:
-    result = run_controlled(RunConfig(variant=variant, seed=1),
+    result = run_controlled(RunConfig(tracker="dra", variant=variant, seed=1),
                             ControlledOptions(StrategySpec("pct", depth=3), executions=150))
     assert result.failing is None, result.run.violations
     assert result.ends == {"finished": 150}  # every one settled and was checked at rest
@@ -84,7 +86,7 @@ def test_correct_variants_survive_pct(variant: str) -> None:
 
 
 def _bounded_search(variant: str, bound: int) -> ControlledResult:
-    config = RunConfig(variant=variant, seed=0, max_points=12, **SMALL)  # type: ignore[arg-type]
+    config = RunConfig(tracker="dra", variant=variant, seed=0, max_points=12, **SMALL)  # type: ignore[arg-type]
     return run_controlled(config, ControlledOptions(StrategySpec("exhaustive", bound=bound),
                                                     executions=5000, run_steps=12))
 
@@ -102,7 +104,7 @@ def test_correct_variants_survive_the_whole_bounded_search(variant: str) -> None
 
 
 def test_bounded_search_finds_the_seed_race_on_a_small_scenario() -> None:
-    config = RunConfig(variant="gather-unchecked", seed=0, **SMALL)  # type: ignore[arg-type]
+    config = RunConfig(tracker="dra", variant="gather-unchecked", seed=0, **SMALL)  # type: ignore[arg-type]
     result = run_controlled(config, ControlledOptions(StrategySpec("exhaustive", bound=1),
                                                       executions=5000, run_steps=30))
     assert result.failing is not None
@@ -131,7 +133,7 @@ def test_consistent_lock_order_never_deadlocks_within_the_bound() -> None:
 
 
 def test_an_execution_that_does_not_finish_ends_at_the_step_bound() -> None:
-    result = run_controlled(RunConfig(variant="fixed", seed=0, max_points=50),
+    result = run_controlled(RunConfig(tracker="dra", variant="fixed", seed=0, max_points=50),
                             ControlledOptions(StrategySpec("pct"), executions=3,
                                               run_steps=50, max_steps=60))
     assert result.ends == {"step-bound": 3}
@@ -166,7 +168,7 @@ def test_a_worker_that_never_reaches_its_next_point_is_reported_hung() -> None:
 
 def test_the_cpu_affinity_is_restored() -> None:
     before = os.sched_getaffinity(0)
-    run_controlled(RunConfig(variant="fixed", seed=0),
+    run_controlled(RunConfig(tracker="dra", variant="fixed", seed=0),
                    ControlledOptions(StrategySpec("pct"), executions=2))
     assert os.sched_getaffinity(0) == before
 

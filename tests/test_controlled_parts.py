@@ -72,16 +72,16 @@ def test_fresh_copies_share_shared_state_but_not_local_state() -> None:
         assert lock_names(whole) == {0: "part lock"}
 
 
-def test_phase_points_note_where_drain_and_stop_began() -> None:
+def test_phase_changes_note_where_drain_and_stop_began() -> None:
     with Arena() as arena:
         control = ControlBlock(arena, 1, 1, 1)
-        assert control.phase_points == ()
+        assert control.phase_changes == ()
         for _ in range(5):
             control.next_seq()
         control.set_phase(Phase.DRAIN)
         control.next_seq()
         control.set_phase(Phase.STOP)
-        assert control.phase_points == (5, 6)
+        assert control.phase_changes == (5, 6)
 
 
 class _AcquireGate:

@@ -11,6 +11,8 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 import pytest
+
+from shmstress.api import Workers
 from shmstress.testing.sequential import SequentialRun
 from shmstress.trackers.dra.invariants.quiescent_agreement import Disagreement
 from shmstress.trackers.dra.invariants.revision_monotonic import (
@@ -38,7 +40,7 @@ def tracker_of(run: SequentialRun) -> DraTracker:
 def disagreements(run: SequentialRun) -> list[tuple[Disagreement, int]]:
     return [
         (Disagreement(v.fields["kind"]), v.fields["claim"])
-        for v in tracker_of(run).final_violations()
+        for v in run.final_violations()
         if v.invariant == "quiescent-agreement"
     ]
 
@@ -63,7 +65,7 @@ def test_allocated_devices_that_lag_the_api_server_are_named(settled: Sequential
     tracker = tracker_of(settled)
     device = int(tracker.api.device.mv[2])
     tracker.allocated.claim_of.mv[device] = NONE
-    found = [v for v in tracker.final_violations() if v.invariant == "quiescent-agreement"]
+    found = [v for v in settled.final_violations() if v.invariant == "quiescent-agreement"]
     assert [(Disagreement(v.fields["kind"]), v.fields["device"]) for v in found] == [
         (Disagreement.ALLOCATED, device)
     ]
@@ -78,8 +80,8 @@ def test_a_device_held_twice_and_a_claim_without_one_are_named(settled: Sequenti
     [invariant] = [i for i in DraTracker.invariants if i.name == "quiescent-agreement"]
     params = {name: p.default for name, p in DraTracker.parameters.items()}
     rendered = [
-        invariant.render(v.fields, settled.workers, params)
-        for v in tracker.final_violations() if v.invariant == invariant.name
+        invariant.render(v.fields, Workers(settled.workers), params)
+        for v in settled.final_violations() if v.invariant == invariant.name
     ]
     assert any("is held by claims" in line for line in rendered)
 

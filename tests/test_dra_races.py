@@ -9,10 +9,10 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+
 from shmstress.testing.sequential import SequentialRun
 from shmstress.trackers.dra.names import NONE
 from shmstress.trackers.dra.tracker import DraTracker
-
 from tests.helpers import InjectAt
 
 BINDER, INFORMER, GATHERER = 0, 2, 3

@@ -6,10 +6,11 @@ from collections.abc import Iterator
 
 import numpy as np
 import pytest
+
 from shmstress.core.errors import UnknownVariantError
-from shmstress.plugin.protocol import ApiConflict
 from shmstress.record.recorder import MAX_SEQUENCE_ITEMS, Recorder
 from shmstress.testing.sequential import SequentialRun
+from shmstress.trackers.common import ApiConflict
 from shmstress.trackers.dra.api_server import RELIST, WatchEvent
 from shmstress.trackers.dra.assume_cache import AssumeOutOfSync
 from shmstress.trackers.dra.names import NONE, Naming

@@ -6,13 +6,14 @@ import re
 from dataclasses import replace
 
 import pytest
-from shmstress.analysis.explain import Explanation, explain
+
+from shmstress.analysis.story import Explanation
 from shmstress.cli.main import main
 from shmstress.core.result import Violation
 from shmstress.render.explanation import render_explanation
 from shmstress.trackers.dra.names import NONE, Naming
 from shmstress.trackers.dra.tracker import DraTracker
-
+from tests.helpers import explain
 from tests.recorded_race import CLAIM, DEVICE, recorded_seed_race, recorded_unordered_race
 
 NAMES = Naming(DraTracker.parameters["nodes"].default,

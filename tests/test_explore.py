@@ -5,6 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+
 from shmstress.repro.bundle import load_bundle
 from shmstress.testing.explore import InterleavingFailure, check_interleavings, explore
 

@@ -12,19 +12,20 @@ from datetime import UTC, datetime, timedelta, timezone
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+
+from shmstress.plugin.words import Raw
 from shmstress.render.klog import (
     PID_WIDTH,
     KlogEvent,
     KlogFormatter,
-    Raw,
     format_event,
     format_value,
     go_quote,
     level_for,
     parse_line,
 )
-from shmstress.trackers.dra.log_words import DraLogWords
 from shmstress.trackers.dra.names import Naming
+from shmstress.trackers.dra.words import DraWords
 
 NS = "testdra-all-usesallresources-hvs5d"
 
@@ -185,7 +186,7 @@ def test_golden_multi_line_value() -> None:
 def test_golden_gather_result_as_the_set_of_devices() -> None:
     # The seed's "Finished GatherAllocatedState allocatedDevices=<map... | len:2>: {": the set
     # is shown whole, so a reader sees which device is missing; an empty set stays on the line.
-    words = DraLogWords(Naming(nodes=8, devices_per_node=100))
+    words = DraWords(Naming(nodes=8, devices_per_node=100))
 
     def finished(devices: tuple[int, ...]) -> str:
         message, fields = words.event("Finished GatherAllocatedState",

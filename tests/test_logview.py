@@ -11,6 +11,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+
 from shmstress.cli.main import main
 from shmstress.core.config import RunConfig
 from shmstress.core.control import ControlBlock
@@ -20,22 +21,21 @@ from shmstress.core.runtime import Runtime
 from shmstress.core.shm import Arena
 from shmstress.core.workers import WorkerInfo
 from shmstress.free.runner import run
-from shmstress.plugin.words import LogWords
+from shmstress.plugin.words import Words
 from shmstress.record.recorder import Recorder
 from shmstress.render.klog import KlogFormatter, parse_line
 from shmstress.render.logfilter import split_events
 from shmstress.render.logview import (
     CUT,
     log_lines,
-    render_snippet,
     to_log_records,
     words_of_log,
     write_log,
 )
 from shmstress.testing.sequential import SequentialRun
-from shmstress.trackers.dra.log_words import DraLogWords
 from shmstress.trackers.dra.names import NONE, Naming
-
+from shmstress.trackers.dra.words import DraWords
+from tests.helpers import render_snippet
 from tests.recorded_race import (
     CLAIM,
     DEVICE,
@@ -126,7 +126,7 @@ def test_log_calls_sit_right_after_the_point_they_follow(recorded: _Recorded) ->
 
 
 def test_dra_words_render_upstream_messages_and_names() -> None:
-    words = DraLogWords(Naming(nodes=8, devices_per_node=100))
+    words = DraWords(Naming(nodes=8, devices_per_node=100))
     assert words.event("Observed device allocation", (("claim", 553), ("device", 594),
                                                       ("old", NONE))) == (
         "Observed device allocation",
@@ -151,7 +151,7 @@ def test_dra_words_render_upstream_messages_and_names() -> None:
 
 
 def test_merged_log_follows_the_schedule_across_five_workers(tmp_path: Path) -> None:
-    result = run(RunConfig(variant="fixed", counts={"binder": 3}, max_points=3000,
+    result = run(RunConfig(tracker="dra", variant="fixed", counts={"binder": 3}, max_points=3000,
                            duration=30, seed=5))
     assert result.recording is not None and not result.recording.ring_lost
     recording = result.recording
@@ -424,8 +424,8 @@ def test_a_written_log_names_its_run_and_tracker_first() -> None:
     assert header.fields == {"tracker": "dra", "variant": "gather-unchecked", "seed": 0,
                              "params": dict(result.config.params)}
     words = words_of_log([header])
-    assert isinstance(words, DraLogWords) and words.kinds["previous"] == "device"
-    assert type(words_of_log([])) is LogWords
+    assert isinstance(words, DraWords) and words.kinds["previous"] == "device"
+    assert type(words_of_log([])) is Words
 
 
 def test_single_lock_keeps_each_step_message_and_fields_at_its_own_site(

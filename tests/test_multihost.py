@@ -13,6 +13,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+
 from shmstress.campaign import distributed
 from shmstress.campaign.grid import expand
 from shmstress.campaign.runner import RESULTS_FILE, resume_spec

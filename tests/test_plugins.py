@@ -11,6 +11,7 @@ from importlib.metadata import EntryPoint, EntryPoints
 from pathlib import Path
 
 import pytest
+
 from shmstress.cli.main import main
 from shmstress.core.config import RunConfig
 from shmstress.core.control import Phase
@@ -19,9 +20,9 @@ from shmstress.core.exit_reason import ExitReason
 from shmstress.core.shm import live_segments
 from shmstress.free.runner import run
 from shmstress.plugin import registry
-from shmstress.plugin.check import class_problems, probe
+from shmstress.plugin.class_check import class_problems
+from shmstress.plugin.probe import probe
 from shmstress.plugin.resolve import resolve
-
 from tests.tracker_stress import (
     TRIALS,
     assert_clean_under_pct,
@@ -152,7 +153,7 @@ def test_every_built_in_tracker_passes_the_plugin_checks(name: str) -> None:
 
 # -- malformed plugins --------------------------------------------------------------------------
 MALFORMED_CASES = [
-    ("MissingRole", "role('auditor', 0) raised ValueError: no role 'auditor'"),
+    ("MissingRole", "building role 'auditor' #1 raised ValueError: no auditor here"),
     ("RaisingRender", "invariant 'positive' render() raised KeyError: 'device'"),
     ("MultiLineRender", "render() must return one line"),
     ("WritesBeforePoint", "worker #1 step wrote shared array(s) malformed.counter before its "
@@ -162,17 +163,19 @@ MALFORMED_CASES = [
     ("DrainedWrites", "drained() wrote shared array(s) malformed.counter"),
     ("ConstructorRaises", "building the tracker raised RuntimeError: cannot build without a GPU"),
     ("NoVariants", "variants must be a non-empty mapping"),
-    ("BadCounts", "default_counts names unknown role nobody"),
+    ("BadStopOrder", "role 'worker': stops_after names nobody, not another role"),
+    ("StopsInACircle", "roles stop after each other in a circle (ping -> pong -> ping)"),
     ("TooManyFields", "has 13 fields; at most 12 are kept"),
     ("NoInvariants", "invariants must be a non-empty sequence"),
     ("UnrecordableField", "the point or log call 'increment' has field limits={'max': 3} of "
                           "type dict"),
-    ("NoFinalViolations", "method final_violations() is missing"),
+    ("NotATracker", "expected a subclass of shmstress.api.Tracker, got NotATracker"),
+    ("ScopeRaises", "invariant 'positive' scope() raised KeyError: 'counter'"),
     ("RenderRaisesForNonZero", "invariant 'positive' render() raised IndexError: tuple index out "
                                "of range for fields {'value': 1}"),
-    ("FinalViolationsRaises", "variant 'only': final_violations() raised RuntimeError: lost "
-                              "track of the counter"),
-    ("not_a_class", "expected a tracker class, got function"),
+    ("CheckAtRestRaises", "variant 'only': invariant 'positive' check_at_rest() raised "
+                          "RuntimeError: lost track of the counter"),
+    ("not_a_class", "expected a subclass of shmstress.api.Tracker, got function"),
     ("Missing", "malformed.py defines no 'Missing'"),
 ]
 
@@ -277,4 +280,4 @@ def test_malformed_plugin_from_a_real_process_exits_2_with_one_line() -> None:
     )
     assert done.returncode == 2
     assert len(done.stderr.strip().splitlines()) == 1
-    assert "role('auditor', 0) raised ValueError" in done.stderr
+    assert "building role 'auditor' #1 raised ValueError" in done.stderr

@@ -10,6 +10,7 @@ from dataclasses import dataclass
 
 import numpy as np
 import pytest
+
 from shmstress.core.config import RunConfig
 from shmstress.core.control import ControlBlock
 from shmstress.core.errors import RecordFieldError
@@ -242,7 +243,7 @@ def test_a_slot_rewritten_without_its_counter_is_dropped_and_counted(rig: _Rig) 
 
 
 def test_a_real_run_records_its_whole_schedule_in_sequence_order() -> None:
-    result = run(RunConfig(variant="gather-unchecked", duration=15, seed=4))
+    result = run(RunConfig(tracker="dra", variant="gather-unchecked", duration=15, seed=4))
     assert result.recording is not None
     recording = result.recording
     assert len(recording.steps) == result.points

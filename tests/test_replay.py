@@ -7,6 +7,7 @@ from dataclasses import replace
 from pathlib import Path
 
 import pytest
+
 from shmstress.cli.main import main
 from shmstress.controlled.options import ControlledOptions
 from shmstress.controlled.runner import run_controlled
@@ -30,7 +31,7 @@ SPIN = {"gather-unchecked": "demote", "original": "demote", "events-unordered": 
 
 def _controlled_bundle(variant: str, strategy: str = "pct", seed: int = 0) -> Bundle:
     spec = StrategySpec(strategy, depth=3, spin=SPIN.get(variant, "demote"))
-    result = run_controlled(RunConfig(variant=variant, seed=seed),
+    result = run_controlled(RunConfig(tracker="dra", variant=variant, seed=seed),
                             ControlledOptions(spec, executions=2000))
     bundle = from_controlled(result)
     assert bundle is not None, f"{strategy} found nothing in {variant}"
@@ -40,7 +41,7 @@ def _controlled_bundle(variant: str, strategy: str = "pct", seed: int = 0) -> Bu
 @pytest.mark.parametrize("variant", RACY)
 def test_every_free_mode_failure_replays(variant: str) -> None:
     for seed in range(10):
-        result = run(RunConfig(variant=variant, seed=seed, duration=20))
+        result = run(RunConfig(tracker="dra", variant=variant, seed=seed, duration=20))
         bundle = from_free_run(result)
         assert bundle is not None, f"{variant} seed {seed}: no violation in free mode"
         report = replay_bundle(bundle)

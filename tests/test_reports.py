@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import copy
+import html
 import json
 import math
 from collections.abc import Iterator
@@ -15,20 +16,26 @@ import matplotlib.pyplot as plt
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
+
 from shmstress.campaign.grid import new_campaign_id
 from shmstress.reports import (
     ResultsFormatError,
-    build_report,
     detection_curves,
     group_by_config,
     group_failures,
     load_results,
     load_results_file,
+    parse_trial,
     trend_by_variant,
     wilson_interval,
 )
+from shmstress.reports.report import build_report
+from shmstress.reports.results import UnknownSchemaError
+from shmstress.reports.schema import SCHEMA_VERSION, decode, workers_label
 
-FIXTURE = Path(__file__).parent / "fixtures" / "reports" / "results.jsonl"
+FIXTURE = Path(__file__).parent / "fixtures" / "reports" / "results-v1.jsonl"
+"""Two real campaigns as the release before results schema 2 wrote them, kept as they are:
+the compatibility fixture (tests here turn its records into schema 2 where they need it)."""
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
 Z95 = 1.959963984540054
 
@@ -37,23 +44,22 @@ Z95 = 1.959963984540054
 
 
 def _trial(**overrides: Any) -> dict[str, Any]:
-    """A valid clean trial line; overrides replace top-level keys."""
+    """A valid clean trial line of the current schema; overrides replace top-level keys."""
     record: dict[str, Any] = {
+        "schema": SCHEMA_VERSION,
         "campaign": "2026-11-22T08:00:00Z-ab12",
         "started_at": "2026-11-22T08:00:01Z",
         "trial": 0,
         "tracker": "dra",
         "variant": "gather-unchecked",
         "config": {
-            "binders": 2,
-            "informers": 1,
-            "gatherers": 1,
-            "nodes": 2,
-            "devices_per_node": 4,
+            "workers": {"binder": 2, "informer": 1, "gatherer": 1},
+            "params": {"nodes": 2, "devices-per-node": 4},
             "noise": 0.1,
             "mode": "free",
             "strategy": "noise",
             "duration": 2.0,
+            "executions": None,
         },
         "config_key": "dra/gather-unchecked b2 i1 g1 free/noise p=0.1",
         "seed": 123,
@@ -288,7 +294,9 @@ def test_parse_good_file_tolerates_unknown_keys(tmp_path: Path) -> None:
     assert loaded.warnings == ()
     assert [t.outcome for t in loaded.trials] == ["clean", "violation", "clean"]
     bad = loaded.trials[1]
-    assert bad.config.workers == 4
+    assert bad.config.workers == (("binder", 2), ("informer", 1), ("gatherer", 1))
+    assert (bad.config.worker_count, bad.config.workers_label) == (4, "b2 i1 g1")
+    assert bad.config.params == (("nodes", 2), ("devices-per-node", 4))
     assert bad.config.strategy == "noise"
     assert bad.violation is not None
     assert bad.violation.first_line == "boom"
@@ -303,7 +311,7 @@ def test_parse_fixture() -> None:
     assert len(loaded.trials) == len(records)
     assert loaded.skipped_lines == 0
     assert {t.campaign for t in loaded.trials} == {r["campaign"] for r in records}
-    # The fixture is a real campaign's output (regenerate.py): both modes, every strategy.
+    # The fixture is a real campaign's output: both modes, every strategy.
     assert {(t.config.mode, t.config.strategy) for t in loaded.trials} == {
         ("free", "noise"), ("free", "no-noise"), ("controlled", "pct"),
         ("controlled", "random_walk"),
@@ -326,8 +334,12 @@ def test_malformed_middle_line_names_file_and_line(tmp_path: Path) -> None:
     [
         (lambda r: r.pop("config_key"), "config_key"),
         (lambda r: r.update(outcome="maybe"), "outcome"),
-        (lambda r: r["config"].update(binders="two"), "config.binders"),
-        (lambda r: r["config"].update(binders=True), "config.binders"),
+        (lambda r: r["config"]["workers"].update(informer="two"), "config.workers.informer"),
+        (lambda r: r["config"]["workers"].update(binder=True), "config.workers.binder"),
+        (lambda r: r["config"]["workers"].update(binder=-1), "config.workers.binder"),
+        (lambda r: r["config"].pop("workers"), "missing required field config.workers"),
+        (lambda r: r["config"]["params"].update(nodes=2.5), "config.params.nodes"),
+        (lambda r: r["config"].update(noise=math.inf), "config.noise"),
         (lambda r: r.update(time_to_violation_s=-1.0), "time_to_violation_s"),
         (lambda r: r.update(violation="nope"), "violation"),
     ],
@@ -386,6 +398,129 @@ def test_same_file_twice_is_read_once(tmp_path: Path) -> None:
     assert len(load_results([path, tmp_path / "." / "results.jsonl"]).trials) == 2
 
 
+# ----------------------------------------------------------------------------- schema versions
+
+
+_GENERIC_CONFIG = ("noise", "mode", "strategy", "duration", "executions")
+
+
+def _as_v2(record: dict[str, Any]) -> dict[str, Any]:
+    """A schema-1 fixture record as the current harness writes it."""
+    config = record["config"]
+    return {
+        "schema": 2,
+        **{k: v for k, v in record.items() if k != "config"},
+        "config": {
+            "workers": config["roles"],
+            "params": config["params"],
+            **{k: config[k] for k in _GENERIC_CONFIG},
+        },
+    }
+
+
+def _aggregates(trials: Any) -> tuple[Any, ...]:
+    """Everything the report shows that does not depend on where a line was read."""
+    failures = [
+        (g.tracker, g.variant, g.invariant, g.message_first_line, g.count, g.config_counts,
+         g.campaigns)
+        for g in group_failures(trials)
+    ]
+    return (
+        group_by_config(trials), failures, trend_by_variant(trials), detection_curves(trials)
+    )
+
+
+def _one_trial(record: dict[str, Any], tmp_path: Path) -> Any:
+    (trial,) = load_results_file(_write_jsonl(tmp_path / "one.jsonl", [record])).trials
+    return trial
+
+
+def test_the_fixture_is_schema_1_and_its_workers_are_its_roles() -> None:
+    records = _fixture_records()
+    assert all("schema" not in r and "roles" in r["config"] for r in records)
+    trials = load_results([FIXTURE]).trials
+    for record, trial in zip(records, trials, strict=True):
+        assert trial.config.workers == tuple(record["config"]["roles"].items())
+        assert trial.config.params == tuple(record["config"]["params"].items())
+        assert trial.config.workers_label in trial.config_key
+
+
+def test_schema_1_and_2_mixed_in_one_file_give_the_same_aggregates(tmp_path: Path) -> None:
+    records = _fixture_records()
+    as_v2 = [_as_v2(r) for r in records]
+    mixed = [v2 if i % 2 else v1 for i, (v1, v2) in enumerate(zip(records, as_v2, strict=True))]
+    loaded = {
+        name: load_results_file(_write_jsonl(tmp_path / f"{name}.jsonl", lines))
+        for name, lines in (("v1", records), ("v2", as_v2), ("mixed", mixed))
+    }
+    assert all(not got.warnings and got.skipped_lines == 0 for got in loaded.values())
+    configs = {name: [t.config for t in got.trials] for name, got in loaded.items()}
+    assert configs["v1"] == configs["v2"] == configs["mixed"]
+    assert _aggregates(loaded["v1"].trials) == _aggregates(loaded["v2"].trials)
+    assert _aggregates(loaded["v1"].trials) == _aggregates(loaded["mixed"].trials)
+    summary = build_report([tmp_path / "mixed.jsonl"], tmp_path / "out")
+    assert (summary.n_trials, summary.warnings) == (len(records), ())
+
+
+def test_schema_2_records_decode_to_what_was_written() -> None:
+    for record in (_trial(), _violation("boom\ndetail")):
+        decoded = decode(record)
+        assert decoded.schema == SCHEMA_VERSION
+        assert decoded.config.workers == record["config"]["workers"]
+        assert decoded.config.params == record["config"]["params"]
+
+
+def test_a_schema_1_record_without_roles_is_refused_naming_the_field(tmp_path: Path) -> None:
+    record = _fixture_records()[0]
+    config = {k: v for k, v in record["config"].items() if k != "roles"}
+    with pytest.raises(ResultsFormatError, match=r":1: missing required field config\.roles"):
+        _one_trial({**record, "config": config}, tmp_path)
+
+
+@pytest.mark.parametrize("version", [3, "2", None, 2.0, True])
+def test_a_record_of_an_unknown_schema_is_skipped_with_a_warning(
+    tmp_path: Path, version: object
+) -> None:
+    unknown = {**_trial(), "schema": version, "config": {"whatever": [1]}}
+    records = [_trial(), unknown, _fixture_records()[0], _violation("x")]
+    path = _write_jsonl(tmp_path / "results.jsonl", records)
+    loaded = load_results_file(path)
+    assert len(loaded.trials) == 3 and loaded.skipped_lines == 1
+    (warning,) = loaded.warnings
+    assert warning.startswith(f"{path}:2: skipped a record of results schema {version!r};")
+    summary = build_report([path], tmp_path / "out")  # never blocks the report
+    assert summary.n_trials == 3
+    page = summary.index_html.read_text(encoding="utf-8")
+    assert html.escape(f"results schema {version!r}") in page
+    with pytest.raises(UnknownSchemaError, match=r":2: results schema"):
+        parse_trial(unknown, path, 2)
+
+
+def test_workers_are_labelled_as_the_config_key_names_them() -> None:
+    assert workers_label((("binder", 2), ("informer", 1), ("gatherer", 1))) == "b2 i1 g1"
+    assert workers_label((("alpha", 2), ("apple", 1))) == "alpha=2 apple=1"
+    assert workers_label(()) == ""
+
+
+def test_a_variants_mixes_of_as_many_workers_get_their_own_groups(tmp_path: Path) -> None:
+    from shmstress.reports.plots import _layout_rows
+
+    def mix(workers: dict[str, int]) -> dict[str, Any]:
+        label = workers_label(tuple(workers.items()))
+        return _trial(
+            config={**_trial()["config"], "workers": workers},
+            config_key=f"dra/gather-unchecked {label} free/noise p=0.1",
+        )
+
+    records = [mix({"binder": 2, "informer": 1}), mix({"binder": 1, "informer": 2}),
+               mix({"binder": 2, "informer": 2})]
+    stats = group_by_config(load_results_file(_write_jsonl(tmp_path / "r.jsonl", records)).trials)
+    (row,) = _layout_rows(stats)
+    assert [title for title, _ in row.groups] == [
+        "3 workers: b1 i2", "3 workers: b2 i1", "4 workers"
+    ]
+
+
 # ----------------------------------------------------------------------------- aggregation
 
 
@@ -404,7 +539,8 @@ def test_config_stats_counts_and_times(tmp_path: Path) -> None:
     assert (stat.wilson_low, stat.wilson_high) == pytest.approx(_wilson_by_bisection(3, 4))
     assert stat.median_time_to_violation_s == pytest.approx(0.3)
     assert stat.max_time_to_violation_s == pytest.approx(0.5)
-    assert (stat.workers, stat.strategy, stat.noise) == (4, "noise", 0.1)
+    assert (stat.worker_count, stat.strategy, stat.noise) == (4, "noise", 0.1)
+    assert stat.workers == (("binder", 2), ("informer", 1), ("gatherer", 1))
 
 
 def test_failures_grouped_by_variant_invariant_and_first_line(tmp_path: Path) -> None:

@@ -2,16 +2,17 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
+
 from shmstress.core.config import RunConfig
 from shmstress.core.errors import ConfigError, UnknownTrackerError, UnknownVariantError
 from shmstress.core.exit_reason import ExitReason
 from shmstress.core.noise import NoiseConfig
 from shmstress.core.shm import live_segments
 from shmstress.free.runner import run
-
 from tests.helpers import segments_left_by_us
 
 TRACKERS = Path(__file__).parent / "trackers" / "misbehaving.py"
@@ -20,15 +21,18 @@ TRACKERS = Path(__file__).parent / "trackers" / "misbehaving.py"
 @pytest.mark.parametrize(
     ("config", "error", "fragment"),
     [
-        (RunConfig(variant="nope"), UnknownVariantError, "no variant 'nope'"),
+        (RunConfig(tracker="dra", variant="nope"), UnknownVariantError, "no variant 'nope'"),
         (RunConfig(tracker="nope"), UnknownTrackerError, "unknown tracker 'nope'"),
-        (RunConfig(params={"devices-per-node": 0}), ConfigError,
+        (RunConfig(tracker="dra", params={"devices-per-node": 0}), ConfigError,
          "--param devices-per-node must be >= 1"),
-        (RunConfig(duration=-1), ConfigError, "--duration must be a finite number > 0"),
-        (RunConfig(counts={"binder": 0}), ConfigError, "--workers binder=N must be >= 1"),
-        (RunConfig(counts={"painter": 1}), ConfigError, "no role painter"),
-        (RunConfig(noise=NoiseConfig(1.5)), ConfigError, "--noise must be a probability"),
-        (RunConfig(checks=("made-up",)), ConfigError, "no invariant made-up"),
+        (RunConfig(tracker="dra", duration=-1), ConfigError,
+         "--duration must be a finite number > 0"),
+        (RunConfig(tracker="dra", counts={"binder": 0}), ConfigError,
+         "--workers binder=N must be >= 1"),
+        (RunConfig(tracker="dra", counts={"painter": 1}), ConfigError, "no role painter"),
+        (RunConfig(tracker="dra", noise=NoiseConfig(1.5)), ConfigError,
+         "--noise must be a probability"),
+        (RunConfig(tracker="dra", checks=("made-up",)), ConfigError, "no invariant made-up"),
     ],
 )
 def test_bad_configuration_is_rejected_before_anything_starts(
@@ -59,7 +63,7 @@ def test_hung_worker_is_killed_after_the_stop_timeout() -> None:
 
 
 def test_clean_run_reports_points_and_every_worker() -> None:
-    result = run(RunConfig(variant="fixed", duration=0.3, seed=2))
+    result = run(RunConfig(tracker="dra", variant="fixed", duration=0.3, seed=2))
     assert result.exit_reason is ExitReason.DURATION_REACHED
     assert result.exit_code == 0
     assert result.violation_count == 0
@@ -69,7 +73,7 @@ def test_clean_run_reports_points_and_every_worker() -> None:
 
 
 def test_points_budget_ends_the_run() -> None:
-    result = run(RunConfig(variant="fixed", duration=30, max_points=5000, seed=3))
+    result = run(RunConfig(tracker="dra", variant="fixed", duration=30, max_points=5000, seed=3))
     assert result.exit_reason is ExitReason.POINTS_REACHED
     assert result.points >= 5000
     assert result.elapsed_s < 30
@@ -79,7 +83,7 @@ def test_points_budget_ends_the_run() -> None:
     ("name", "fragment"),
     [
         ("RenderRaises", "render() raised KeyError: 4242 for fields {'value': 4242}"),
-        ("FinalRaises", "final_violations() raised KeyError: 'claim-7'"),
+        ("FinalRaises", "check_at_rest() raised KeyError: 'claim-7'"),
     ],
 )
 def test_invariant_code_that_raises_mid_run_is_a_plugin_error_not_a_violation(
@@ -104,12 +108,12 @@ def test_an_interrupt_while_workers_start_ends_the_run_cleanly(
 
     real_start = runner_module._start
 
-    def start_two_then_interrupt(config, runtime, tracker, workers, started):  # type: ignore[no-untyped-def]
-        real_start(config, runtime, tracker, workers[:2], started)
+    def start_two_then_interrupt(config, built, started):  # type: ignore[no-untyped-def]
+        real_start(config, replace(built, workers=built.workers[:2]), started)
         raise KeyboardInterrupt
 
     monkeypatch.setattr(runner_module, "_start", start_two_then_interrupt)
-    result = run(RunConfig(variant="fixed", duration=5, seed=1))
+    result = run(RunConfig(tracker="dra", variant="fixed", duration=5, seed=1))
     assert result.exit_reason is ExitReason.INTERRUPTED
     assert len(result.workers) == 4
     assert result.crashes == ()

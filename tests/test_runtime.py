@@ -1,6 +1,7 @@
 from __future__ import annotations
 
 import pytest
+
 from shmstress.core.control import ControlBlock
 from shmstress.core.runtime import Runtime, StopRun
 from shmstress.core.shm import Arena

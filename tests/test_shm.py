@@ -5,9 +5,9 @@ import subprocess
 import sys
 
 import pytest
+
 from shmstress.core.errors import ArenaFrozenError, SegmentError
 from shmstress.core.shm import SHM_DIR, Arena, live_segments, segment_name, sweep_stale_segments
-
 from tests.helpers import segments_left_by_us
 
 

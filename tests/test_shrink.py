@@ -6,19 +6,20 @@ from dataclasses import replace
 from pathlib import Path
 
 import pytest
-from shmstress.analysis.explain import explain
+
 from shmstress.cli.main import main
 from shmstress.core.config import RunConfig
 from shmstress.free.runner import run
 from shmstress.repro.bundle import Bundle, from_free_run, load_bundle, write_bundle
 from shmstress.repro.replay import Verdict, replay_bundle
 from shmstress.repro.shrink import ShrinkOptions, shrink_bundle
+from tests.helpers import explain
 
 pytestmark = pytest.mark.stress
 
 
 def _free_bundle(seed: int) -> Bundle:
-    result = run(RunConfig(variant="gather-unchecked", seed=seed, duration=20))
+    result = run(RunConfig(tracker="dra", variant="gather-unchecked", seed=seed, duration=20))
     bundle = from_free_run(result)
     assert bundle is not None
     return bundle

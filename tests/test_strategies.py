@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 from math import comb
 
 import pytest
+
 from shmstress.controlled.strategies import (
     Exhaustive,
     Guided,

@@ -9,6 +9,7 @@ from __future__ import annotations
 import os
 
 import pytest
+
 from shmstress.core.config import RunConfig
 from shmstress.core.exit_reason import ExitReason
 from shmstress.free.runner import run
@@ -24,7 +25,7 @@ CLEAN_POINTS = 150_000 if os.environ.get("CI") else 100_000
 @pytest.mark.parametrize("variant", RACY)
 def test_racy_variant_is_caught_in_every_trial(variant: str) -> None:
     for trial in range(TRIALS):
-        result = run(RunConfig(variant=variant, duration=BUDGET_S, seed=100 + trial))
+        result = run(RunConfig(tracker="dra", variant=variant, duration=BUDGET_S, seed=100 + trial))
         assert result.exit_reason is ExitReason.VIOLATION, f"trial {trial} missed the race"
         assert result.exit_code == 1
         first = result.principal_violation
@@ -36,7 +37,7 @@ def test_racy_variant_is_caught_in_every_trial(variant: str) -> None:
 @pytest.mark.parametrize("variant", RACY)
 def test_racy_variant_double_allocates_when_only_the_symptom_is_checked(variant: str) -> None:
     result = run(
-        RunConfig(variant=variant, duration=BUDGET_S * 2, seed=7,
+        RunConfig(tracker="dra", variant=variant, duration=BUDGET_S * 2, seed=7,
                   checks=("no-double-allocation",))
     )
     assert result.exit_reason is ExitReason.VIOLATION
@@ -47,7 +48,7 @@ def test_racy_variant_double_allocates_when_only_the_symptom_is_checked(variant:
 @pytest.mark.parametrize("variant", CORRECT)
 def test_correct_variant_is_silent_over_a_long_run(variant: str) -> None:
     result = run(
-        RunConfig(variant=variant, duration=120, max_points=CLEAN_POINTS, seed=5,
+        RunConfig(tracker="dra", variant=variant, duration=120, max_points=CLEAN_POINTS, seed=5,
                   stop_on_first=False)
     )
     assert result.exit_reason is ExitReason.POINTS_REACHED
@@ -57,7 +58,8 @@ def test_correct_variant_is_silent_over_a_long_run(variant: str) -> None:
 
 
 def test_keep_going_counts_violations_and_checks_at_rest() -> None:
-    result = run(RunConfig(variant="original", duration=1.0, seed=9, stop_on_first=False))
+    result = run(RunConfig(tracker="dra", variant="original", duration=1.0, seed=9,
+                           stop_on_first=False))
     assert result.exit_reason is ExitReason.DURATION_REACHED
     assert result.violation_count > 1
     assert result.exit_code == 1

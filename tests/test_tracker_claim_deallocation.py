@@ -11,9 +11,10 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+
+from shmstress.api import NONE, Scope, Worker, Workers
 from shmstress.core.config import RunConfig
 from shmstress.core.exit_reason import ExitReason
-from shmstress.core.workers import WorkerInfo
 from shmstress.free.runner import run as run_for_real
 from shmstress.testing.sequential import SequentialRun
 from shmstress.trackers.claim_deallocation.claim_client import ClaimView
@@ -22,11 +23,10 @@ from shmstress.trackers.claim_deallocation.invariants import (
     NoReserveWhileDeallocating,
     StatusMatchesDriver,
 )
-from shmstress.trackers.claim_deallocation.log_words import ClaimLogWords
 from shmstress.trackers.claim_deallocation.names import Naming
 from shmstress.trackers.claim_deallocation.tracker import ClaimDeallocationTracker
 from shmstress.trackers.claim_deallocation.variants import CORRECT, RACY
-
+from shmstress.trackers.claim_deallocation.words import ClaimWords
 from tests.helpers import InjectAt
 from tests.tracker_stress import (
     BUDGET_S,
@@ -133,7 +133,7 @@ def test_driver_frees_the_claim_only_while_it_has_no_users() -> None:
         assert run.control.violation_count == 0
         assert run.tracker.api.reserved_for.mv[CLAIM] == 0
         assert run.tracker.api.allocated.mv[CLAIM] == 0
-        assert run.tracker.final_violations() == []
+        assert run.final_violations() == []
     finally:
         run.close()
 
@@ -150,15 +150,15 @@ def test_at_rest_check_names_a_claim_whose_status_and_driver_disagree() -> None:
     with SequentialRun.build(ClaimDeallocationTracker, "claim-status-flag", seed=4) as run:
         assert run.run(500) == []
         run.tracker.backend.allocated.np[1] = 1 - run.tracker.api.allocated.np[1]
-        [found] = run.tracker.final_violations()
+        [found] = run.final_violations()
         assert found.fields["claim"] == 1
-        message = StatusMatchesDriver().render(found.fields, [], {"pods-per-claim": 2})
+        message = StatusMatchesDriver().render(found.fields, Workers(), {"pods-per-claim": 2})
         assert message.startswith("claim default/claim-1 status says allocated=")
 
 
 def test_violations_render_as_one_line_naming_claim_pod_and_worker() -> None:
-    workers = [WorkerInfo(0, "scheduler", 0, 21), WorkerInfo(1, "kubelet", 0, 22),
-               WorkerInfo(2, "deallocator", 0, 23), WorkerInfo(3, "driver", 0, 24)]
+    workers = Workers([Worker(0, "scheduler", 0, 21), Worker(1, "kubelet", 0, 22),
+                       Worker(2, "deallocator", 0, 23), Worker(3, "driver", 0, 24)])
     params = {"claims": 2, "pods-per-claim": 2, "hold-steps": 3}
     reserve = NoReserveWhileDeallocating().render(
         {"claim": 1, "pod": 3, "worker": 0, "since": 40}, workers, params)
@@ -170,8 +170,21 @@ def test_violations_render_as_one_line_naming_claim_pod_and_worker() -> None:
                      "ReservedFor still held pod default/pod-0-1 (1 user)")
 
 
+def test_violations_are_about_their_claim_pod_and_worker_from_the_read_on() -> None:
+    params = {"claims": 2, "pods-per-claim": 2, "hold-steps": 3}
+    race = {"claim": 1, "pod": 3, "worker": 0, "since": 40}
+    for invariant in (NoReserveWhileDeallocating(), NoDeallocateWhileReserved()):
+        assert invariant.scope({**race, "users": 1}, params) == Scope(
+            subjects=(("claim", 1), ("pod", 3)), worker=0, start=40)
+    unknown_start = NoReserveWhileDeallocating().scope({**race, "since": NONE}, params)
+    assert unknown_start.start is None
+    at_rest = StatusMatchesDriver().scope({"kind": 0, "claim": 1, "status": 1, "driver": 0},
+                                          params)
+    assert at_rest == Scope(subjects=(("claim", 1),))
+
+
 def test_log_words_record_the_flag_where_the_variant_keeps_it() -> None:
-    words = ClaimLogWords(Naming(2))
+    words = ClaimWords(Naming(2))
     assert words.event("update claim status", (("claim", 1), ("reservedFor", 0b1100))) == (
         "update claim status",
         (("claim", "default/claim-1"), ("reservedFor", ["default/pod-1-0", "default/pod-1-1"])))

@@ -9,9 +9,10 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+
 from shmstress.core.config import RunConfig
 from shmstress.core.exit_reason import ExitReason
-from shmstress.core.workers import WorkerInfo
+from shmstress.core.workers import WorkerInfo, Workers
 from shmstress.free.runner import run as run_for_real
 from shmstress.testing.sequential import SequentialRun
 from shmstress.trackers.device_group.device_tracker import ReleaseProblem
@@ -20,11 +21,10 @@ from shmstress.trackers.device_group.invariants import (
     NoSharedDevice,
     RollbackRestoresFree,
 )
-from shmstress.trackers.device_group.log_words import DeviceGroupLogWords
 from shmstress.trackers.device_group.names import NONE, Naming
 from shmstress.trackers.device_group.tracker import DeviceGroupTracker
 from shmstress.trackers.device_group.variants import CORRECT, MUTANTS, RACY
-
+from shmstress.trackers.device_group.words import DeviceGroupWords
 from tests.helpers import InjectAt
 from tests.tracker_stress import (
     BUDGET_S,
@@ -172,7 +172,7 @@ def test_padded_release_list_gives_back_a_device_twice() -> None:
 def test_unreserve_returning_early_leaks_the_groups_devices() -> None:
     run = _bind_then("mutant-unreserve-returns-early", "unreserve")
     try:
-        found = run.tracker.final_violations()
+        found = run.final_violations()
         leaked = [f.fields["device"] for f in found if f.fields["kind"] == ReleaseProblem.LEAKED]
         assert leaked == [0, 1]
         assert any(f.fields["kind"] == ReleaseProblem.FREE_COUNT for f in found)
@@ -185,7 +185,7 @@ def test_atomic_release_restores_every_device_and_the_free_count(undo: str) -> N
     run = _bind_then("atomic", undo)
     try:
         assert run.control.violation_count == 0
-        assert run.tracker.final_violations() == []
+        assert run.final_violations() == []
         assert list(run.tracker.devices.free.np) == [DEVICES, DEVICES]
     finally:
         run.close()
@@ -196,7 +196,7 @@ def test_failed_annotation_rolls_back_the_allocation(variant: str) -> None:
     with _build(variant, **{"api-error-percent": 100}) as run:
         assert not _pre_bind(run, BINDER_1, 0, 0)
         assert run.control.violation_count == 0
-        assert run.tracker.final_violations() == []
+        assert run.final_violations() == []
         assert run.tracker.devices.group_node.mv[0] == NONE
         assert list(run.tracker.devices.free.np) == [DEVICES, DEVICES]
 
@@ -210,8 +210,8 @@ def test_a_sequential_run_is_clean_and_settles(variant: str) -> None:
 
 
 def test_violations_render_as_one_line_naming_devices_groups_and_workers() -> None:
-    workers = [WorkerInfo(0, "scheduler", 0, 31), WorkerInfo(1, "binder", 0, 32),
-               WorkerInfo(2, "binder", 1, 33), WorkerInfo(3, "kubelet", 0, 34)]
+    workers = Workers([WorkerInfo(0, "scheduler", 0, 31), WorkerInfo(1, "binder", 0, 32),
+                       WorkerInfo(2, "binder", 1, 33), WorkerInfo(3, "kubelet", 0, 34)])
     params = {"pods-per-group": 2}
     shared = NoSharedDevice().render(
         {"node": 1, "device": 2, "group": 0, "other": 2, "worker": 2, "since": 40}, workers,
@@ -229,8 +229,8 @@ def test_violations_render_as_one_line_naming_devices_groups_and_workers() -> No
                         "group-1, but it was already free")
 
 
-def test_log_words_name_devices_groups_and_pods() -> None:
-    words = DeviceGroupLogWords(Naming(2), devices_per_node=4)
+def test_words_name_devices_groups_and_pods() -> None:
+    words = DeviceGroupWords(Naming(2), devices_per_node=4)
     assert words.event("Allocate devices", (("node", 1), ("group", 0), ("devices", 0b0110))) == (
         "Allocate devices", (("node", "node-1"), ("group", "group-0"),
                              ("devices", ["node-1/example.com/gpu/1", "node-1/example.com/gpu/2"])))
@@ -244,7 +244,7 @@ def test_log_words_name_devices_groups_and_pods() -> None:
 def test_a_pod_bound_in_a_run_reads_as_binding_it() -> None:
     # The recorded state is the int the words name: "binds <pod>" in an explanation.
     names = Naming(2)
-    words = DeviceGroupLogWords(names, devices_per_node=DEVICES)
+    words = DeviceGroupWords(names, devices_per_node=DEVICES)
     states: list[dict[str, object]] = []
 
     def keep_pod_states(seq: int, worker: int, label: str, fields: dict[str, object]) -> None:

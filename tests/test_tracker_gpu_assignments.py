@@ -10,15 +10,15 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from shmstress.core.workers import WorkerInfo
+
+from shmstress.core.workers import WorkerInfo, Workers
 from shmstress.testing.sequential import SequentialRun
 from shmstress.trackers.gpu_assignments.invariants import AssignmentFound, NoStaleAssignment
-from shmstress.trackers.gpu_assignments.log_words import GpuLogWords
 from shmstress.trackers.gpu_assignments.names import NONE
 from shmstress.trackers.gpu_assignments.pod_store import PodPhase
 from shmstress.trackers.gpu_assignments.tracker import GpuAssignmentsTracker
 from shmstress.trackers.gpu_assignments.variants import CORRECT, MUTANTS, RACY
-
+from shmstress.trackers.gpu_assignments.words import GpuWords
 from tests.helpers import InjectAt
 from tests.tracker_stress import (
     assert_caught_every_trial,
@@ -188,7 +188,7 @@ def test_an_assignment_that_survives_two_cleanups_is_flagged_online_and_at_rest(
     try:
         card = int(run.tracker.assignments.card.mv[SLOT])
         assert _violations(run, NO_STALE) == [(SLOT, 1, card, 2, CLEANUP)]
-        [at_rest] = run.tracker.final_violations()
+        [at_rest] = run.final_violations()
         assert at_rest.invariant == "no-stale-assignment"
         assert at_rest.fields["pod"] == SLOT and at_rest.fields["cleanup"] == NONE
     finally:
@@ -200,7 +200,7 @@ def test_the_fixed_cleanup_removes_a_deleted_pods_assignment_at_its_first_pass()
     try:
         assert _violations(run, NO_STALE) == []
         assert run.tracker.assignments.generation.mv[SLOT] == NONE
-        assert run.tracker.final_violations() == []
+        assert run.final_violations() == []
     finally:
         run.close()
 
@@ -215,7 +215,7 @@ def test_a_sequential_run_is_clean_and_settles(variant: str) -> None:
 
 
 def test_violations_render_as_one_line_naming_pod_card_and_workers() -> None:
-    workers = [WorkerInfo(0, "kubelet", 0, 11), WorkerInfo(1, "cleanup", 0, 12)]
+    workers = Workers([WorkerInfo(0, "kubelet", 0, 11), WorkerInfo(1, "cleanup", 0, 12)])
     params = {"pods": 4, "cards": 2, "hold-visits": 2}
     found = AssignmentFound().render(
         {"pod": 3, "generation": 7, "card": 1, "kubelet": 0, "remover": 1, "since": 40},
@@ -231,8 +231,8 @@ def test_violations_render_as_one_line_naming_pod_card_and_workers() -> None:
     assert "\n" not in found + stale
 
 
-def test_log_words_name_pods_and_cards_as_the_device_plugin_does() -> None:
-    words = GpuLogWords()
+def test_words_name_pods_and_cards_as_the_device_plugin_does() -> None:
+    words = GpuWords()
     assert words.logger == "gpu-plugin"
     assert words.event("Selected devices for container",
                        (("pod", 1), ("generation", 2), ("card", 0))) == (
@@ -241,10 +241,18 @@ def test_log_words_name_pods_and_cards_as_the_device_plugin_does() -> None:
     assert words.step("List pods on node", {"phase": "running,pending"}) == \
         "lists running and pending pods"
     assert words.step("List pods on node", {}) == "lists pods"  # known from the tape only
-    scope = words.scope("assignment-found", {"pod": 1, "generation": 2, "card": 0,
-                                             "kubelet": 0, "remover": 1, "since": 40})
+    params = {"pods": 4, "cards": 2, "hold-visits": 2}
+    scope = AssignmentFound().scope({"pod": 1, "generation": 2, "card": 0, "kubelet": 0,
+                                     "remover": 1, "since": 40}, params)
     assert (scope.worker, scope.start, scope.subjects) == (1, 40, (("pod", 1),))
     assert scope.names[("pod", 1)] == 'pod "default/gpu-pod-1-2"'
+    stale = NoStaleAssignment().scope({"pod": 2, "generation": 5, "card": 0, "passes": 2,
+                                       "cleanup": 1}, params)
+    assert (stale.worker, stale.start, stale.subjects) == (1, None, (("pod", 2),))
+    assert stale.names[("pod", 2)] == 'pod "default/gpu-pod-2-5"'
+    at_rest = NoStaleAssignment().scope({"pod": 2, "generation": 5, "card": 0, "passes": 2,
+                                         "cleanup": NONE}, params)
+    assert at_rest.worker is None
 
 
 RACING_STEPS = {

@@ -15,6 +15,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 
 import pytest
+
 from shmstress.cli.main import main
 from shmstress.core.config import RunConfig
 from shmstress.core.exit_reason import ExitReason

@@ -6,20 +6,26 @@ at rest the counter must equal the rounds the workers finished."""
 from __future__ import annotations
 
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from typing import ClassVar
 
-from shmstress.api import Arena, FoundViolation, Parameter, Phase, Role, Runtime, WorkerInfo
+from shmstress.api import Found, Invariant, Parameter, Phase, RoleSpec, Setup, Tracker, Workers
 
 
-class _Rounds:
+class _Rounds(Invariant):
     name = "rounds-counted"
     summary = "every finished round is counted once"
     fields = ("counted", "finished")
 
-    def render(self, fields: Mapping[str, int], workers: Sequence[WorkerInfo],
+    def render(self, fields: Mapping[str, int], workers: Workers,
                params: Mapping[str, int]) -> str:
         return f"counted {fields['counted']} rounds, but the workers finished {fields['finished']}"
+
+    def check_at_rest(self, tracker: LockOrder) -> list[Found]:
+        counted, finished = int(tracker.counter.mv[0]), int(tracker.finished.np.sum())
+        if counted == finished:
+            return []
+        return [Found(self.name, {"counted": counted, "finished": finished})]
 
 
 class _Role:
@@ -44,42 +50,35 @@ class _Role:
         return True
 
 
-class LockOrder:
+def _forward(tracker: LockOrder, index: int) -> _Role:
+    return _Role(tracker, "A", "B")
+
+
+def _backward(tracker: LockOrder, index: int) -> _Role:
+    return _Role(tracker, "B", "A") if tracker.variant == "inverted" else _forward(tracker, index)
+
+
+class LockOrder(Tracker):
     name: ClassVar[str] = "lock-order"
     summary: ClassVar[str] = "two roles, two locks"
     variants: ClassVar[Mapping[str, str]] = {
         "inverted": "forward takes A then B, backward takes B then A (deadlocks)",
         "ordered": "both take A then B",
     }
-    roles: ClassVar[Mapping[str, str]] = {"forward": "takes A then B",
-                                          "backward": "takes the locks in the variant's order"}
-    default_counts: ClassVar[Mapping[str, int]] = {"forward": 1, "backward": 1}
+    roles: ClassVar[Mapping[str, RoleSpec]] = {
+        "forward": RoleSpec(_forward, "takes A then B"),
+        "backward": RoleSpec(_backward, "takes the locks in the variant's order")}
     parameters: ClassVar[Mapping[str, Parameter]] = {
         "rounds": Parameter(2, "rounds each worker makes", minimum=1),
         "hang-after": Parameter(0, "rounds after which a worker hangs (0: never)")}
     invariants = (_Rounds(),)
 
-    def __init__(self, runtime: Runtime, arena: Arena, variant: str,
-                 params: Mapping[str, int]) -> None:
+    def __init__(self, setup: Setup, variant: str, params: Mapping[str, int]) -> None:
         self.variant = variant
-        self.runtime = runtime
-        self.locks = {"A": runtime.lock("A"), "B": runtime.lock("B")}
-        self.counter = arena.array("lock_order.counter", 1)
-        workers = sum(len(ids) for ids in runtime.role_workers.values())
-        self.finished = arena.array("lock_order.finished", max(1, workers))
+        self.runtime = setup.runtime
+        self.locks = {"A": setup.lock("A"), "B": setup.lock("B")}
+        self.counter = setup.array("lock_order.counter", 1)
+        workers = sum(len(ids) for ids in setup.role_workers.values())
+        self.finished = setup.array("lock_order.finished", max(1, workers))
         self.rounds = params["rounds"]
         self.hang_after = params["hang-after"] or -1
-
-    def role(self, name: str, index: int) -> Role:
-        if name == "backward" and self.variant == "inverted":
-            return _Role(self, "B", "A")
-        return _Role(self, "A", "B")
-
-    def drained(self) -> bool:
-        return True
-
-    def final_violations(self) -> list[FoundViolation]:
-        counted, finished = int(self.counter.mv[0]), int(self.finished.np.sum())
-        if counted == finished:
-            return []
-        return [FoundViolation("rounds-counted", {"counted": counted, "finished": finished})]

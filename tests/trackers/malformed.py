@@ -5,28 +5,35 @@ Loaded by path in tests/test_plugins.py (``--tracker tests/trackers/malformed.py
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import ClassVar
 
-from shmstress.api import Arena, FoundViolation, Parameter, Phase, Role, Runtime, WorkerInfo
-from shmstress.plugin.protocol import idle
+from shmstress.api import (
+    Found,
+    Invariant,
+    Parameter,
+    Phase,
+    RoleSpec,
+    Scope,
+    Setup,
+    Tracker,
+    Workers,
+)
 
 
-class _Positive:
+class _Positive(Invariant):
     name = "positive"
     summary = "the counter stays positive"
     fields = ("value",)
 
-    def render(
-        self, fields: Mapping[str, int], workers: Sequence[WorkerInfo], params: Mapping[str, int]
-    ) -> str:
+    def render(self, fields: Mapping[str, int], workers: Workers, params: Mapping[str, int]) -> str:
         return f"counter went to {fields['value']}"
 
 
 class _Locked:
     """A well-behaved role: every write under the tracker's lock."""
 
-    def __init__(self, tracker: _Valid) -> None:
+    def __init__(self, tracker: _Valid, index: int = 0) -> None:
         self.t = tracker
 
     def step(self, phase: Phase) -> bool:
@@ -35,65 +42,55 @@ class _Locked:
         return phase is Phase.RUN
 
 
-class _Valid:
+class _Valid(Tracker):
     name: ClassVar[str] = "valid"
     summary: ClassVar[str] = "a well-formed tracker the malformed ones start from"
     variants: ClassVar[Mapping[str, str]] = {"only": "the only variant"}
-    roles: ClassVar[Mapping[str, str]] = {"worker": "increments the counter"}
-    default_counts: ClassVar[Mapping[str, int]] = {"worker": 1}
+    roles: ClassVar[Mapping[str, RoleSpec]] = {
+        "worker": RoleSpec(_Locked, "increments the counter")}
     parameters: ClassVar[Mapping[str, Parameter]] = {}
-    invariants: ClassVar[Sequence[object]] = (_Positive(),)
+    invariants: ClassVar[Sequence[Invariant]] = (_Positive(),)
 
-    def __init__(
-        self, runtime: Runtime, arena: Arena, variant: str, params: Mapping[str, int]
-    ) -> None:
-        self.runtime = runtime
-        self.lock = runtime.lock("counter")
-        self.counter = arena.array("malformed.counter", 1)
+    def __init__(self, setup: Setup, variant: str, params: Mapping[str, int]) -> None:
+        self.runtime = setup.runtime
+        self.lock = setup.lock("counter")
+        self.counter = setup.array("malformed.counter", 1)
 
-    def role(self, name: str, index: int) -> Role:
-        return _Locked(self)
 
-    def drained(self) -> bool:
-        return True
-
-    def final_violations(self) -> list[FoundViolation]:
-        return []
+def _role(build: Callable[..., object], help_text: str = "increments the counter"
+          ) -> Mapping[str, RoleSpec]:
+    return {"worker": RoleSpec(build, help_text)}
 
 
 class Valid(_Valid):
     """Control: passes every check."""
 
 
-class MissingRole(_Valid):
-    roles: ClassVar[Mapping[str, str]] = {"worker": "increments", "auditor": "checks"}
+def _no_auditor(tracker: _Valid, index: int) -> _Locked:
+    raise ValueError("no auditor here")
 
-    def role(self, name: str, index: int) -> Role:
-        if name != "worker":
-            raise ValueError(f"no role {name!r}")
-        return _Locked(self)
+
+class MissingRole(_Valid):
+    roles: ClassVar[Mapping[str, RoleSpec]] = {
+        "worker": RoleSpec(_Locked, "increments"), "auditor": RoleSpec(_no_auditor, "checks")}
 
 
 class _RaisingRender(_Positive):
-    def render(
-        self, fields: Mapping[str, int], workers: Sequence[WorkerInfo], params: Mapping[str, int]
-    ) -> str:
+    def render(self, fields: Mapping[str, int], workers: Workers, params: Mapping[str, int]) -> str:
         return f"device {fields['device']}"
 
 
 class RaisingRender(_Valid):
-    invariants: ClassVar[Sequence[object]] = (_RaisingRender(),)
+    invariants: ClassVar[Sequence[Invariant]] = (_RaisingRender(),)
 
 
 class _TwoLines(_Positive):
-    def render(
-        self, fields: Mapping[str, int], workers: Sequence[WorkerInfo], params: Mapping[str, int]
-    ) -> str:
+    def render(self, fields: Mapping[str, int], workers: Workers, params: Mapping[str, int]) -> str:
         return "counter broke\nbadly"
 
 
 class MultiLineRender(_Valid):
-    invariants: ClassVar[Sequence[object]] = (_TwoLines(),)
+    invariants: ClassVar[Sequence[Invariant]] = (_TwoLines(),)
 
 
 class _WritesFirst(_Locked):
@@ -105,8 +102,7 @@ class _WritesFirst(_Locked):
 
 
 class WritesBeforePoint(_Valid):
-    def role(self, name: str, index: int) -> Role:
-        return _WritesFirst(self)
+    roles: ClassVar[Mapping[str, RoleSpec]] = _role(_WritesFirst)
 
 
 class _NeverPoints(_Locked):
@@ -116,8 +112,7 @@ class _NeverPoints(_Locked):
 
 
 class WritesWithoutPoint(_Valid):
-    def role(self, name: str, index: int) -> Role:
-        return _NeverPoints(self)
+    roles: ClassVar[Mapping[str, RoleSpec]] = _role(_NeverPoints)
 
 
 class _Waits(_Locked):
@@ -129,8 +124,7 @@ class _Waits(_Locked):
 
 
 class WaitsInsideStep(_Valid):
-    def role(self, name: str, index: int) -> Role:
-        return _Waits(self)
+    roles: ClassVar[Mapping[str, RoleSpec]] = _role(_Waits)
 
 
 class _ReportsUnknown(_Locked):
@@ -141,8 +135,7 @@ class _ReportsUnknown(_Locked):
 
 
 class UndeclaredInvariant(_Valid):
-    def role(self, name: str, index: int) -> Role:
-        return _ReportsUnknown(self)
+    roles: ClassVar[Mapping[str, RoleSpec]] = _role(_ReportsUnknown)
 
 
 class DrainedWrites(_Valid):
@@ -152,9 +145,7 @@ class DrainedWrites(_Valid):
 
 
 class ConstructorRaises(_Valid):
-    def __init__(
-        self, runtime: Runtime, arena: Arena, variant: str, params: Mapping[str, int]
-    ) -> None:
+    def __init__(self, setup: Setup, variant: str, params: Mapping[str, int]) -> None:
         raise RuntimeError("cannot build without a GPU")
 
 
@@ -162,8 +153,15 @@ class NoVariants(_Valid):
     variants: ClassVar[Mapping[str, str]] = {}
 
 
-class BadCounts(_Valid):
-    default_counts: ClassVar[Mapping[str, int]] = {"nobody": 1}
+class BadStopOrder(_Valid):
+    roles: ClassVar[Mapping[str, RoleSpec]] = {
+        "worker": RoleSpec(_Locked, "increments the counter", stops_after=("nobody",))}
+
+
+class StopsInACircle(_Valid):
+    roles: ClassVar[Mapping[str, RoleSpec]] = {
+        "ping": RoleSpec(_Locked, "increments", stops_after=("pong",)),
+        "pong": RoleSpec(_Locked, "increments", stops_after=("ping",))}
 
 
 class _TooManyFields(_Positive):
@@ -171,7 +169,7 @@ class _TooManyFields(_Positive):
 
 
 class TooManyFields(_Valid):
-    invariants: ClassVar[Sequence[object]] = (_TooManyFields(),)
+    invariants: ClassVar[Sequence[Invariant]] = (_TooManyFields(),)
 
 
 class _LogsADict(_Locked):
@@ -182,35 +180,17 @@ class _LogsADict(_Locked):
 
 
 class UnrecordableField(_Valid):
-    def role(self, name: str, index: int) -> Role:
-        return _LogsADict(self)
+    roles: ClassVar[Mapping[str, RoleSpec]] = _role(_LogsADict)
 
 
 class NoInvariants(_Valid):
-    invariants: ClassVar[Sequence[object]] = ()
+    invariants: ClassVar[Sequence[Invariant]] = ()
 
 
-class NoFinalViolations:
-    """Not derived from _Valid: forgets final_violations() entirely."""
+class NotATracker:
+    """Not derived from shmstress.api.Tracker: the harness says so."""
 
-    name = "forgetful"
-    summary = "no final_violations"
-    variants: ClassVar[Mapping[str, str]] = {"only": "x"}
-    roles: ClassVar[Mapping[str, str]] = {"worker": "x"}
-    default_counts: ClassVar[Mapping[str, int]] = {}
-    parameters: ClassVar[Mapping[str, Parameter]] = {}
-    invariants: ClassVar[Sequence[object]] = (_Positive(),)
-
-    def __init__(
-        self, runtime: Runtime, arena: Arena, variant: str, params: Mapping[str, int]
-    ) -> None:
-        pass
-
-    def role(self, name: str, index: int) -> Role:
-        raise NotImplementedError
-
-    def drained(self) -> bool:
-        return True
+    name = "stranger"
 
 
 def not_a_class() -> None:
@@ -225,8 +205,7 @@ class _Spins(_Locked):
 
 
 class SpinsWithoutPoints(_Valid):
-    def role(self, name: str, index: int) -> Role:
-        return _Spins(self)
+    roles: ClassVar[Mapping[str, RoleSpec]] = _role(_Spins)
 
 
 class _Idles(_Locked):
@@ -235,24 +214,34 @@ class _Idles(_Locked):
 
 
 class IdlesWithoutPoint(_Valid):
-    def role(self, name: str, index: int) -> Role:
-        return _Idles(self)
+    roles: ClassVar[Mapping[str, RoleSpec]] = _role(_Idles)
 
 
 class _ZerosOnly(_Positive):
-    def render(
-        self, fields: Mapping[str, int], workers: Sequence[WorkerInfo], params: Mapping[str, int]
-    ) -> str:
+    def render(self, fields: Mapping[str, int], workers: Workers, params: Mapping[str, int]) -> str:
         return ("counter went to zero",)[fields["value"]]  # any other value raises
 
 
 class RenderRaisesForNonZero(_Valid):
-    invariants: ClassVar[Sequence[object]] = (_ZerosOnly(),)
+    invariants: ClassVar[Sequence[Invariant]] = (_ZerosOnly(),)
 
 
-class FinalViolationsRaises(_Valid):
-    def final_violations(self) -> list[FoundViolation]:
+class _LosesTrack(_Positive):
+    def check_at_rest(self, tracker: _Valid) -> list[Found]:
         raise RuntimeError("lost track of the counter")
+
+
+class CheckAtRestRaises(_Valid):
+    invariants: ClassVar[Sequence[Invariant]] = (_LosesTrack(),)
+
+
+class _ScopeRaises(_Positive):
+    def scope(self, fields: Mapping[str, int], params: Mapping[str, int]) -> Scope:
+        return Scope(subjects=(("counter", fields["counter"]),))
+
+
+class ScopeRaises(_Valid):
+    invariants: ClassVar[Sequence[Invariant]] = (_ScopeRaises(),)
 
 
 ROUNDS = 10
@@ -276,7 +265,7 @@ class _TakesTurns(_Locked):
                 self.t.counter.mv[0] = value = value + 1
         if value >= 2 * ROUNDS:
             return False
-        return acted or not self.yields or idle()
+        return acted or not self.yields or self.t.runtime.idle()
 
 
 class _TakesTurnsYielding(_TakesTurns):
@@ -287,15 +276,14 @@ class SpinsWithoutYield(_Valid):
     """Fine in free mode; under PCT only a priority change hands the turn over, and an
     execution has too few of them for every round."""
 
-    roles: ClassVar[Mapping[str, str]] = {"ping": "takes even turns", "pong": "takes odd turns"}
-    default_counts: ClassVar[Mapping[str, int]] = {}
-
-    def role(self, name: str, index: int) -> Role:
-        return _TakesTurns(self, 0 if name == "ping" else 1)
+    roles: ClassVar[Mapping[str, RoleSpec]] = {
+        "ping": RoleSpec(lambda t, i: _TakesTurns(t, 0), "takes even turns"),
+        "pong": RoleSpec(lambda t, i: _TakesTurns(t, 1), "takes odd turns")}
 
 
 class YieldsWhileWaiting(SpinsWithoutYield):
-    """Control: the same turns, with a yield while waiting (harness.tracker_api.idle)."""
+    """Control: the same turns, with a yield while waiting (``runtime.idle()``)."""
 
-    def role(self, name: str, index: int) -> Role:
-        return _TakesTurnsYielding(self, 0 if name == "ping" else 1)
+    roles: ClassVar[Mapping[str, RoleSpec]] = {
+        "ping": RoleSpec(lambda t, i: _TakesTurnsYielding(t, 0), "takes even turns"),
+        "pong": RoleSpec(lambda t, i: _TakesTurnsYielding(t, 1), "takes odd turns")}

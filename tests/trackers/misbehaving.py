@@ -6,45 +6,36 @@ import time
 from collections.abc import Mapping
 from typing import ClassVar
 
-from shmstress.api import Arena, FoundViolation, Parameter, Phase, Role, Runtime, WorkerInfo
+from shmstress.api import Invariant, Parameter, Phase, RoleSpec, Setup, Tracker, Workers
 
 
-class _Counter:
+class _Counter(Invariant):
     name = "counter-positive"
     summary = "the counter never goes negative"
     fields = ("value",)
 
-    def render(self, fields: Mapping[str, int], workers: object, params: object) -> str:
+    def render(self, fields: Mapping[str, int], workers: Workers,
+               params: Mapping[str, int]) -> str:
         return f"counter went to {fields['value']}"
 
 
-class _Base:
+class _Base(Tracker):
     summary: ClassVar[str] = "test tracker"
     variants: ClassVar[Mapping[str, str]] = {"only": "the only variant"}
-    roles: ClassVar[Mapping[str, str]] = {"worker": "does the thing"}
-    default_counts: ClassVar[Mapping[str, int]] = {"worker": 2}
     parameters: ClassVar[Mapping[str, Parameter]] = {
         "steps": Parameter(50, "steps before misbehaving", minimum=1)
     }
     invariants = (_Counter(),)
 
-    def __init__(
-        self, runtime: Runtime, arena: Arena, variant: str, params: Mapping[str, int]
-    ) -> None:
-        self.runtime = runtime
-        self.lock = runtime.lock("counter")
-        self.counter = arena.array("counter", 1)
+    def __init__(self, setup: Setup, variant: str, params: Mapping[str, int]) -> None:
+        self.runtime = setup.runtime
+        self.lock = setup.lock("counter")
+        self.counter = setup.array("counter", 1)
         self.steps = params["steps"]
-
-    def drained(self) -> bool:
-        return True
-
-    def final_violations(self) -> list[FoundViolation]:
-        return []
 
 
 class _CrashingRole:
-    def __init__(self, tracker: Crashing) -> None:
+    def __init__(self, tracker: Crashing, index: int) -> None:
         self.t = tracker
         self.n = 0
 
@@ -59,12 +50,14 @@ class _CrashingRole:
 
 class Crashing(_Base):
     name: ClassVar[str] = "crashing"
-
-    def role(self, name: str, index: int) -> Role:
-        return _CrashingRole(self)
+    roles: ClassVar[Mapping[str, RoleSpec]] = {
+        "worker": RoleSpec(_CrashingRole, "does the thing", count=2)}
 
 
 class _StubbornRole:
+    def __init__(self, tracker: Stubborn, index: int) -> None:
+        pass
+
     def step(self, phase: Phase) -> bool:
         time.sleep(0.01)  # ignores STOP and never reaches a point
         return True
@@ -72,9 +65,8 @@ class _StubbornRole:
 
 class Stubborn(_Base):
     name: ClassVar[str] = "stubborn"
+    roles: ClassVar[Mapping[str, RoleSpec]] = {
+        "worker": RoleSpec(_StubbornRole, "does the thing", count=2)}
 
-    def role(self, name: str, index: int) -> Role:
-        return _StubbornRole()
 
-
-__all__ = ["Crashing", "Stubborn", "WorkerInfo"]
+__all__ = ["Crashing", "Stubborn"]

@@ -7,17 +7,15 @@ import os
 from collections.abc import Mapping, Sequence
 from typing import ClassVar
 
-from shmstress.api import Arena, FoundViolation, Parameter, Phase, Role, Runtime, WorkerInfo
+from shmstress.api import Found, Invariant, Parameter, Phase, RoleSpec, Setup, Tracker, Workers
 
 
-class _Fragile:
+class _Fragile(Invariant):
     name = "fragile"
     summary = "renders what the probe tries; raises for the value a real run reports"
     fields = ("value",)
 
-    def render(
-        self, fields: Mapping[str, int], workers: Sequence[WorkerInfo], params: Mapping[str, int]
-    ) -> str:
+    def render(self, fields: Mapping[str, int], workers: Workers, params: Mapping[str, int]) -> str:
         value = fields["value"]
         if value >= 1000:
             raise KeyError(value)
@@ -25,7 +23,7 @@ class _Fragile:
 
 
 class _Once:
-    def __init__(self, tracker: _Base) -> None:
+    def __init__(self, tracker: _Base, index: int) -> None:
         self.t = tracker
 
     def step(self, phase: Phase) -> bool:
@@ -38,31 +36,19 @@ class _Once:
         return True
 
 
-class _Base:
+class _Base(Tracker):
     summary: ClassVar[str] = "test tracker"
     variants: ClassVar[Mapping[str, str]] = {"only": "the only variant"}
-    roles: ClassVar[Mapping[str, str]] = {"worker": "reports"}
-    default_counts: ClassVar[Mapping[str, int]] = {"worker": 1}
+    roles: ClassVar[Mapping[str, RoleSpec]] = {"worker": RoleSpec(_Once, "reports")}
     parameters: ClassVar[Mapping[str, Parameter]] = {}
-    invariants = (_Fragile(),)
+    invariants: ClassVar[Sequence[Invariant]] = (_Fragile(),)
     report_online: ClassVar[bool] = False
 
-    def __init__(
-        self, runtime: Runtime, arena: Arena, variant: str, params: Mapping[str, int]
-    ) -> None:
-        self.runtime = runtime
+    def __init__(self, setup: Setup, variant: str, params: Mapping[str, int]) -> None:
+        self.runtime = setup.runtime
         self.coordinator = os.getpid()
-        self.lock = runtime.lock("cell")
-        self.cell = arena.array("cell", 1)
-
-    def role(self, name: str, index: int) -> Role:
-        return _Once(self)
-
-    def drained(self) -> bool:
-        return True
-
-    def final_violations(self) -> list[FoundViolation]:
-        return []
+        self.lock = setup.lock("cell")
+        self.cell = setup.array("cell", 1)
 
 
 class RenderRaises(_Base):
@@ -72,12 +58,15 @@ class RenderRaises(_Base):
     report_online: ClassVar[bool] = True
 
 
+class _FragileAtRest(_Fragile):
+    def check_at_rest(self, tracker: _Base) -> list[Found]:
+        if tracker.cell.mv[0] > 1000:  # a real run's count, never the probe's few steps
+            raise KeyError("claim-7")
+        return []
+
+
 class FinalRaises(_Base):
     """The at-rest check raises once the workers ran (the probe's quick pass is fine)."""
 
     name: ClassVar[str] = "final-raises"
-
-    def final_violations(self) -> list[FoundViolation]:
-        if self.cell.mv[0] > 1000:  # a real run's count, never the probe's few steps
-            raise KeyError("claim-7")
-        return []
+    invariants: ClassVar[Sequence[Invariant]] = (_FragileAtRest(),)

@@ -1,26 +1,31 @@
 """What a failure is about in a recording: its objects, its worker, and the window of points.
 
 The snippet and the explanation must talk about the same steps, so both take
-their window from here. The tracker names the objects and, where it knows
-it, the first point of the operation that went wrong (a gather's start);
-otherwise the window reaches back over the last few events of those objects.
-Either way it reaches further back to where a worker began *holding* one of
-the objects (a fact in the tracker's ``holdings``, such as an event popped and
-not yet delivered) if it still held it when the operation began: that worker
-is part of the story even though none of its steps fall inside the operation.
+their window from here. The violation's invariant names the objects and,
+where it knows it, the first point of the operation that went wrong (a
+gather's start); otherwise the window reaches back over the last few events of
+those objects. Either way it reaches further back to where a worker began
+*holding* one of the objects (a fact in the words' ``holdings``, such as an
+event popped and not yet delivered) if it still held it when the operation
+began: that worker is part of the story even though none of its steps fall
+inside the operation.
+
+``focus`` reads the recording once: one forward pass folds the objects' facts
+(``FactHistory``) and keeps the records of the window; the fallback start and
+the horizon of lost records are bounded looks at the points alone.
 """
 
 from __future__ import annotations
 
 import heapq
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Iterator
 from dataclasses import dataclass
 
-from shmstress.core.errors import ShmstressError
-from shmstress.core.result import RunResult, Violation
-from shmstress.core.trace import Record, Recording
-from shmstress.plugin import registry
-from shmstress.plugin.words import LogWords, Scope, Subject, words_for
+from shmstress.analysis.facts import FactHistory
+from shmstress.core.result import Violation
+from shmstress.core.trace import Label, Record, Recording
+from shmstress.plugin.wording import Wording
+from shmstress.plugin.words import Scope, Subject, Words
 
 FALLBACK_EVENTS = 8
 """Without a start from the tracker, the window reaches back over this many object events."""
@@ -30,21 +35,9 @@ MAX_FALLBACK_POINTS = 400
 
 
 @dataclass(frozen=True)
-class Setting:
-    """Who last set a fact of an object, at which point, and to what."""
-
-    holds: bool
-    worker: int  # -1: the fact is the object's state when the run started
-    seq: int
-
-
-Facts = dict[tuple[Subject, str], Setting]
-
-
-@dataclass(frozen=True)
 class Focus:
     violation: Violation
-    words: LogWords
+    words: Words
     scope: Scope
     start: int  # first sequence number of the window
     end: int  # last sequence number of the window (the violation's point)
@@ -53,12 +46,19 @@ class Focus:
     operation: bool  # the tracker gave the start: the window is one operation of ``worker``
     operation_start: int  # where that operation (or the chosen window) began; >= start
     horizon: int  # from here on every worker's records are still in its ring
+    outcome: str | None  # the invariant's own "=> what broke" line, if it words one
+    history: FactHistory  # the involved objects' facts, folded once
+    window: tuple[Record, ...]  # points and log calls from start to end, in global order
+    labels: tuple[Label, ...]  # the recording's string table
 
-    def relevance(self, recording: Recording, record: Record) -> tuple[bool, bool]:
+    def label(self, record: Record) -> str:
+        return self.labels[record.label].text
+
+    def relevance(self, record: Record) -> tuple[bool, bool]:
         """(names an involved object, names only other objects) for a record."""
         if not record.fields:
             return False, False
-        named = self.words.subjects(label_text(recording, record), dict(record.fields))
+        named = self.words.subjects(self.label(record), dict(record.fields))
         involved = not self.subjects.isdisjoint(named)
         return involved, bool(named) and not involved
 
@@ -75,115 +75,63 @@ class Focus:
             and (self.operation or not elsewhere)
         )
 
-    def facts(self, recording: Recording, until: int) -> Facts:
-        """The involved objects' facts from the records before point ``until``."""
-        return fold_facts(self.words, recording, self.subjects, self.horizon, until)
-
-
-def words_of(result: RunResult) -> LogWords:
-    """The run's tracker's words; the defaults if the tracker cannot be loaded here."""
-    return tracker_words(result.config.tracker, result.config.params)
-
-
-def tracker_words(name: str, params: Mapping[str, int]) -> LogWords:
-    """The words of tracker ``name`` (missing parameters at their defaults), or the defaults."""
-    try:
-        tracker = registry.load(name)
-    except ShmstressError:
-        return LogWords()
-    defaults = {key: parameter.default for key, parameter in tracker.parameters.items()}
-    return words_for(tracker, defaults | dict(params))
-
-
-def label_text(recording: Recording, record: Record) -> str:
-    return recording.labels[record.label].text
-
 
 def merged(recording: Recording) -> Iterator[Record]:
     """Points and log calls in global order: by sequence number, a point before its logs."""
     return heapq.merge(recording.records, recording.logs, key=lambda r: (r.seq, r.sub))
 
 
-def names_subject(
-    words: LogWords, recording: Recording, record: Record, subjects: frozenset[Subject]
-) -> bool:
-    if not subjects or not record.fields:
-        return False
-    named = words.subjects(label_text(recording, record), dict(record.fields))
-    return not subjects.isdisjoint(named)
-
-
-def _complete_from(recording: Recording) -> int:
-    """First sequence number from which every worker's records are all still in its ring."""
-    horizon = 0
-    for worker in recording.ring_lost:
-        kept = [r.seq for r in recording.records if r.worker == worker]
-        horizon = max(horizon, min(kept) if kept else 0)
-    return horizon
-
-
-def fold_facts(
-    words: LogWords, recording: Recording, subjects: Iterable[Subject], horizon: int, until: int
-) -> Facts:
-    """Facts of ``subjects`` made by the records before point ``until``, each with its setter.
-
-    From the run's start (the tracker's initial facts) if nothing was lost,
-    else only from ``horizon`` on, where the records are complete.
-    """
-    wanted = frozenset(subjects)
-    facts: Facts = {}
-    if horizon == 0:
-        for subject in wanted:
-            for fact, holds in words.initial_facts(subject).items():
-                facts[(subject, fact)] = Setting(holds, -1, -1)
-    for record in merged(recording):
-        if record.seq >= until:
-            break
-        if record.seq < horizon or not record.fields:
-            continue
-        for effect in words.effects(label_text(recording, record), dict(record.fields)):
-            if effect.subject in wanted:
-                facts[(effect.subject, effect.fact)] = Setting(
-                    effect.holds, record.worker, record.seq
-                )
-    return facts
-
-
-def held(words: LogWords, facts: Facts) -> list[tuple[Subject, str, Setting]]:
-    """The holdings among ``facts`` that a worker still holds."""
-    return [
-        (subject, fact, setting) for (subject, fact), setting in facts.items()
-        if fact in words.holdings and setting.holds and setting.worker >= 0
-    ]
-
-
-def focus(result: RunResult, violation: Violation | None = None) -> Focus | None:
-    """The window of a violation (the run's first by default); None without a recording."""
-    recording = result.recording
-    chosen = violation or result.principal_violation
-    if recording is None or chosen is None or not (recording.records or recording.steps):
+def focus(recording: Recording, violation: Violation, wording: Wording) -> Focus | None:
+    """The window of ``violation`` in ``recording``; None if nothing was recorded."""
+    if not (recording.records or recording.steps):
         return None
-    words = words_of(result)
-    scope = words.scope(chosen.invariant, chosen.fields)
+    words = wording.words
+    scope = wording.scope(violation.invariant, violation.fields)
     last = recording.records[-1].seq if recording.records else len(recording.steps) - 1
-    end = chosen.seq if chosen.seq is not None else last
+    end = violation.seq if violation.seq is not None else last
     worker = scope.worker
-    if worker is None and chosen.worker is not None:
-        worker = chosen.worker.worker_id
+    if worker is None and violation.worker is not None:
+        worker = violation.worker.worker_id
     subjects = frozenset(scope.subjects)
+    labels = recording.labels
     begin = scope.start if scope.start is not None else _fallback_start(
         words, recording, subjects, end
     )
     begin = max(0, min(begin, end))
     horizon = _complete_from(recording)
-    holding = held(words, fold_facts(words, recording, subjects, horizon, begin))
-    reach = [s.seq for _, _, s in holding if s.seq >= begin - MAX_FALLBACK_POINTS]
-    return Focus(chosen, words, scope, min([begin, *reach]), end, worker, subjects,
-                 operation=scope.start is not None, operation_start=begin, horizon=horizon)
+    history = FactHistory(words, subjects, from_start=horizon == 0)
+    candidates: list[Record] = []  # the widest window a holding can open
+    for record in merged(recording):
+        if record.seq > end:
+            break
+        if record.seq >= begin - MAX_FALLBACK_POINTS:
+            candidates.append(record)
+        if record.seq >= horizon and record.fields:
+            history.note(labels[record.label].text, dict(record.fields), record.worker,
+                         record.seq)
+    reach = [s.seq for _, _, s in history.held(begin) if s.seq >= begin - MAX_FALLBACK_POINTS]
+    start = min([begin, *reach])
+    return Focus(
+        violation, words, scope, start, end, worker, subjects,
+        operation=scope.start is not None, operation_start=begin, horizon=horizon,
+        outcome=wording.outcome(violation.invariant, violation.fields), history=history,
+        window=tuple(r for r in candidates if r.seq >= start), labels=labels,
+    )
+
+
+def _complete_from(recording: Recording) -> int:
+    """First sequence number from which every worker's records are all still in its ring."""
+    if not recording.ring_lost:
+        return 0
+    first: dict[int, int] = {}
+    for record in recording.records:
+        if record.worker in recording.ring_lost:
+            first.setdefault(record.worker, record.seq)
+    return max((first.get(worker, 0) for worker in recording.ring_lost), default=0)
 
 
 def _fallback_start(
-    words: LogWords, recording: Recording, subjects: frozenset[Subject], end: int
+    words: Words, recording: Recording, subjects: frozenset[Subject], end: int
 ) -> int:
     floor = end - MAX_FALLBACK_POINTS
     seen: list[int] = []
@@ -192,6 +140,8 @@ def _fallback_start(
             continue
         if record.seq < floor or len(seen) == FALLBACK_EVENTS:
             break
-        if names_subject(words, recording, record, subjects):
+        if subjects and record.fields and not subjects.isdisjoint(
+            words.subjects(recording.labels[record.label].text, dict(record.fields))
+        ):
             seen.append(record.seq)
     return min(seen) if seen else max(0, end - FALLBACK_EVENTS)

@@ -1,48 +1,56 @@
-"""shmstress: a multiprocess concurrency stress harness for data structures in shared memory."""
+"""The plugin API: everything a tracker imports, from this one module.
 
-from shmstress.core.config import RunConfig
+A tracker subclasses ``Tracker``; declares its ``variants``, ``roles`` (each a
+``RoleSpec``), ``parameters`` and ``invariants`` (``Invariant`` subclasses);
+builds its shared state in ``__init__`` from a ``Setup`` (arrays, ``Lock``s,
+``Ghost`` state) and keeps ``setup.runtime``, the ``Runtime`` its roles' steps
+use. ``Words`` (optional) make its logs and explanations read like the real
+system's. ``LIMITS`` says how much a point, a violation and a run can hold.
+``examples/README.md`` walks through it; ``mypy --strict`` keeps a tracker to it.
+"""
+
 from shmstress.core.control import Phase
-from shmstress.core.exit_reason import ExitReason
-from shmstress.core.locks import InstrumentedLock
-from shmstress.core.noise import NoiseConfig
-from shmstress.core.result import RunResult, Violation
-from shmstress.core.runtime import NONE, Runtime, StopRun
-from shmstress.core.shm import Arena, SharedArray
-from shmstress.core.workers import WorkerInfo, describe_worker
-from shmstress.plugin.protocol import (
-    ApiConflict,
-    BaseTracker,
-    FoundViolation,
+from shmstress.core.locks import InstrumentedLock as Lock
+from shmstress.core.runtime import NONE
+from shmstress.core.shm import SharedArray
+from shmstress.core.workers import WorkerInfo as Worker
+from shmstress.core.workers import Workers
+from shmstress.plugin.limits import LIMITS, Limits
+from shmstress.plugin.setup import Ghost, Runtime, Setup
+from shmstress.plugin.tracker import (
+    Found,
     Invariant,
     Parameter,
     Role,
+    RoleSpec,
+    Scenario,
     Tracker,
-    TrackerRuntime,
-    idle,
 )
+from shmstress.plugin.words import Effect, Fields, Raw, Scope, Subject, Words
 
 __all__ = [
+    "LIMITS",
     "NONE",
-    "ApiConflict",
-    "Arena",
-    "BaseTracker",
-    "ExitReason",
-    "FoundViolation",
-    "InstrumentedLock",
+    "Effect",
+    "Fields",
+    "Found",
+    "Ghost",
     "Invariant",
-    "NoiseConfig",
+    "Limits",
+    "Lock",
     "Parameter",
     "Phase",
+    "Raw",
     "Role",
-    "RunConfig",
-    "RunResult",
+    "RoleSpec",
     "Runtime",
+    "Scenario",
+    "Scope",
+    "Setup",
     "SharedArray",
-    "StopRun",
+    "Subject",
     "Tracker",
-    "TrackerRuntime",
-    "Violation",
-    "WorkerInfo",
-    "describe_worker",
-    "idle",
+    "Words",
+    "Worker",
+    "Workers",
 ]

@@ -35,14 +35,10 @@ STRATEGIES = (  # random walk, then PCT with each rule for spinners (strategies/
     StrategySpec("pct", depth=3, spin="demote"),
     StrategySpec("pct", depth=3, spin="aside"),
 )
-SMALLEST_RACY: dict[str, dict[str, int]] = {  # the seed race needs two devices
-    "counts": {"binder": 1, "informer": 1, "gatherer": 1},
-    "params": {"nodes": 1, "devices-per-node": 2},
-}
-SMALL_SCENARIO: dict[str, dict[str, int]] = {
-    "counts": {"binder": 1, "informer": 1, "gatherer": 1},
-    "params": {"nodes": 1, "devices-per-node": 1},
-}
+SEED_RACE = "seed-race"
+"""The DRA tracker's scenario in which the seed race needs the fewest workers and devices."""
+ONE_DEVICE = "one-device"
+"""The DRA tracker's smallest scenario: executions/s of the fixed variant."""
 
 
 @dataclass(frozen=True)
@@ -140,24 +136,25 @@ def first_detection(variant: str, strategy: StrategySpec, trials: int, budget: i
                     small: bool = False) -> FirstDetection:
     found = []
     seconds = []
-    scenario = SMALLEST_RACY if small else {"counts": {}, "params": {}}
+
     for trial in range(trials):
         result = run_controlled(
-            RunConfig(variant=variant, seed=seed + trial, counts=scenario["counts"],
-                      params=scenario["params"]),
+            RunConfig(tracker="dra", variant=variant, seed=seed + trial,
+                      scenario=SEED_RACE if small else None),
             ControlledOptions(strategy, executions=budget, record=False,
                               run_steps=20 if small else 100),
         )
         if result.failing is not None:
             found.append(result.failing.index + 1)
             seconds.append(result.failing.found_after_s)
-    name = f"{variant} (1+1+1, 2 devices)" if small else variant
+    name = f"{variant} ({SEED_RACE})" if small else variant
     return FirstDetection(name, strategy.describe(), trials, len(found), tuple(found), budget,
                           tuple(seconds))
 
 
 def shrink_figure(seed: int) -> ShrinkFigure | None:
-    bundle = from_free_run(run(RunConfig(variant="gather-unchecked", seed=seed, duration=20)))
+    bundle = from_free_run(run(RunConfig(tracker="dra", variant="gather-unchecked", seed=seed,
+                                         duration=20)))
     if bundle is None:
         return None
     start = time.perf_counter()
@@ -174,14 +171,13 @@ def run_controlled_bench(trials: int, seed: int, log: Callable[[str], None]) -> 
     log("controlled: raw two-semaphore ping-pong, pinned to one CPU")
     bench.pingpong_round_trips_per_s = pingpong()
     log("controlled: steps/s, fixed variant, PCT and random walk")
-    base = RunConfig(variant="fixed", seed=seed)
-    small = RunConfig(variant="fixed", seed=seed, counts=SMALL_SCENARIO["counts"],
-                      params=SMALL_SCENARIO["params"])
+    base = RunConfig(tracker="dra", variant="fixed", seed=seed)
+    small = RunConfig(tracker="dra", variant="fixed", seed=seed, scenario=ONE_DEVICE)
     for spec in STRATEGIES:
         bench.throughput.append(
             throughput(f"fixed, default scenario, {spec.describe()}", base, spec, 300, 100))
     for spec in STRATEGIES[1:]:
-        bench.throughput.append(throughput(f"fixed, 1+1+1 workers, 1 device, {spec.describe()}",
+        bench.throughput.append(throughput(f"fixed, scenario {ONE_DEVICE}, {spec.describe()}",
                                            small, spec, 2000, 20))
     bench.pingpong_round_trips_per_s = (bench.pingpong_round_trips_per_s + pingpong()) / 2
     for variant in RACY:

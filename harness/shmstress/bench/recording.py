@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import time
 
-from shmstress.core.config import RunConfig
+from shmstress.core.config import DEFAULT_RING_SIZE
 from shmstress.core.control import SEQ, ControlBlock
 from shmstress.core.runtime import Runtime
 from shmstress.core.shm import Arena
@@ -28,7 +28,7 @@ def recording_ns_per_event(events: int = 200_000, rounds: int = 3) -> float:
         control = ControlBlock(arena, workers=1, max_violations=1, max_locks=1)
         runtime = Runtime(control)
         runtime.become(0)
-        recorder = Recorder(arena, workers=1, ring_size=RunConfig().ring_size, tape_size=events)
+        recorder = Recorder(arena, workers=1, ring_size=DEFAULT_RING_SIZE, tape_size=events)
         best = float("inf")
         for _ in range(rounds):
             runtime.sink = None

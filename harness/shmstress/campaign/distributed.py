@@ -9,21 +9,21 @@ rsync roots.
 
 from __future__ import annotations
 
-import contextlib
 import signal
 import subprocess
 import sys
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from pathlib import Path
-from types import FrameType
 
 from shmstress.campaign.grid import GridSpec
-from shmstress.core.exit_reason import ExitReason
+from shmstress.core.exit_reason import ExitCode
+from shmstress.core.signals import interruptible
 
-INCOMPLETE_EXIT = 4
+INCOMPLETE_EXIT = ExitCode.BROKEN
 """A distributed campaign that did not finish its grid: pytest stopped with an internal
 error (or another code it has no mapping for), or trials are missing from results.jsonl."""
-_PYTEST_EXIT = {0: 0, 1: 1, 2: ExitReason.INTERRUPTED.exit_code, 4: 2}
+_PYTEST_EXIT = {0: ExitCode.CLEAN, 1: ExitCode.FAILURE, 2: ExitCode.INTERRUPTED,
+                4: ExitCode.USAGE}
 
 
 def pytest_command(
@@ -51,41 +51,20 @@ def run_distributed(spec: GridSpec, out_dir: Path, gateways: Sequence[str]) -> i
     """Run the grid through pytest-xdist; returns a shmstress exit code.
 
     SIGTERM is passed on as SIGINT, which pytest answers like Ctrl-C: xdist stops its
-    workers and the controller still writes what finished and renders the report.
+    workers and the controller still writes what finished and renders the report. (A
+    Ctrl-C at a terminal reaches pytest itself.) The signals are handled here, so pytest
+    starts with SIGINT at its default even under a shell that ignores it for background
+    jobs, and turns it into KeyboardInterrupt.
     """
     out_dir = out_dir.resolve()  # pytest runs in it, and must not read it relative to itself
     out_dir.mkdir(parents=True, exist_ok=True)
-    with _sigterm_forwarded_as_sigint() as forward_to:
+    with interruptible() as interrupt:
         child = subprocess.Popen(pytest_command(spec, out_dir, gateways), cwd=out_dir)
-        forward_to.append(child)
         while True:
             try:
                 returncode = child.wait()
                 break
-            except KeyboardInterrupt:  # Ctrl-C reached pytest too; wait for its teardown
-                continue
+            except KeyboardInterrupt:  # wait for pytest's teardown
+                if interrupt.signal == signal.SIGTERM:
+                    child.send_signal(signal.SIGINT)
     return _PYTEST_EXIT.get(returncode, INCOMPLETE_EXIT)
-
-
-@contextlib.contextmanager
-def _sigterm_forwarded_as_sigint() -> Iterator[list[subprocess.Popen[bytes]]]:
-    # A background job of a non-interactive shell starts with SIGINT ignored, and an ignored
-    # signal stays ignored in the child; a handled one is reset to the default on exec, where
-    # Python turns it into KeyboardInterrupt. So SIGINT is handled here while pytest runs.
-    children: list[subprocess.Popen[bytes]] = []
-
-    def forward(signum: int, frame: FrameType | None) -> None:
-        for child in children:
-            child.send_signal(signal.SIGINT)
-
-    try:
-        previous_term = signal.signal(signal.SIGTERM, forward)
-        previous_int = signal.signal(signal.SIGINT, signal.default_int_handler)
-    except ValueError:  # not the main thread: leave signals alone
-        yield children
-        return
-    try:
-        yield children
-    finally:
-        signal.signal(signal.SIGTERM, previous_term)
-        signal.signal(signal.SIGINT, previous_int)

@@ -21,7 +21,7 @@ from shmstress.controlled.strategies import EXPLORING, StrategySpec
 from shmstress.core.config import RunConfig
 from shmstress.core.errors import ConfigError
 from shmstress.core.noise import NoiseConfig
-from shmstress.plugin.protocol import Tracker
+from shmstress.plugin.tracker import Tracker
 
 FREE = "free"
 CONTROLLED = "controlled"
@@ -34,10 +34,6 @@ DEFAULT_TRIALS = 5
 DEFAULT_DURATION_S = 2.0
 DEFAULT_EXECUTIONS = 200
 """Executions a controlled trial may try: random walk catches every DRA race well within."""
-DEFAULT_DRA_WORKERS: tuple[Mapping[str, int], ...] = (
-    {"binder": 1, "informer": 1, "gatherer": 1},
-    {"binder": 2, "informer": 1, "gatherer": 1},
-)
 
 
 @dataclass(frozen=True)
@@ -149,7 +145,7 @@ def derive_seed(base: int, config_key: str, trial: int) -> int:
 
 
 def role_abbreviations(roles: Sequence[str]) -> dict[str, str]:
-    """``binder`` -> ``b`` when initials are unambiguous, else the whole role name."""
+    """``clerk`` -> ``c`` when initials are unambiguous, else the whole role name."""
     initials = [role[0] for role in roles]
     if len(set(initials)) == len(initials):
         return {role: role[0] for role in roles}
@@ -180,9 +176,12 @@ def config_key(
 
 
 def default_workers(tracker: type[Tracker]) -> tuple[Mapping[str, int], ...]:
-    if tracker.name == "dra":
-        return DEFAULT_DRA_WORKERS
-    return ({role: tracker.default_counts.get(role, 1) for role in tracker.roles},)
+    """Every combination of the counts each role's ``grid`` asks a default campaign to try."""
+    roles = list(tracker.roles)
+    return tuple(
+        dict(zip(roles, combo, strict=True))
+        for combo in itertools.product(*(spec.campaign_counts for spec in tracker.roles.values()))
+    )
 
 
 def complete(spec: GridSpec, tracker: type[Tracker]) -> GridSpec:
@@ -205,7 +204,7 @@ def complete(spec: GridSpec, tracker: type[Tracker]) -> GridSpec:
                 f"its roles are {', '.join(tracker.roles)}"
             )
         full = {
-            role: counts.get(role, tracker.default_counts.get(role, 1)) for role in tracker.roles
+            role: counts.get(role, spec.count) for role, spec in tracker.roles.items()
         }
         problems += [f"{role} count must be >= 1, got {n}" for role, n in full.items() if n < 1]
         if full not in filled:

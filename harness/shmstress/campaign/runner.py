@@ -169,8 +169,8 @@ def run_campaign(
                 bundle = campaign_bundle_path(spec.campaign, ran.bundle)
                 write_bundle(ran.bundle, out_dir / bundle)
                 bundles += 1
-            artifacts = ran.artifacts(bundle.as_posix() if bundle else None)
-            record = campaign_record(trial, ran, started_at, artifacts)
+            report = ran.report(bundle.as_posix() if bundle else None)
+            record = campaign_record(trial, ran, started_at, report)
             results.append(record)
             history.append(record)
             outcome = str(record["outcome"])

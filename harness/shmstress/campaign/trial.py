@@ -11,16 +11,16 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from shmstress.campaign.grid import CONTROLLED, TrialSpec
-from shmstress.campaign.record import FailureArtifacts, failure_artifacts, trial_record
+from shmstress.campaign.record import trial_record
 from shmstress.controlled.result import ControlledResult
 from shmstress.controlled.runner import run_controlled
 from shmstress.core.config import RunConfig
 from shmstress.core.result import RunResult
 from shmstress.free.runner import ProgressFn, run
 from shmstress.render.commands import run_command
-from shmstress.render.controlled_summary import controlled_command, render_controlled
-from shmstress.render.summary import render_summary
-from shmstress.repro.bundle import Bundle, from_controlled, from_free_run
+from shmstress.render.failure import FailureReport, failure_report
+from shmstress.render.summary import controlled_command, render_controlled, render_summary
+from shmstress.repro.bundle import Bundle, from_controlled, from_free_run, tape_lost_note
 
 
 @dataclass(frozen=True)
@@ -36,9 +36,11 @@ class TrialRun:
             return render_controlled(self.controlled)
         return render_summary(self.result)
 
-    def artifacts(self, bundle: str | None) -> FailureArtifacts:
-        """``failure_artifacts`` of this run; ``bundle`` as its reader will type it."""
-        return failure_artifacts(self.result, bundle, self.rerun_command)
+    def report(self, bundle: str | None) -> FailureReport:
+        """The failure report of this run; ``bundle`` as its reader will type it."""
+        note = tape_lost_note(self.result) if bundle is not None else None
+        return failure_report(self.result, bundle, self.rerun_command,
+                              notes=(f"bundle: {note}",) if note else ())
 
 
 def run_trial(trial: TrialSpec, progress: ProgressFn | None = None) -> TrialRun:
@@ -60,16 +62,16 @@ def run_free(config: RunConfig, progress: ProgressFn | None = None) -> TrialRun:
 
 
 def campaign_record(
-    trial: TrialSpec, ran: TrialRun, started_at: str, artifacts: FailureArtifacts
+    trial: TrialSpec, ran: TrialRun, started_at: str, report: FailureReport | None
 ) -> dict[str, object]:
-    """The results.jsonl line of a campaign trial; ``artifacts`` name the bundle relative to
+    """The results.jsonl line of a campaign trial; ``report`` names the bundle relative to
     that file's directory."""
     return trial_record(
         ran.result,
         campaign=trial.campaign,
         trial=trial.trial,
         started_at=started_at,
-        artifacts=artifacts,
+        report=report,
         key=trial.config_key,
         mode=trial.mode,
         strategy=trial.strategy,

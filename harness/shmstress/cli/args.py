@@ -5,6 +5,8 @@ from __future__ import annotations
 import argparse
 from typing import NoReturn
 
+from shmstress.core.exit_reason import exit_code_table
+
 
 class OneLineErrors(argparse.ArgumentParser):
     """argparse prints the whole usage block before a mistake; we print the mistake alone."""
@@ -30,7 +32,4 @@ def noise_kinds(text: str) -> tuple[str, ...]:
 
 
 
-EPILOG = """\
-exit codes: 0 clean, 1 invariant violation (or deadlock) found, 2 usage or configuration
-error, 3 a replay diverged, 4 a worker crashed or hung, 130 interrupted.
-"""
+EPILOG = exit_code_table()

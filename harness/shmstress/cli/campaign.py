@@ -205,7 +205,8 @@ def _report_summary(summary: CampaignSummary, out_dir: Path) -> int:
 
 
 def _cmd_report(args: argparse.Namespace) -> int:
-    from shmstress.reports import ResultsFormatError, build_report, describe_report
+    from shmstress.reports.report import build_report, describe_report
+    from shmstress.reports.results import ResultsFormatError
 
     try:
         summary = build_report(list(args.results), args.out)

@@ -14,7 +14,9 @@ worker it waits for and every execution hits the step bound.
 from __future__ import annotations
 
 import argparse
+import sys
 
+from shmstress.cli.run import DEFAULT_TRACKER
 from shmstress.controlled.execution import ExecutionEnd
 from shmstress.controlled.options import DEFAULT_MAX_STEPS
 from shmstress.controlled.result import ControlledResult
@@ -23,8 +25,10 @@ from shmstress.core.control import Phase
 from shmstress.core.errors import PluginError
 from shmstress.core.exit_reason import ExitReason
 from shmstress.plugin import registry
-from shmstress.plugin.check import ProbeReport, probe
+from shmstress.plugin.probe import ProbeReport, probe
 from shmstress.plugin.resolve import resolve
+from shmstress.plugin.tracker import Tracker
+from shmstress.plugin.wording import wording_of
 from shmstress.testing.explore import explore
 
 _PHASES = (Phase.RUN, Phase.DRAIN, Phase.STOP)
@@ -38,8 +42,9 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         "and step its roles one at a time, then run a few controlled executions under PCT: a "
         "malformed tracker fails with one line and exit code 2.",
     )
-    parser.add_argument("--tracker", default="dra",
-                        help="installed tracker name or path/to/file.py:ClassName (default: dra)")
+    parser.add_argument("--tracker", default=DEFAULT_TRACKER,
+                        help="installed tracker name or path/to/file.py:ClassName "
+                        f"(default: {DEFAULT_TRACKER})")
     parser.add_argument("--variant", action="append",
                         help="variant(s) to probe (default: every variant)")
     parser.add_argument("--steps", type=int, default=200, metavar="N",
@@ -70,7 +75,18 @@ def _cmd_check(args: argparse.Namespace) -> int:
                              executions=args.executions, seed=args.seed)
             explored[config.variant] = controlled_verdict(result, origin, config.variant)
     print(render_check(args.tracker, reports, explored))
+    unreached = unreached_labels(tracker_cls, reports)
+    if unreached:
+        print(f"shmstress: warning: the tracker's words name {len(unreached)} label(s) that no "
+              f"probe step reached (misspelt, renamed, or reached only when workers race): "
+              f"{', '.join(repr(label) for label in unreached)}", file=sys.stderr)
     return 0
+
+
+def unreached_labels(tracker_cls: type[Tracker], reports: list[ProbeReport]) -> list[str]:
+    """Labels the tracker's words know (with default parameters) that no probe reached."""
+    reached = frozenset().union(*(report.labels for report in reports))
+    return sorted(wording_of(tracker_cls, {}).words.labels() - reached)
 
 
 def controlled_verdict(result: ControlledResult, origin: str, variant: str) -> str:
@@ -88,7 +104,7 @@ def controlled_verdict(result: ControlledResult, origin: str, variant: str) -> s
             f"{where}: {bound} of {result.executions} controlled PCT executions did not finish "
             f"within {result.options.max_steps} steps; a role that waits for another worker "
             "without os.sched_yield() keeps PCT running it: call os.sched_yield() and return "
-            "True when a role has nothing to do (harness.tracker_api.idle)"
+            "True when a role has nothing to do (return runtime.idle())"
         )
     if result.failing is not None:
         return (f"PCT found a {run.exit_reason.value} in execution "

@@ -12,16 +12,15 @@ import argparse
 import json
 import os
 import sys
-import textwrap
 from pathlib import Path
 
-from shmstress.analysis.explain import explain
+from shmstress.core.config import DEFAULT_RING_SIZE, MIN_RING_SIZE
 from shmstress.core.errors import ConfigError
 from shmstress.core.result import RunResult
-from shmstress.plugin.words import MAX_VERBOSITY
-from shmstress.render.explanation import render_explanation
+from shmstress.plugin.words import MAX_VERBOSITY, Words
+from shmstress.render.failure import FailureReport, report_lines
 from shmstress.render.logfilter import EventFilter, Vocabulary, filter_events, parse_events
-from shmstress.render.logview import render_snippet, words_of_log, write_log
+from shmstress.render.logview import words_of_log, write_log
 
 RUN_LOG = "run.log"
 
@@ -41,21 +40,9 @@ def add_log_options(parser: argparse.ArgumentParser, what: str) -> argparse._Arg
 def add_run_log_options(parser: argparse.ArgumentParser) -> None:
     group = add_log_options(
         parser, "every worker (a failing run also writes run.log into its --out directory)")
-    group.add_argument("--ring-size", type=int, default=16384, metavar="N",
+    group.add_argument("--ring-size", type=int, default=DEFAULT_RING_SIZE, metavar="N",
                        help="records kept per worker; older ones are overwritten and "
-                       "counted (default 16384, at least 256)")
-
-
-def failure_lines(result: RunResult) -> list[str]:
-    """The log snippet and the explanation of a recorded failure, indented for a report."""
-    lines: list[str] = []
-    snippet = render_snippet(result)
-    explanation = explain(result)
-    if snippet:
-        lines += ["  log snippet:", textwrap.indent(snippet, "    ")]
-    if explanation is not None:
-        lines += ["  explanation:", render_explanation(explanation, indent="    ")]
-    return lines
+                       f"counted (default {DEFAULT_RING_SIZE}, at least {MIN_RING_SIZE})")
 
 
 def check_run_log_options(args: argparse.Namespace) -> None:
@@ -64,7 +51,9 @@ def check_run_log_options(args: argparse.Namespace) -> None:
         raise ConfigError(f"--log-level must be 0..{MAX_VERBOSITY}, got {args.log_level}")
 
 
-def report_run_log(args: argparse.Namespace, result: RunResult) -> list[str]:
+def report_run_log(
+    args: argparse.Namespace, result: RunResult, report: FailureReport | None, words: Words
+) -> list[str]:
     """Write the run's log where asked; the report lines: snippet, explanation, paths."""
     lines: list[str] = []
     recording = result.recording
@@ -74,8 +63,8 @@ def report_run_log(args: argparse.Namespace, result: RunResult) -> list[str]:
         lost = sum(recording.ring_lost.values())
         lines.append(f"  log: {lost:,} records overwritten in the workers' rings "
                      "(older events are missing; raise --ring-size)")
-    if result.violation_count:
-        lines += failure_lines(result)
+    if report is not None:
+        lines += report_lines(report)
     targets: list[Path] = []
     if args.log:
         targets.append(Path(args.log))
@@ -83,7 +72,7 @@ def report_run_log(args: argparse.Namespace, result: RunResult) -> list[str]:
     if result.violation_count and out:
         targets.append(Path(out) / RUN_LOG)
     for path in dict.fromkeys(targets):
-        write_log(result, path, args.log_level)
+        write_log(result, path, args.log_level, words)
         lines.append(f"  log: {path}")
     return lines
 

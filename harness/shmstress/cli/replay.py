@@ -10,13 +10,13 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import textwrap
 from collections.abc import Iterator
 from pathlib import Path
 
-from shmstress.analysis.explain import explain
-from shmstress.cli.log import add_log_options, check_run_log_options, failure_lines
+from shmstress.cli.log import add_log_options, check_run_log_options
 from shmstress.core.errors import BundleError, ReplayDivergedError
-from shmstress.render.explanation import render_explanation
+from shmstress.render.failure import failure_report, report_lines
 from shmstress.repro.bundle import Bundle, load_bundle, replay_command, write_bundle
 from shmstress.repro.replay import ReplayReport, Verdict, replay_bundle
 from shmstress.repro.shrink import ShrinkOptions, ShrinkReport, shrink_bundle
@@ -35,19 +35,19 @@ def _describe(bundle: Bundle) -> str:
             f"{len(bundle.steps):,} steps, {source}")
 
 
-def _failure_text(report: ReplayReport) -> list[str]:
+def _failure_text(report: ReplayReport, path: Path) -> list[str]:
     """The log snippet and explanation of the replayed failure."""
     result = report.result
     if result.recording is None or not result.violations:
         return []
-    return failure_lines(result)
+    return report_lines(failure_report(result, str(path)))
 
 
 def render_replay(report: ReplayReport, path: Path) -> str:
     lines = [f"shmstress replay: {path}", _describe(report.bundle)]
     if report.verdict is Verdict.REPRODUCED:
         lines.append(f"  reproduced: {report.detail}")
-        lines += _failure_text(report)
+        lines += _failure_text(report, path)
     else:
         lines.append(f"  {report.verdict.value}: {report.detail}")
     return "\n".join(lines)
@@ -89,9 +89,9 @@ def render_shrink(report: ShrinkReport, source: Path, target: Path) -> str:
         f"  still fails with: {report.bundle.violation.invariant}: "
         f"{report.bundle.violation.message}",
     ]
-    explanation = explain(report.replay.result)
-    if explanation is not None:
-        lines += ["  explanation:", render_explanation(explanation, indent="    ")]
+    explanation = failure_report(report.replay.result, str(target)).explanation
+    if explanation:
+        lines += ["  explanation:", textwrap.indent(explanation, "    ")]
     lines += ["  replay it:", f"    {replay_command(target)}"]
     return "\n".join(lines)
 

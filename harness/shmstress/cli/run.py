@@ -19,14 +19,22 @@ from shmstress.controlled.options import (
 from shmstress.controlled.result import ControlledResult
 from shmstress.controlled.runner import run_controlled
 from shmstress.controlled.strategies import EXPLORING, SPIN_RULES, StrategySpec
-from shmstress.core.config import DEFAULT_NOISE, OUT_ENV, RunConfig, default_out
+from shmstress.core.config import (
+    DEFAULT_NOISE,
+    DEFAULT_TAPE_SIZE,
+    OUT_ENV,
+    RunConfig,
+    default_out,
+)
 from shmstress.core.files import write_text_atomically
 from shmstress.core.noise import NOISE_KINDS, NoiseConfig
 from shmstress.core.result import RunResult
 from shmstress.free.runner import run
-from shmstress.render.controlled_summary import render_controlled
+from shmstress.plugin.wording import wording_by_name
+from shmstress.render.commands import run_command
+from shmstress.render.failure import failure_report
 from shmstress.render.progress import RunProgress
-from shmstress.render.summary import render_summary
+from shmstress.render.summary import controlled_command, render_controlled, render_summary
 from shmstress.repro.bundle import (
     Bundle,
     from_controlled,
@@ -64,6 +72,9 @@ def _add_run_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--variant", help="tracker variant (default: the tracker's first; "
                         "see `shmstress list`)")
     scenario = parser.add_argument_group("workers and scenario (see `shmstress list`)")
+    scenario.add_argument("--scenario", metavar="NAME",
+                          help="start from one of the tracker's named scenarios (worker "
+                          "counts and parameters); --workers and --param override it")
     scenario.add_argument("--workers", type=key_value, action="append", default=[],
                           metavar="ROLE=N", help="worker processes of a role (repeatable; "
                           "default: the tracker's count per role)")
@@ -90,9 +101,9 @@ def _add_run_options(parser: argparse.ArgumentParser) -> None:
                         help="count violations until the end instead of stopping at the first")
     budget.add_argument("--max-violations", type=int, default=64, metavar="N",
                         help="violations kept in detail with --keep-going (default 64)")
-    budget.add_argument("--tape-size", type=int, default=RunConfig().tape_size, metavar="N",
+    budget.add_argument("--tape-size", type=int, default=DEFAULT_TAPE_SIZE, metavar="N",
                         help="points whose schedule is kept for replay; a failure past them "
-                        f"is reported but cannot be replayed (default {RunConfig().tape_size})")
+                        f"is reported but cannot be replayed (default {DEFAULT_TAPE_SIZE})")
     budget.add_argument("--drain-timeout", type=float, default=5.0, metavar="S",
                         help="seconds allowed to settle before the stop (default 5)")
     budget.add_argument("--stop-timeout", type=float, default=10.0, metavar="S",
@@ -141,6 +152,7 @@ def config_from_args(args: argparse.Namespace) -> RunConfig:
     return RunConfig(
         tracker=args.tracker,
         variant=args.variant,
+        scenario=args.scenario,
         counts=dict(args.workers),
         params=dict(args.param),
         duration=args.duration,
@@ -176,15 +188,10 @@ def _cmd_run(args: argparse.Namespace) -> int:
     with RunProgress(config.duration, enabled=not args.quiet) as progress:
         result = run(config, progress=progress.update)
     print(render_summary(result))
-    for line in cli_log.report_run_log(args, result):
-        print(line)
-    if result.violation_count:
-        lines = _bundle_lines(args, from_free_run(result))
-        note = tape_lost_note(result)
-        if lines and note:
-            lines.append(f"  note: {note} (raise --tape-size)")
-        for line in lines:
-            print(line)
+    bundle = from_free_run(result) if result.violation_count else None
+    note = tape_lost_note(result) if bundle is not None else None
+    _report(args, result, bundle, run_command(result.config),
+            (f"{note} (raise --tape-size)",) if note else ())
     if args.json:
         _write_json(Path(args.json), result_to_json(result))
     return result.exit_code
@@ -194,22 +201,25 @@ def _run_controlled(args: argparse.Namespace, config: RunConfig) -> int:
     options = _options_from_args(args, config)
     result = run_controlled(replace(config, max_points=options.run_steps), options)
     print(render_controlled(result))
-    for line in cli_log.report_run_log(args, result.run):
-        print(line)
-    for line in _bundle_lines(args, from_controlled(result)):
-        print(line)
+    _report(args, result.run, from_controlled(result), controlled_command(result))
     if args.json:
         _write_json(Path(args.json), _controlled_to_json(result))
     return result.exit_code
 
 
-def _bundle_lines(args: argparse.Namespace, bundle: Bundle | None) -> list[str]:
-    """Write the bundle into --out and say how to replay it (nothing if the run passed)."""
-    if bundle is None:
-        return []
-    path = write_bundle(bundle, Path(args.out))
-    return [f"  repro bundle: {path} ({len(bundle.steps):,} steps)", "  replay it:",
-            f"    {replay_command(path)}"]
+def _report(args: argparse.Namespace, result: RunResult, bundle: Bundle | None,
+            rerun: str, notes: tuple[str, ...] = ()) -> None:
+    """After the summary: the failure report, the logs written, the bundle and its replay."""
+    wording = wording_by_name(result.config.tracker, result.config.params)
+    path = write_bundle(bundle, Path(args.out)) if bundle is not None else None
+    report = (failure_report(result, str(path) if path else None, rerun, wording, notes)
+              if result.violation_count else None)
+    for line in cli_log.report_run_log(args, result, report, wording.words):
+        print(line)
+    if path is not None and bundle is not None:
+        print(f"  repro bundle: {path} ({len(bundle.steps):,} steps)")
+        print("  replay it:")
+        print(f"    {replay_command(path)}")
 
 
 def result_to_json(result: RunResult) -> dict[str, object]:

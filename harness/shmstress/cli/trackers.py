@@ -23,12 +23,17 @@ def _cmd_list(args: argparse.Namespace) -> int:
         for variant, text in tracker.variants.items():
             print(f"    {variant:18} {text}")
         print("  roles (default count):")
-        for role, text in tracker.roles.items():
-            print(f"    {role:18} ({tracker.default_counts.get(role, 1)}) {text}")
+        for role, spec in tracker.roles.items():
+            stops = f" (stops after {', '.join(spec.stops_after)})" if spec.stops_after else ""
+            print(f"    {role:18} ({spec.count}) {spec.help}{stops}")
         print("  parameters (default):")
         for pname, param in tracker.parameters.items():
             print(f"    {pname:18} ({param.default}) {param.help}")
         print("  invariants:")
         for invariant in tracker.invariants:
             print(f"    {invariant.name:22} {invariant.summary}")
+        if tracker.scenarios:
+            print("  scenarios (--scenario NAME):")
+            for sname, scenario in tracker.scenarios.items():
+                print(f"    {sname:18} {scenario.help}")
     return 0

@@ -19,17 +19,19 @@ from multiprocessing.synchronize import SemLock
 from typing import Generic, TypeVar
 
 import numpy as np
+
 from shmstress.core.control import ControlBlock
 from shmstress.core.locks import InstrumentedLock
 from shmstress.core.runtime import Runtime
 from shmstress.core.shm import Arena, SharedArray
+from shmstress.plugin.setup import Ghost, Setup
 from shmstress.record.recorder import Recorder
 
 _T = TypeVar("_T")
 
 _SHARED_TYPES = (
     SharedArray, InstrumentedLock, Runtime, ControlBlock, Arena, Recorder, SemLock, Connection,
-    memoryview, mmap.mmap, types.ModuleType, type,
+    Ghost, Setup, memoryview, mmap.mmap, types.ModuleType, type,
 )
 
 

@@ -24,11 +24,11 @@ from shmstress.core.result import RunResult, Violation
 from shmstress.core.shm import sweep_stale_segments
 from shmstress.core.signals import interruptible
 from shmstress.core.trace import Recording
-from shmstress.core.workers import WorkerInfo
-from shmstress.plugin import check as plugin_check
+from shmstress.core.workers import WorkerInfo, number_workers
 from shmstress.plugin import registry
-from shmstress.plugin.protocol import Tracker
+from shmstress.plugin.probe import probe
 from shmstress.plugin.resolve import resolve
+from shmstress.plugin.tracker import Tracker
 
 
 def prepare(config: RunConfig) -> tuple[RunConfig, type[Tracker], tuple[WorkerInfo, ...]]:
@@ -36,13 +36,9 @@ def prepare(config: RunConfig) -> tuple[RunConfig, type[Tracker], tuple[WorkerIn
     tracker_cls = registry.load(config.tracker)
     config = resolve(config, tracker_cls)
     assert config.variant is not None
-    plugin_check.probe(tracker_cls, config.variant, config.params, config.counts,
-                       strict=True, origin=f"tracker {config.tracker}")
-    workers: list[WorkerInfo] = []
-    for role in tracker_cls.roles:
-        for index in range(config.counts[role]):
-            workers.append(WorkerInfo(len(workers), role, index))
-    return config, tracker_cls, tuple(workers)
+    probe(tracker_cls, config.variant, config.params, config.counts,
+          strict=True, origin=f"tracker {config.tracker}")
+    return config, tracker_cls, number_workers(tracker_cls.roles, config.counts)
 
 
 def session_spec(
@@ -134,7 +130,7 @@ def run_controlled(config: RunConfig, options: ControlledOptions) -> ControlledR
                       for w, pid in zip(workers, pids or (0,) * len(workers), strict=True)),
         crashes=crashes,
         recording=recording,
-        phase_points=failed.phase_changes if failed is not None else (),
+        phase_changes=failed.phase_changes if failed is not None else (),
     )
     return ControlledResult(
         run=run_result,

@@ -17,6 +17,7 @@ from __future__ import annotations
 import contextlib
 import os
 import time
+from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from multiprocessing.connection import Connection
@@ -61,25 +62,25 @@ from shmstress.core.control import (
     FORK,
     L_OWNER,
     L_STRIDE,
+    MAX_LOCKS,
     NO_OWNER,
     PHASE,
-    ControlBlock,
     Phase,
 )
 from shmstress.core.errors import ShmstressError
+from shmstress.core.exit_reason import ExitCode
 from shmstress.core.noise import NoiseConfig
 from shmstress.core.processes import dump_stacks, reap
 from shmstress.core.result import Violation
-from shmstress.core.runtime import Runtime
 from shmstress.core.shm import Arena, ArenaSnapshot
 from shmstress.core.signals import shielded
 from shmstress.core.trace import Recording, Step
 from shmstress.core.workers import WorkerInfo
-from shmstress.plugin.protocol import Tracker
+from shmstress.plugin.assembly import assemble, reset, teardown
+from shmstress.plugin.tracker import Tracker
 from shmstress.plugin.violations import at_rest_violations, recorded_violations
 from shmstress.record.recorder import Recorder
 
-_MAX_LOCKS = 64
 _WAIT_SLICE_S = 0.1
 _RECORDING_ARRAYS = "recording."
 DEADLOCK = "deadlock"  # the invariant name a deadlock is reported under
@@ -88,7 +89,7 @@ DEADLOCK = "deadlock"  # the invariant name a deadlock is reported under
 class WorkerLostError(ShmstressError):
     """A controlled worker died, or stopped answering, in the middle of an execution."""
 
-    exit_code = 4
+    exit_code = ExitCode.BROKEN
 
     def __init__(self, message: str, hung: bool = False) -> None:
         super().__init__(message)
@@ -156,21 +157,18 @@ class Session:
         spec = self.spec
         arena = self._arena
         workers = len(spec.workers)
-        self.channel = Channel(arena, workers, max(_MAX_LOCKS, workers), spec.max_steps)
+        self.channel = Channel(arena, workers, max(MAX_LOCKS, workers), spec.max_steps)
         self.recorder = Recorder(arena, workers, spec.ring_size, spec.max_steps + 1)
-        invariants = spec.tracker_cls.invariants
-        self.control = ControlBlock(arena, workers, 64, _MAX_LOCKS)
-        runtime = Runtime(self.control, [inv.name for inv in invariants], True, spec.checks)
-        for invariant in invariants:
-            runtime.declare_invariant_fields(invariant.name, invariant.fields)
-        runtime.role_workers = {
-            role: tuple(w.worker_id for w in spec.workers if w.role == role)
-            for role in spec.tracker_cls.roles
-        }
-        self.runtime = runtime
-        tracker = spec.tracker_cls(runtime, arena, spec.variant, spec.params)
+        counts = dict(Counter(w.role for w in spec.workers))
+        built = assemble(spec.tracker_cls, spec.variant, spec.params, counts, arena,
+                         checks=spec.checks)
+        assert built.workers == spec.workers, "workers are numbered in one place"
+        self._built = built
+        self.control = built.control
+        self.runtime = built.runtime
+        tracker = built.tracker
         arena.freeze()
-        # The coordinator only asks drained() and final_violations(), which read shared
+        # The coordinator only asks drained() and the checks at rest, which read shared
         # state; its own copy (never touched by a worker) serves every execution.
         self._tracker = tracker
         self._locks = lock_names(tracker)
@@ -179,8 +177,7 @@ class Session:
         )
         self._pinning = contextlib.ExitStack()
         self.pinned_cpu = self._pinning.enter_context(pinned(spec.pin))
-        setup = WorkerSetup(os.getpid(), runtime, tracker, self.channel, self.recorder,
-                            spec.noise_draws)
+        setup = WorkerSetup(os.getpid(), built, self.channel, self.recorder, spec.noise_draws)
         for info in spec.workers:
             receive, send = FORK.Pipe(duplex=False)
             process = FORK.Process(
@@ -202,6 +199,8 @@ class Session:
                     self.channel.set_slot(worker, S_CMD, CMD_EXIT)
                     self.channel.grants[worker].release()
             reap(self._processes, grace=1.0 if self._healthy else 0.2)
+            if hasattr(self, "_built") and self._healthy:
+                teardown(self._built)
             for conn in self._crash_reports:
                 conn.close()
             for process in self._processes:
@@ -281,6 +280,7 @@ class Session:
         channel = self.channel
         execution_seed &= SEED_MASK  # a shared int64 slot carries it to the workers
         self._arena.restore(self._snapshot)
+        reset(self._built)
         globals_ = channel.globals.mv
         globals_[G_STEP] = 0
         globals_[G_EXEC_SEED] = execution_seed
@@ -390,7 +390,7 @@ class Session:
     def _at_rest(self, tracker: Tracker) -> tuple[Violation, ...]:
         spec = self.spec
         return tuple(at_rest_violations(
-            tracker, spec.tracker_cls.invariants, self._workers_seen(), spec.params, spec.checks
+            spec.tracker_cls, tracker, self._workers_seen(), spec.params, spec.checks
         ))
 
     def _deadlock(self, steps: int) -> Violation:

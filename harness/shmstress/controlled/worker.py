@@ -23,12 +23,12 @@ from shmstress.controlled.channel import (
 )
 from shmstress.controlled.gate import ControlledGate
 from shmstress.controlled.local_state import Pristine
-from shmstress.core.control import PHASE, W_POINTS, W_STATE, Phase, WorkerState
+from shmstress.core.control import PHASE, W_POINTS, W_STATE, WorkerState
 from shmstress.core.noise import NoiseConfig, NoiseGate
 from shmstress.core.processes import become_worker
-from shmstress.core.runtime import Runtime, StopRun, worker_rng
+from shmstress.core.runtime import StopRun, worker_rng
 from shmstress.core.workers import WorkerInfo
-from shmstress.plugin.protocol import Tracker
+from shmstress.plugin.assembly import Assembly
 from shmstress.record.recorder import Recorder
 
 
@@ -37,8 +37,7 @@ class WorkerSetup:
     """What every controlled worker inherits through the fork."""
 
     coordinator_pid: int
-    runtime: Runtime
-    tracker: Tracker
+    built: Assembly
     channel: Channel
     recorder: Recorder
     noise_draws: NoiseConfig | None  # repeat a free run's noise draws (replays of free runs)
@@ -47,12 +46,14 @@ class WorkerSetup:
 def controlled_worker_main(setup: WorkerSetup, info: WorkerInfo, crash_report: Connection) -> None:
     become_worker(setup.coordinator_pid)
     me = info.worker_id
-    runtime = setup.runtime
+    built = setup.built
+    runtime = built.runtime
     channel = setup.channel
     control = runtime.control
     gate = ControlledGate(channel, me, control, setup.recorder)
     os.sched_yield = gate.note_yield  # only in this process: a role's yield is a hint
-    pristine = Pristine(setup.tracker)
+    pristine = Pristine(built.tracker)
+    phase_of = built.phases(info.role)
     grant = channel.grants[me]
     globals_ = channel.globals.mv
     phase_cell = control.control.mv
@@ -78,12 +79,11 @@ def controlled_worker_main(setup: WorkerSetup, info: WorkerInfo, crash_report: C
         control.set_worker_slot(me, W_STATE, WorkerState.RUNNING)
         state, crash = FINISHED, ""
         try:
-            role = pristine.fresh().role(info.role, info.index)
-            step = role.step
+            step = built.role(pristine.fresh(), info).step
             while True:
-                phase = phase_cell[PHASE]
+                phase = phase_of(phase_cell[PHASE])
                 slots[phase_slot] = phase
-                if not step(Phase(phase)):
+                if not step(phase):
                     break
         except StopRun:
             state = ABORTED

@@ -1,4 +1,4 @@
-"""A run's configuration, and its validation before any process starts."""
+"""A run's configuration: plain data, resolved against its tracker by ``plugin.resolve``."""
 
 from __future__ import annotations
 
@@ -13,15 +13,18 @@ OUT_ENV = "SHMSTRESS_OUT"
 """Overrides the default directory for repro bundles and logs (the test suite points it at a
 tmp dir; ``tox -e stress`` at the directory the nightly job uploads)."""
 MIN_RING_SIZE = 256  # slots per worker: a record and its continuation slots must fit
-MAX_WORKERS = 256  # every worker is an OS process: a typo like --binders 10000 must not fork
+DEFAULT_RING_SIZE = 16384  # records kept per worker (older ones are counted as lost)
+DEFAULT_TAPE_SIZE = 1 << 20  # points whose schedule is kept for replay
+MAX_WORKERS = 256  # every worker is an OS process: a typo like --workers clerk=10000 must not fork
 
 
 @dataclass(frozen=True)
 class RunConfig:
     """Everything that defines a run; with the seed it is what a rerun needs."""
 
-    tracker: str = "dra"
+    tracker: str  # an installed tracker's name, or path/to/file.py:ClassName
     variant: str | None = None
+    scenario: str | None = None  # a tracker's named scenario; counts and params override it
     counts: Mapping[str, int] = field(default_factory=dict)
     params: Mapping[str, int] = field(default_factory=dict)
     duration: float = 2.0
@@ -34,8 +37,8 @@ class RunConfig:
     max_violations: int = 64
     checks: tuple[str, ...] | None = None  # invariants checked; None: all of the tracker's
     record: bool = True
-    ring_size: int = 16384  # records kept per worker (older ones are counted as lost)
-    tape_size: int = 1 << 20  # points whose schedule is kept for replay
+    ring_size: int = DEFAULT_RING_SIZE
+    tape_size: int = DEFAULT_TAPE_SIZE
 
 
 def default_out() -> str:

@@ -15,6 +15,8 @@ from multiprocessing.synchronize import Lock as MpLock
 from shmstress.core.shm import Arena, SharedArray
 
 FORK = multiprocessing.get_context("fork")
+HARNESS_ARRAYS = "harness."
+"""Name prefix of the control block's arrays: harness bookkeeping, never a tracker's."""
 
 # control array slots
 SEQ = 0
@@ -22,7 +24,7 @@ PHASE = 1
 ABORT = 2
 VIOLATIONS = 3
 T0_NS = 4
-PHASE_POINTS = 5  # points handed out when DRAIN, then STOP, began (+1; 0: not yet)
+PHASE_CHANGES = 5  # points handed out when DRAIN, then STOP, began (+1; 0: not yet)
 _CONTROL_LEN = 8
 
 # per-worker slots
@@ -48,6 +50,8 @@ L_DEPTH = 1
 L_STRIDE = 2
 
 NO_OWNER = -1
+MAX_LOCKS = 64
+"""Instrumented locks per run: the lock table is sized once, before any worker exists."""
 
 
 class Phase(enum.IntEnum):
@@ -81,12 +85,16 @@ class ControlBlock:
     """Shared harness state; created by the coordinator before any worker is forked."""
 
     def __init__(self, arena: Arena, workers: int, max_violations: int, max_locks: int) -> None:
-        self.control: SharedArray = arena.array("harness.control", _CONTROL_LEN)
-        self.workers: SharedArray = arena.array("harness.workers", max(1, workers) * W_STRIDE)
-        self.violations: SharedArray = arena.array(
-            "harness.violations", max(1, max_violations) * V_STRIDE
+        self.control: SharedArray = arena.array(HARNESS_ARRAYS + "control", _CONTROL_LEN)
+        self.workers: SharedArray = arena.array(
+            HARNESS_ARRAYS + "workers", max(1, workers) * W_STRIDE
         )
-        self.lock_table: SharedArray = arena.array("harness.locks", max_locks * L_STRIDE, NO_OWNER)
+        self.violations: SharedArray = arena.array(
+            HARNESS_ARRAYS + "violations", max(1, max_violations) * V_STRIDE
+        )
+        self.lock_table: SharedArray = arena.array(
+            HARNESS_ARRAYS + "locks", max_locks * L_STRIDE, NO_OWNER
+        )
         self.lock_table.np[L_DEPTH::L_STRIDE] = 0
         self.n_workers = workers
         self.max_violations = max(1, max_violations)
@@ -117,14 +125,14 @@ class ControlBlock:
     def set_phase(self, phase: Phase) -> None:
         mv = self.control.mv
         if phase > mv[PHASE]:  # noted so that a replay can switch phases at the same point
-            mv[PHASE_POINTS + phase - 1] = mv[SEQ] + 1
+            mv[PHASE_CHANGES + phase - 1] = mv[SEQ] + 1
         mv[PHASE] = int(phase)
 
     @property
-    def phase_points(self) -> tuple[int, ...]:
+    def phase_changes(self) -> tuple[int, ...]:
         """Points handed out when DRAIN and STOP began, as far as the run got."""
         mv = self.control.mv
-        return tuple(mv[PHASE_POINTS + i] - 1 for i in range(2) if mv[PHASE_POINTS + i])
+        return tuple(mv[PHASE_CHANGES + i] - 1 for i in range(2) if mv[PHASE_CHANGES + i])
 
     @property
     def aborted(self) -> bool:

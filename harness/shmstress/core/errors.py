@@ -6,11 +6,13 @@ and exits with the code of its class, never a traceback.
 
 from __future__ import annotations
 
+from shmstress.core.exit_reason import ExitCode
+
 
 class ShmstressError(Exception):
     """Base of every error shmstress raises on purpose."""
 
-    exit_code = 2
+    exit_code: ExitCode = ExitCode.USAGE
 
 
 class ConfigError(ShmstressError):
@@ -44,13 +46,13 @@ class ArenaFrozenError(SegmentError):
 class WorkerCrashedError(ShmstressError):
     """A worker process died or raised instead of finishing its role."""
 
-    exit_code = 4
+    exit_code = ExitCode.BROKEN
 
 
 class RunTimeoutError(ShmstressError):
     """Workers did not stop within the grace period; their stacks were dumped."""
 
-    exit_code = 4
+    exit_code = ExitCode.BROKEN
 
 
 class BundleError(ConfigError):
@@ -60,4 +62,4 @@ class BundleError(ConfigError):
 class ReplayDivergedError(ShmstressError):
     """A replay could not follow its recorded schedule, so it cannot stand for the recording."""
 
-    exit_code = 3
+    exit_code = ExitCode.NOT_REPRODUCED

@@ -1,8 +1,53 @@
-"""Why a run ended: every run ends with one of these, never with a bare traceback."""
+"""Why a run ended, and the one table of exit codes every command uses.
+
+Every run ends with an ``ExitReason``, never with a bare traceback; every
+command exits with an ``ExitCode``. The CLI's help and the README print the
+table from here.
+"""
 
 from __future__ import annotations
 
 import enum
+
+
+class ExitCode(enum.IntEnum):
+    CLEAN = 0
+    FAILURE = 1
+    USAGE = 2
+    NOT_REPRODUCED = 3
+    BROKEN = 4
+    INTERRUPTED = 130
+
+    def describe(self) -> str:
+        """What the code means, in one phrase."""
+        return _MEANINGS[self][0]
+
+    def advice(self) -> str:
+        """What a nightly job should do with it."""
+        return _MEANINGS[self][1]
+
+
+_MEANINGS = {
+    ExitCode.CLEAN: ("clean: nothing broke (or the bounded search was complete)",
+                     "nothing; keep the report for the trend"),
+    ExitCode.FAILURE: ("an invariant violation or a deadlock was found (replay: reproduced)",
+                       "fail the job and keep the bundle: `shmstress replay` reproduces it"),
+    ExitCode.USAGE: ("usage or configuration error: one line on stderr, nothing started",
+                     "fix the command line or the tracker; nothing ran"),
+    ExitCode.NOT_REPRODUCED: ("a replay diverged, or did not reproduce its violation",
+                              "the bundle no longer stands for the failure: rerun with the "
+                              "seed, or check for nondeterminism"),
+    ExitCode.BROKEN: ("the run itself broke: a worker crashed or hung, or a distributed "
+                      "campaign did not finish its grid",
+                      "fail the job as an infrastructure error; the stacks are in the log"),
+    ExitCode.INTERRUPTED: ("interrupted by Ctrl-C or SIGTERM; workers and segments torn down",
+                           "the job was cancelled; finished trials are kept (campaign --resume)"),
+}
+
+
+def exit_code_table() -> str:
+    """``exit codes: 0 clean: ..., 1 ...``: the help epilog every command prints."""
+    return "exit codes:\n" + "\n".join(f"  {code.value:>3}  {code.describe()}" for code in ExitCode)
 
 
 class ExitReason(enum.Enum):
@@ -22,9 +67,7 @@ class ExitReason(enum.Enum):
         return _DESCRIPTIONS[self]
 
     @property
-    def exit_code(self) -> int:
-        """0 clean, 1 violation or deadlock, 3 a replay diverged, 4 the run itself broke,
-        130 interrupted (as shells do)."""
+    def exit_code(self) -> ExitCode:
         return _EXIT_CODES[self]
 
 
@@ -42,14 +85,14 @@ _DESCRIPTIONS = {
 }
 
 _EXIT_CODES = {
-    ExitReason.DURATION_REACHED: 0,
-    ExitReason.POINTS_REACHED: 0,
-    ExitReason.VIOLATION: 1,
-    ExitReason.WORKER_CRASHED: 4,
-    ExitReason.TIMEOUT: 4,
-    ExitReason.INTERRUPTED: 130,
-    ExitReason.DEADLOCK: 1,
-    ExitReason.EXECUTIONS_DONE: 0,
-    ExitReason.STEP_BOUND: 0,
-    ExitReason.DIVERGED: 3,
+    ExitReason.DURATION_REACHED: ExitCode.CLEAN,
+    ExitReason.POINTS_REACHED: ExitCode.CLEAN,
+    ExitReason.VIOLATION: ExitCode.FAILURE,
+    ExitReason.WORKER_CRASHED: ExitCode.BROKEN,
+    ExitReason.TIMEOUT: ExitCode.BROKEN,
+    ExitReason.INTERRUPTED: ExitCode.INTERRUPTED,
+    ExitReason.DEADLOCK: ExitCode.FAILURE,
+    ExitReason.EXECUTIONS_DONE: ExitCode.CLEAN,
+    ExitReason.STEP_BOUND: ExitCode.CLEAN,
+    ExitReason.DIVERGED: ExitCode.NOT_REPRODUCED,
 }

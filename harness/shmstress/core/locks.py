@@ -55,10 +55,12 @@ class InstrumentedLock:
             self._lock.release()
 
     def held(self, label: str, **fields: object) -> _Held:
-        """``with lock.held("copy allocated devices"):`` names the point for logs and replay."""
+        """``with lock.held("copy allocated devices") as seq:`` names the point for logs and
+        replay; ``seq`` is its sequence number (where an operation began, for a violation to
+        carry). A nested acquire is no point: it gives the worker's latest point's number."""
         return _Held(self, label, fields)
 
-    def __enter__(self) -> InstrumentedLock:
+    def __enter__(self) -> int:
         return _Held(self, None, {}).__enter__()
 
     def __exit__(
@@ -87,7 +89,7 @@ class _Held:
         self._label = label
         self._fields = fields
 
-    def __enter__(self) -> InstrumentedLock:
+    def __enter__(self) -> int:
         lock = self._lock
         runtime = lock._runtime
         table = lock._table
@@ -96,14 +98,13 @@ class _Held:
             log = runtime.log_sink
             if self._label is not None and log is not None:
                 log(runtime.last_seq, runtime.worker_id, self._label, 0, self._fields)
-            return lock
+            return runtime.last_seq
         label = self._label or lock.label
         runtime.before_acquire(label, lock.slot)
         lock._lock.acquire()
         table[lock._owner] = runtime.worker_id
         table[lock._depth] = 1
-        runtime.commit_point(label, self._fields)
-        return lock
+        return runtime.commit_point(label, self._fields)
 
     def __exit__(
         self,

@@ -6,7 +6,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
 from shmstress.core.config import RunConfig
-from shmstress.core.exit_reason import ExitReason
+from shmstress.core.exit_reason import ExitCode, ExitReason
 from shmstress.core.trace import Recording
 from shmstress.core.workers import WorkerInfo
 
@@ -66,7 +66,7 @@ class RunResult:
     drain_timed_out: bool = False
     forced_pids: tuple[int, ...] = ()
     recording: Recording | None = None
-    phase_points: tuple[int, ...] = ()  # points handed out when DRAIN, then STOP, began
+    phase_changes: tuple[int, ...] = ()  # points handed out when DRAIN, then STOP, began
 
     @property
     def points_per_s(self) -> float:
@@ -77,8 +77,10 @@ class RunResult:
         return principal(self.violations)
 
     @property
-    def exit_code(self) -> int:
-        if self.exit_reason in (ExitReason.INTERRUPTED, ExitReason.WORKER_CRASHED,
-                                ExitReason.TIMEOUT, ExitReason.DIVERGED):
-            return self.exit_reason.exit_code
-        return 1 if self.violation_count else 0
+    def exit_code(self) -> ExitCode:
+        """The exit reason's code, except that a violation found before the run ended cleanly
+        (or was cut short by its own stop) is a failure."""
+        code = self.exit_reason.exit_code
+        if code in (ExitCode.CLEAN, ExitCode.FAILURE):
+            return ExitCode.FAILURE if self.violation_count else ExitCode.CLEAN
+        return code

@@ -8,6 +8,7 @@ test drive several roles in one process by re-attaching.
 
 from __future__ import annotations
 
+import os
 import random
 from collections.abc import Sequence
 
@@ -126,6 +127,19 @@ class Runtime:
         """Mark a step that touches shared state without a lock; returns its sequence number."""
         self.before_point(label)
         return self.commit_point(label, fields)
+
+    def idle(self) -> bool:
+        """What a step returns when its role has nothing to do yet: yield, then go on.
+
+        The yield is the rule for controlled mode: there one worker runs at a
+        time, and PCT keeps running the highest-priority worker until it yields,
+        so a role that spins without yielding starves the worker it waits for
+        until the execution hits ``--max-steps``. In free mode it is a plain
+        ``os.sched_yield``. The step must still have made a point (the read that
+        found nothing to do).
+        """
+        os.sched_yield()  # looked up at call time: controlled workers replace it with a hint
+        return True
 
     def log(self, message: str, level: str = "I", **fields: object) -> None:
         """A log line that is not a point: no scheduling decision, no sequence number.

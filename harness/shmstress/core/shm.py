@@ -22,6 +22,7 @@ from pathlib import Path
 
 import numpy as np
 import psutil
+
 from shmstress.core.errors import ArenaFrozenError, SegmentError
 
 SHM_DIR = Path("/dev/shm")

@@ -35,6 +35,7 @@ class InterruptFlag:
 
     fired: bool = False
     armed: bool = True
+    signal: int = 0  # the latest signal that came
 
     def check(self) -> None:
         """Raise ``Interrupted`` if a signal came while its exception could not propagate."""
@@ -50,6 +51,7 @@ class _Handler:
 
     def __call__(self, signum: int, frame: FrameType | None) -> None:
         self.flag.fired = True
+        self.flag.signal = signum
         if self.flag.armed:
             raise Interrupted
 

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 
 @dataclass(frozen=True)
 class WorkerInfo:
-    """Who a worker is, for messages: ``gatherer #1 (pid 18778)``."""
+    """Who a worker is, for messages: ``clerk #1 (pid 18778)``."""
 
     worker_id: int
     role: str
@@ -35,8 +35,19 @@ def number_workers(roles: Iterable[str], counts: Mapping[str, int]) -> tuple[Wor
 
 
 def describe_worker(worker: int, workers: Sequence[WorkerInfo]) -> str:
-    """``binder #2 (pid 18779)`` for a worker id from a violation's fields; an id the run does
+    """``clerk #2 (pid 18779)`` for a worker id from a violation's fields; an id the run does
     not know (a missing field's -1) reads ``worker -1`` rather than raising in ``render``."""
     if 0 <= worker < len(workers):
         return workers[worker].describe()
     return f"worker {worker}"
+
+
+class Workers(tuple[WorkerInfo, ...]):
+    """The workers of a run, numbered by id; ``describe`` names one for a message."""
+
+    __slots__ = ()
+
+    def describe(self, worker: int) -> str:
+        """``clerk #2 (pid 18779)`` for a worker id from a violation's fields; an id the run
+        does not know (a missing field's -1) reads ``worker -1`` rather than raising."""
+        return describe_worker(worker, self)

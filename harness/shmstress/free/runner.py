@@ -20,20 +20,19 @@ from shmstress.core.control import FORK, W_PID, W_POINTS, W_STATE, ControlBlock,
 from shmstress.core.exit_reason import ExitReason
 from shmstress.core.processes import dump_stacks, reap
 from shmstress.core.result import RunResult
-from shmstress.core.runtime import Runtime
 from shmstress.core.shm import Arena, sweep_stale_segments
 from shmstress.core.signals import InterruptFlag, interruptible, shielded
-from shmstress.core.workers import WorkerInfo
+from shmstress.core.workers import WorkerInfo, number_workers
 from shmstress.free.worker import worker_main
-from shmstress.plugin import check as plugin_check
 from shmstress.plugin import registry
-from shmstress.plugin.protocol import Tracker
+from shmstress.plugin.assembly import Assembly, assemble, teardown
+from shmstress.plugin.probe import probe
 from shmstress.plugin.resolve import resolve
+from shmstress.plugin.tracker import Tracker
 from shmstress.plugin.violations import at_rest_violations, recorded_violations
 from shmstress.record.recorder import Recorder
 
 _POLL_S = 0.005
-_MAX_LOCKS = 64
 
 ProgressFn = Callable[[float, int], None]
 
@@ -49,39 +48,30 @@ def run(config: RunConfig, progress: ProgressFn | None = None) -> RunResult:
     tracker_cls = registry.load(config.tracker)
     config = resolve(config, tracker_cls)
     assert config.seed is not None and config.variant is not None
-    plugin_check.probe(tracker_cls, config.variant, config.params, config.counts,
-                       origin=f"tracker {config.tracker}")
+    probe(tracker_cls, config.variant, config.params, config.counts,
+          origin=f"tracker {config.tracker}")
     sweep_stale_segments()
     t0 = time.monotonic()
-    workers = _assign_workers(config, tracker_cls)
     arena = Arena()
     started = _Started([], [])
     recorder: Recorder | None = None
     with interruptible() as interrupt:
         try:
-            control = ControlBlock(arena, len(workers), config.max_violations, _MAX_LOCKS)
-            runtime = Runtime(
-                control,
-                [inv.name for inv in tracker_cls.invariants],
-                config.stop_on_first,
-                config.checks,
-            )
-            for invariant in tracker_cls.invariants:
-                runtime.declare_invariant_fields(invariant.name, invariant.fields)
             if config.record:
-                recorder = Recorder(arena, len(workers), config.ring_size, config.tape_size)
-                runtime.sink = recorder.record
-                runtime.log_sink = recorder.log
-            runtime.role_workers = {
-                role: tuple(w.worker_id for w in workers if w.role == role)
-                for role in tracker_cls.roles
-            }
-            tracker = tracker_cls(runtime, arena, config.variant, config.params)
+                workers = len(number_workers(tracker_cls.roles, config.counts))
+                recorder = Recorder(arena, workers, config.ring_size, config.tape_size)
+            built = assemble(tracker_cls, config.variant, config.params, config.counts, arena,
+                             max_violations=config.max_violations,
+                             stop_on_violation=config.stop_on_first, checks=config.checks)
+            if recorder is not None:
+                built.runtime.sink = recorder.record
+                built.runtime.log_sink = recorder.log
             arena.freeze()
+            control = built.control
             try:
-                _start(config, runtime, tracker, workers, started)
+                _start(config, built, started)
                 reason, drain_timed_out = _watch(
-                    config, control, tracker, started, t0, progress, interrupt
+                    config, control, built.tracker, started, t0, progress, interrupt
                 )
             except KeyboardInterrupt:
                 control.abort()
@@ -89,12 +79,10 @@ def run(config: RunConfig, progress: ProgressFn | None = None) -> RunResult:
             with shielded():
                 forced = reap(started.processes, grace=0.5 if reason.exit_code else 2.0)
             elapsed = time.monotonic() - t0
-            result = _result(
-                config, tracker_cls, tracker, control, workers, started, reason,
-                drain_timed_out, forced, elapsed,
-            )
+            result = _result(config, built, started, reason, drain_timed_out, forced, elapsed)
             if recorder is not None:
                 result = replace(result, recording=recorder.collect(result.points))
+            teardown(built)
             return result
         finally:
             with shielded():
@@ -114,29 +102,15 @@ def _release(started: _Started, recorder: Recorder | None, arena: Arena) -> None
     arena.close()
 
 
-def _assign_workers(config: RunConfig, tracker: type[Tracker]) -> list[WorkerInfo]:
-    workers: list[WorkerInfo] = []
-    for role in tracker.roles:
-        for index in range(config.counts[role]):
-            workers.append(WorkerInfo(len(workers), role, index))
-    return workers
-
-
-def _start(
-    config: RunConfig,
-    runtime: Runtime,
-    tracker: Tracker,
-    workers: list[WorkerInfo],
-    started: _Started,
-) -> None:
+def _start(config: RunConfig, built: Assembly, started: _Started) -> None:
     assert config.seed is not None
     me = os.getpid()
-    for info in workers:
+    for info in built.workers:
         receive, send = FORK.Pipe(duplex=False)
         process = FORK.Process(
             target=worker_main,
             name=f"shmstress-{info.role}-{info.index + 1}",
-            args=(me, runtime, tracker, info, config.seed, config.noise, send),
+            args=(me, built, info, config.seed, config.noise, send),
             daemon=True,
         )
         process.start()
@@ -200,21 +174,20 @@ def _watch(
 
 def _result(
     config: RunConfig,
-    tracker_cls: type[Tracker],
-    tracker: Tracker,
-    control: ControlBlock,
-    workers: list[WorkerInfo],
+    built: Assembly,
     started: _Started,
     reason: ExitReason,
     drain_timed_out: bool,
     forced: list[int],
     elapsed: float,
 ) -> RunResult:
+    control = built.control
+    workers = built.workers
     workers_seen = tuple(
         WorkerInfo(w.worker_id, w.role, w.index, control.worker_slot(w.worker_id, W_PID))
         for w in workers
     )
-    invariants = tracker_cls.invariants
+    invariants = built.tracker_cls.invariants
     violations = recorded_violations(
         control, invariants, workers_seen, config.params, t0_ns=control.t0_ns
     )
@@ -224,7 +197,7 @@ def _result(
         control.worker_slot(w.worker_id, W_STATE) == WorkerState.FINISHED for w in workers
     ):
         found = at_rest_violations(
-            tracker, invariants, workers_seen, config.params, config.checks
+            built.tracker_cls, built.tracker, workers_seen, config.params, config.checks
         )
         count += len(found)
         violations += found[: max(0, config.max_violations - len(violations))]
@@ -255,5 +228,5 @@ def _result(
         crashes=tuple(crashes),
         drain_timed_out=drain_timed_out,
         forced_pids=tuple(forced),
-        phase_points=control.phase_points,
+        phase_changes=control.phase_changes,
     )

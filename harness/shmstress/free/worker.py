@@ -7,24 +7,24 @@ import sys
 import traceback
 from multiprocessing.connection import Connection
 
-from shmstress.core.control import W_PID, W_POINTS, W_STATE, Phase, WorkerState
+from shmstress.core.control import W_PID, W_POINTS, W_STATE, WorkerState
 from shmstress.core.noise import NoiseConfig
 from shmstress.core.processes import become_worker
-from shmstress.core.runtime import Runtime, StopRun
+from shmstress.core.runtime import StopRun
 from shmstress.core.workers import WorkerInfo
-from shmstress.plugin.protocol import Tracker
+from shmstress.plugin.assembly import Assembly
 
 
 def worker_main(
     coordinator_pid: int,
-    runtime: Runtime,
-    tracker: Tracker,
+    built: Assembly,
     info: WorkerInfo,
     seed: int,
     noise: NoiseConfig,
     report: Connection,
 ) -> None:
     become_worker(coordinator_pid)
+    runtime = built.runtime
     control = runtime.control
     runtime.attach(info.worker_id, seed, noise)
     me = info.worker_id
@@ -34,9 +34,9 @@ def worker_main(
     crash = ""
     phase_cell = control.control.mv
     try:
-        role = tracker.role(info.role, info.index)
-        step = role.step
-        while step(Phase(phase_cell[1])):  # control.PHASE
+        step = built.role(built.tracker, info).step
+        phase = built.phases(info.role)
+        while step(phase(phase_cell[1])):  # control.PHASE
             pass
     except StopRun:
         state = WorkerState.ABORTED

@@ -13,8 +13,8 @@ from importlib.metadata import entry_points
 from pathlib import Path
 
 from shmstress.core.errors import PluginError, UnknownTrackerError
-from shmstress.plugin.check import check_class, one_line
-from shmstress.plugin.protocol import Tracker
+from shmstress.plugin.class_check import check_class, one_line
+from shmstress.plugin.tracker import Tracker
 
 ENTRY_POINT_GROUP = "shmstress.trackers"
 
@@ -27,7 +27,7 @@ def available() -> dict[str, str]:
 def load(spec: str) -> type[Tracker]:
     """A checked tracker class from an installed name or ``file.py:ClassName``.
 
-    The class attributes are validated here (``plugin_check.check_class``), so
+    The class attributes are validated here (``class_check.check_class``), so
     a malformed plugin fails with one line before anything is built.
     """
     if ":" in spec and spec.split(":", 1)[0].endswith(".py"):
@@ -52,6 +52,9 @@ def _load_from_path(spec: str) -> object:
     path = Path(path_text)
     if not path.is_file():
         raise UnknownTrackerError(f"tracker file {path} does not exist")
+    folder = str(path.resolve().parent)
+    if folder not in sys.path:  # the tracker's sibling modules import as they would next to it
+        sys.path.insert(0, folder)
     module_name = _module_name(path)
     module_spec = importlib.util.spec_from_file_location(module_name, path)
     if module_spec is None or module_spec.loader is None:

@@ -11,8 +11,8 @@ import secrets
 from dataclasses import replace
 
 from shmstress.core.config import MAX_WORKERS, MIN_RING_SIZE, RunConfig
-from shmstress.core.errors import ConfigError, UnknownVariantError
-from shmstress.plugin.protocol import Tracker
+from shmstress.core.errors import ConfigError, PluginError, UnknownVariantError
+from shmstress.plugin.tracker import Scenario, Tracker
 
 
 def resolve(config: RunConfig, tracker: type[Tracker]) -> RunConfig:
@@ -24,14 +24,23 @@ def resolve(config: RunConfig, tracker: type[Tracker]) -> RunConfig:
             f"tracker {tracker.name} has no variant {variant!r}; "
             f"choose from {', '.join(tracker.variants)}"
         )
+    scenario = Scenario("")
+    if config.scenario is not None:
+        found = tracker.scenarios.get(config.scenario)
+        if found is None:
+            names = ", ".join(tracker.scenarios) or "none"
+            raise ConfigError(f"tracker {tracker.name} has no scenario {config.scenario!r}; "
+                              f"its scenarios: {names}")
+        scenario = found
+    config = replace(config, counts={**scenario.workers, **config.counts},
+                     params={**scenario.params, **config.params})
     unknown_roles = sorted(set(config.counts) - set(tracker.roles))
     if unknown_roles:
         problems.append(
             f"tracker {tracker.name} has no role {', '.join(unknown_roles)}; "
             f"its roles are {', '.join(tracker.roles)}"
         )
-    counts = {role: config.counts.get(role, tracker.default_counts.get(role, 1))
-              for role in tracker.roles}
+    counts = {role: config.counts.get(role, spec.count) for role, spec in tracker.roles.items()}
     problems += [f"--workers {role}=N must be >= 1, got {n}" for role, n in counts.items() if n < 1]
     if sum(counts.values()) > MAX_WORKERS:
         problems.append(
@@ -48,6 +57,12 @@ def resolve(config: RunConfig, tracker: type[Tracker]) -> RunConfig:
         problem = tracker.parameters[name].problem(f"--param {name}", value)
         if problem:
             problems.append(problem)
+    if not problems:
+        try:
+            problems += tracker.param_problems(params)
+        except Exception as exc:
+            raise PluginError(f"tracker {tracker.name}: param_problems() raised "
+                              f"{type(exc).__name__}: {exc}") from exc
     if not (config.duration > 0 and math.isfinite(config.duration)):
         problems.append(f"--duration must be a finite number > 0 of seconds, got {config.duration}")
     if config.max_points is not None and config.max_points < 1:

@@ -14,8 +14,9 @@ from collections.abc import Mapping, Sequence
 from shmstress.core.control import ControlBlock
 from shmstress.core.errors import PluginError
 from shmstress.core.result import Violation
-from shmstress.core.workers import WorkerInfo
-from shmstress.plugin.protocol import Invariant, Tracker
+from shmstress.core.workers import WorkerInfo, Workers
+from shmstress.plugin.assembly import found_at_rest
+from shmstress.plugin.tracker import Invariant, Tracker
 
 
 def recorded_violations(
@@ -43,35 +44,28 @@ def recorded_violations(
 
 
 def at_rest_violations(
+    tracker_cls: type[Tracker],
     tracker: Tracker,
-    invariants: Sequence[Invariant],
     workers: Sequence[WorkerInfo],
     params: Mapping[str, int],
     checks: Sequence[str] | None,
 ) -> list[Violation]:
-    """The tracker's checks at rest (every worker gone), limited to ``checks`` if given."""
-    by_name = {inv.name: inv for inv in invariants}
-    try:
-        found = tracker.final_violations()
-    except Exception as exc:
-        raise PluginError(
-            f"tracker {type(tracker).__name__}: final_violations() raised "
-            f"{type(exc).__name__}: {exc}"
-        ) from exc
+    """The invariants' checks at rest (every worker gone), limited to ``checks`` if given."""
+    by_name = {inv.name: inv for inv in tracker_cls.invariants}
     violations = []
-    for violation in found:
-        if checks is not None and violation.invariant not in checks:
+    for found in found_at_rest(tracker_cls, tracker):
+        if checks is not None and found.invariant not in checks:
             continue
-        invariant = by_name.get(violation.invariant)
+        invariant = by_name.get(found.invariant)
         if invariant is None:
             raise PluginError(
-                f"tracker {type(tracker).__name__}: final_violations() reported "
-                f"{violation.invariant!r}, which is not one of its invariants"
+                f"tracker {tracker_cls.name}: check_at_rest() reported "
+                f"{found.invariant!r}, which is not one of its invariants"
             )
         violations.append(Violation(
-            invariant=violation.invariant,
-            message=_render(invariant, violation.fields, workers, params),
-            fields=dict(violation.fields),
+            invariant=found.invariant,
+            message=_render(invariant, found.fields, workers, params),
+            fields=dict(found.fields),
             worker=None,
             seq=None,
             elapsed_s=None,
@@ -87,7 +81,7 @@ def _render(
     params: Mapping[str, int],
 ) -> str:
     try:
-        return invariant.render(fields, workers, params)
+        return invariant.render(fields, Workers(workers), params)
     except Exception as exc:
         raise PluginError(
             f"invariant {invariant.name!r} render() raised {type(exc).__name__}: {exc} "

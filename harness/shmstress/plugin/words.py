@@ -3,14 +3,15 @@
 Records hold only ints and interned strings; what ``claim=553`` means, which
 points matter at which verbosity, and how a step reads in an explanation
 ("copies allocated devices") only the tracker knows. A tracker that wants
-readable logs defines a classmethod ``log_words(params) -> LogWords``
-(usually a subclass of ``LogWords``); one that does not gets these defaults,
+readable logs overrides the classmethod ``words(params) -> Words``
+(returning a subclass of ``Words``); one that does not gets these defaults,
 which render every point as its label with its fields as recorded.
 
-The explanation is built by the harness (``harness.explain``) from the
-recorded steps; the tracker contributes only words and three small facts
-about its own model: which objects a step names (``subjects``), what a step
-makes true (``effects``), and what a violation is about (``scope``). A fact
+The explanation is built by the harness (``shmstress.analysis``) from the
+recorded steps; the tracker contributes only words and two small facts
+about its own model: which objects a step names (``subjects``) and what a
+step makes true (``effects``). What a violation is about is its invariant's
+``scope``. A fact
 listed in ``holdings`` is one a worker holds until it finishes a step (an
 event popped and not yet delivered): the harness names that worker, and
 reaches back to where it began holding, when a failure's objects are held.
@@ -25,9 +26,6 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import ClassVar
-
-from shmstress.core.errors import PluginError
-from shmstress.plugin.protocol import Tracker
 
 Subject = tuple[str, int]
 """An object of the tracker's model as (kind, id): ``("claim", 553)``."""
@@ -61,7 +59,7 @@ class Scope:
     names: Mapping[Subject, str] = field(default_factory=dict)
 
 
-class LogWords:
+class Words:
     """Defaults for a tracker without words of its own; override any method."""
 
     logger: str = "shmstress"
@@ -69,7 +67,7 @@ class LogWords:
     """Facts ``effects`` can set, in the order the initial state lists them."""
     holdings: tuple[str, ...] = ()
     """Facts held by the worker that set them, worded to sit between the worker and the
-    object: "informer #1 (pid 7) <holds the popped event of> claim 3"."""
+    object: "reader #1 (pid 7) <holds the popped event of> item 3"."""
     kinds: ClassVar[Mapping[str, str]] = {}
     """Field key -> kind of the object it names, where the two differ."""
     related: ClassVar[Mapping[str, tuple[str, ...]]] = {}
@@ -119,26 +117,23 @@ class LogWords:
         """Facts of ``subject`` when the run starts (used only if no record was overwritten)."""
         return {}
 
-    def scope(self, invariant: str, fields: Mapping[str, int]) -> Scope:
-        return Scope(subjects=tuple(fields.items()))
-
     def name(self, subject: Subject) -> str:
         return f"{subject[0]} {subject[1]}"
 
-    def outcome(self, invariant: str, fields: Mapping[str, int]) -> str | None:
-        """The ``=> what broke`` line; None: the violation's own message."""
-        return None
+    def labels(self) -> frozenset[str]:
+        """The point and log labels these words know (``shmstress check`` warns about any
+        that no probe reached: a label misspelt here or renamed in the tracker)."""
+        return frozenset(self.verbosities)
 
 
-def words_for(tracker: type[Tracker], params: Mapping[str, int]) -> LogWords:
-    """The tracker's words if it defines ``log_words``, else the defaults."""
-    hook: Callable[[Mapping[str, int]], object] | None = getattr(tracker, "log_words", None)
-    if hook is None:
-        return LogWords()
-    words = hook(params)
-    if not isinstance(words, LogWords):
-        raise PluginError(
-            f"tracker {tracker.name}: log_words must return a LogWords, "
-            f"got {type(words).__name__}"
-        )
-    return words
+@dataclass(frozen=True)
+class Raw:
+    """A field value that is already rendered and must appear as is in a klog line.
+
+    Some values read best in a notation of their own, like ``<types.UID>: a84d...``
+    in the reference log or a JSON list of names; quoting them would hide that they
+    are not plain strings. Raw text with a line break is shown as a multi-line value,
+    because a bare line break would end the event.
+    """
+
+    text: str

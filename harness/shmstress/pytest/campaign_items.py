@@ -15,6 +15,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
+import pytest
 from shmstress.campaign.bundles import BundleKeeper
 from shmstress.campaign.grid import GridSpec, TrialSpec, expand
 from shmstress.campaign.runner import utc_now
@@ -23,8 +24,6 @@ from shmstress.core.exit_reason import ExitReason
 from shmstress.pytest.cpu_slots import xdist_cpu_slot
 from shmstress.pytest.stress_runner import TRIAL_PROPERTY
 from shmstress.testing.verdict import judge, render_verdict
-
-import pytest
 
 
 class StressCheckFailedError(Exception):
@@ -59,12 +58,12 @@ class CampaignTrialItem(pytest.Item):
         shown: str | None = None
         if ran.bundle is not None:
             recorded, shown = self.bundles.keep(ran.bundle, trial.campaign, self.user_properties)
-        artifacts = ran.artifacts(recorded)
-        record = campaign_record(trial, ran, started_at, artifacts)
+        report = ran.report(recorded)
+        record = campaign_record(trial, ran, started_at, report)
         self.user_properties.append((TRIAL_PROPERTY, json.dumps(record, default=str)))
         outcome = record["outcome"]
         if outcome == "error" or (self.expect_clean and outcome == "violation"):
-            verdict = judge(ran, "clean", replace(artifacts, bundle=shown))
+            verdict = judge(ran, "clean", replace(report, bundle=shown))
             raise StressCheckFailedError(render_verdict(verdict))
 
     def repr_failure(

@@ -18,7 +18,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 CORES_PER_RUN = 4
-"""Busy processes of one default DRA run (2 binders, 1 informer, 1 gatherer)."""
+"""Busy processes of one default DRA run (four workers, one process each)."""
 
 
 def usable_cores() -> int:

@@ -23,6 +23,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import pytest
 from shmstress.campaign.bundles import BUNDLE_PROPERTY, BundleKeeper, write_carried
 from shmstress.campaign.grid import GridSpec, new_campaign_id
 from shmstress.campaign.results_file import ResultsFile
@@ -32,8 +33,6 @@ from shmstress.core.plurals import counted
 from shmstress.pytest.campaign_items import campaign_items
 from shmstress.pytest.cpu_slots import default_slots, xdist_cpu_slot, xdist_slot_directory
 from shmstress.pytest.stress_runner import TRIAL_PROPERTY, StressOptions, StressRunner
-
-import pytest
 
 MARKER_LINE = (
     "stress: runs real worker processes against a shmstress tracker (slower; takes a CPU slot "
@@ -209,7 +208,8 @@ class TrialRecorder:
     def pytest_sessionfinish(self, session: pytest.Session) -> None:
         if not self.results.path.exists():
             return
-        from shmstress.reports import ResultsFormatError, build_report
+        from shmstress.reports.report import build_report
+        from shmstress.reports.results import ResultsFormatError
 
         try:
             self.index = build_report([self.results.path], self.report_dir).index_html

@@ -11,6 +11,7 @@ import json
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, replace
 
+import pytest
 from shmstress.campaign.bundles import BundleKeeper
 from shmstress.campaign.record import result_config_key, trial_record
 from shmstress.campaign.trial import run_free
@@ -18,8 +19,6 @@ from shmstress.core.config import DEFAULT_NOISE, RunConfig
 from shmstress.core.noise import NoiseConfig
 from shmstress.core.result import RunResult
 from shmstress.testing.verdict import Expectation, judge, meets, render_verdict
-
-import pytest
 
 TRIAL_PROPERTY = "shmstress_trial"
 """``user_properties`` key that carries a trial record from an xdist worker to the controller."""
@@ -89,19 +88,19 @@ class StressRunner:
             recorded, shown = self.bundles.keep(
                 ran.bundle, self.options.campaign, self.user_properties, tag
             )
-        artifacts = ran.artifacts(recorded)
+        report = ran.report(recorded)
         if self.options.record:
             record = trial_record(
                 result,
                 campaign=self.options.campaign,
                 trial=run_index,
                 started_at=started_at,
-                artifacts=artifacts,
+                report=report,
                 key=result_config_key(result, params=params),
                 extra={"test": self.test_id},
             )
             self.user_properties.append((TRIAL_PROPERTY, json.dumps(record, default=str)))
         if not ok:
-            verdict = judge(ran, expect, replace(artifacts, bundle=shown))
+            verdict = judge(ran, expect, replace(report, bundle=shown))
             pytest.fail(render_verdict(verdict, self.test_id), pytrace=False)
         return result

@@ -59,6 +59,7 @@ from types import FrameType
 from typing import Any
 
 import numpy as np
+
 from shmstress.core.control import FORK
 from shmstress.core.errors import RecordFieldError
 from shmstress.core.shm import Arena, SharedArray
@@ -210,6 +211,11 @@ class Recorder:
         counts[1] = end
         counts[0] = ident + 1  # last: another process syncs only complete entries
         return ident
+
+    def labels_seen(self) -> frozenset[str]:
+        """Every point and log label recorded at a call site so far (not field values)."""
+        return frozenset(label.text for ident in range(self.string_count.mv[0])
+                         if (label := self._decode_string(ident)).line >= 0)
 
     def label(self, ident: int) -> Label:
         """The interned string ``ident`` (the controlled-mode coordinator reads parked labels)."""

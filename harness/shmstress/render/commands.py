@@ -7,9 +7,6 @@ import shlex
 from shmstress.core.config import RunConfig
 from shmstress.core.noise import NOISE_KINDS, NoiseConfig
 
-_ROLE_FLAGS = {"binder": "--binders", "informer": "--informers", "gatherer": "--gatherers"}
-_PARAM_FLAGS = {"nodes": "--nodes", "devices-per-node": "--devices-per-node"}
-
 
 def run_command(config: RunConfig) -> str:
     """``shmstress run ...`` with every option that shapes the run, seed included."""
@@ -17,11 +14,9 @@ def run_command(config: RunConfig) -> str:
     if config.variant:
         args += ["--variant", config.variant]
     for role, count in config.counts.items():
-        flag = _ROLE_FLAGS.get(role)
-        args += [flag, str(count)] if flag else ["--workers", f"{role}={count}"]
+        args += ["--workers", f"{role}={count}"]
     for name, value in config.params.items():
-        flag = _PARAM_FLAGS.get(name)
-        args += [flag, str(value)] if flag else ["--param", f"{name}={value}"]
+        args += ["--param", f"{name}={value}"]
     args += ["--duration", f"{config.duration:g}"]
     if config.max_points is not None:
         args += ["--points", str(config.max_points)]

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import textwrap
 
-from shmstress.analysis.explain import Explanation
+from shmstress.analysis.story import Explanation
 
 
 def render_explanation(explanation: Explanation, indent: str = "") -> str:

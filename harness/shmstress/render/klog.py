@@ -10,7 +10,7 @@ Layout of one event (the ktesting header with the worker pid added)::
     <file>:<line>: <L><mmdd> <hh:mm:ss.uuuuuu> <pid>] <logger>: <message> <key>=<value> ...
 
 Pid column: one separating space, then the pid right-aligned in ``PID_WIDTH`` (7) characters,
-as DESIGN.md section 4 specifies (three spaces before a five-digit pid; 7 digits hold Linux's
+(three spaces before a five-digit pid; 7 digits hold Linux's
 largest pid). The commit message the style comes from shows wider padding, an artefact of its
 indentation and not of klog. A pid longer than the width widens the column but keeps the
 separating space, so the header still parses.
@@ -31,6 +31,8 @@ import unicodedata
 from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import datetime, tzinfo
+
+from shmstress.plugin.words import Raw
 
 __all__ = [
     "LEVELS",
@@ -95,18 +97,6 @@ _WORDS: tuple[tuple[str, object], ...] = (
 )
 
 _JSON_DECODER = json.JSONDecoder()
-
-
-@dataclass(frozen=True)
-class Raw:
-    """A value that is already rendered and must appear as is.
-
-    Some values read best in a notation of their own, like ``<types.UID>: a84d...`` in the
-    reference log; quoting them would hide that they are not plain strings. Raw text with a line
-    break is shown as a multi-line value, because a bare line break would end the event.
-    """
-
-    text: str
 
 
 @dataclass(frozen=True)

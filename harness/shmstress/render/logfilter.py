@@ -21,7 +21,8 @@ from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 
 from shmstress.core.errors import ConfigError
-from shmstress.render.klog import ParsedLine, Raw, parse_line
+from shmstress.plugin.words import Raw
+from shmstress.render.klog import ParsedLine, parse_line
 
 _TRAILING_NUMBER = re.compile(r"([0-9]+)$")
 _SHOWN_CANDIDATES = 5

@@ -19,24 +19,18 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
-from shmstress.analysis.explain import holding_steps
-from shmstress.analysis.focus import Focus, focus, merged, tracker_words, words_of
-from shmstress.core.errors import ConfigError
-from shmstress.core.result import RunResult, Violation
+from shmstress.analysis.focus import merged
+from shmstress.analysis.snippet import Snippet
+from shmstress.core.files import replaced_atomically
+from shmstress.core.result import RunResult
 from shmstress.core.trace import LEVELS, Record, Recording
 from shmstress.core.workers import describe_worker
-from shmstress.plugin.words import MAX_VERBOSITY, LogWords
+from shmstress.plugin.wording import wording_by_name
+from shmstress.plugin.words import MAX_VERBOSITY, Words
 from shmstress.render.klog import KlogEvent, ParsedLine, format_event
 
-SNIPPET_VERBOSITY = 1
-"""The snippet shows upstream-style messages and other changes of shared state."""
-
-SNIPPET_LEAD = 3
-"""Events of the involved objects shown from before the window: how the initial state arose."""
-
-SNIPPET_MAX_LINES = 60
-
 CUT = "..."
+"""Where a snippet left lines out."""
 
 HARNESS_LOGGER = "shmstress"
 RUN_HEADER = "Recorded run"
@@ -52,7 +46,7 @@ class Entry:
     verbosity: int
 
 
-def entries(recording: Recording, words: LogWords) -> list[Entry]:
+def entries(recording: Recording, words: Words) -> list[Entry]:
     """Every point and log call, merged in global order."""
     levels: dict[int, int] = {}
     found: list[Entry] = []
@@ -64,7 +58,7 @@ def entries(recording: Recording, words: LogWords) -> list[Entry]:
     return found
 
 
-def to_event(result: RunResult, words: LogWords, record: Record) -> KlogEvent:
+def to_event(result: RunResult, words: Words, record: Record) -> KlogEvent:
     assert result.recording is not None
     recording = result.recording
     label = recording.labels[record.label]
@@ -81,12 +75,19 @@ def to_event(result: RunResult, words: LogWords, record: Record) -> KlogEvent:
     )
 
 
-def log_events(result: RunResult, verbosity: int = MAX_VERBOSITY) -> Iterator[KlogEvent]:
+def words_of(result: RunResult) -> Words:
+    """The run's tracker's words; the defaults if the tracker cannot be loaded here."""
+    return wording_by_name(result.config.tracker, result.config.params).words
+
+
+def log_events(
+    result: RunResult, verbosity: int = MAX_VERBOSITY, words: Words | None = None
+) -> Iterator[KlogEvent]:
     """The merged log: a header naming the run, ring overflow, the records up to ``verbosity``."""
     recording = result.recording
     if recording is None:
         return
-    words = words_of(result)
+    words = words or words_of(result)
     yield _header(result, recording)
     yield from _overflow_warnings(result)
     for entry in entries(recording, words):
@@ -94,21 +95,27 @@ def log_events(result: RunResult, verbosity: int = MAX_VERBOSITY) -> Iterator[Kl
             yield to_event(result, words, entry.record)
 
 
-def log_lines(result: RunResult, verbosity: int = MAX_VERBOSITY) -> Iterator[str]:
+def log_lines(
+    result: RunResult, verbosity: int = MAX_VERBOSITY, words: Words | None = None
+) -> Iterator[str]:
     """The merged log as klog text (an event may span lines)."""
-    return (format_event(event) for event in log_events(result, verbosity))
+    return (format_event(event) for event in log_events(result, verbosity, words))
 
 
-def write_log(result: RunResult, path: Path, verbosity: int = MAX_VERBOSITY) -> Path:
-    """Write the merged log of every worker to ``path`` (``<out>/run.log``)."""
-    try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        with path.open("w", encoding="utf-8") as out:
-            for text in log_lines(result, verbosity):
-                out.write(text + "\n")
-    except OSError as exc:
-        raise ConfigError(f"cannot write {path}: {exc}") from exc
+def write_log(
+    result: RunResult, path: Path, verbosity: int = MAX_VERBOSITY, words: Words | None = None
+) -> Path:
+    """Write the merged log of every worker to ``path``, whole or not at all."""
+    with replaced_atomically(path, "the log") as out:
+        for text in log_lines(result, verbosity, words):
+            out.write(text + "\n")
     return path
+
+
+def snippet_text(result: RunResult, words: Words, snippet: Snippet) -> str:
+    """A snippet's records as klog lines, ``...`` where lines were cut; "" if none."""
+    return "\n".join(CUT if record is None else format_event(to_event(result, words, record))
+                     for record in snippet)
 
 
 def to_log_records(result: RunResult, verbosity: int = MAX_VERBOSITY) -> list[logging.LogRecord]:
@@ -133,57 +140,15 @@ def to_log_records(result: RunResult, verbosity: int = MAX_VERBOSITY) -> list[lo
     return out
 
 
-def words_of_log(events: Iterable[ParsedLine]) -> LogWords:
+def words_of_log(events: Iterable[ParsedLine]) -> Words:
     """The words of the tracker a written log names in its header; the defaults if none."""
     for event in events:
         if (event.logger, event.message) == (HARNESS_LOGGER, RUN_HEADER):
             name, params = event.fields.get("tracker"), event.fields.get("params")
             if isinstance(name, str) and isinstance(params, dict):
-                return tracker_words(name, params)
+                return wording_by_name(name, params).words
             break
-    return LogWords()
-
-
-def render_snippet(result: RunResult, violation: Violation | None = None) -> str:
-    """The log lines that matter for a violation, ``...`` where lines were cut; "" if none."""
-    found = focus(result, violation)
-    if found is None or result.recording is None:
-        return ""
-    recording = result.recording
-    holding = holding_steps(found, recording)  # chattier, but the explanation rests on them
-    visible = [
-        e for e in entries(recording, found.words)
-        if e.record.seq <= found.end and (
-            e.verbosity <= SNIPPET_VERBOSITY or (e.record.worker, e.record.seq) in holding
-        )
-    ]
-    kept = _select(found, recording, visible)
-    if len(kept) > SNIPPET_MAX_LINES:
-        half = SNIPPET_MAX_LINES // 2
-        kept = kept[:half] + kept[-half:]
-    lines: list[str] = []
-    previous = -1
-    for index in kept:
-        if previous >= 0 and index != previous + 1:
-            lines.append(CUT)
-        lines.append(format_event(to_event(result, found.words, visible[index].record)))
-        previous = index
-    return "\n".join(lines)
-
-
-def _select(found: Focus, recording: Recording, visible: list[Entry]) -> list[int]:
-    """Indices into ``visible``: the worker's window, the objects' events, and a short lead."""
-    kept: list[int] = []
-    lead: list[int] = []
-    for index, entry in enumerate(visible):
-        record = entry.record
-        involved, elsewhere = found.relevance(recording, record)
-        if record.seq < found.start:
-            if involved:
-                lead = [*lead, index][-SNIPPET_LEAD:]
-        elif involved or found.own_context(record, elsewhere):
-            kept.append(index)
-    return lead + kept
+    return Words()
 
 
 def _header(result: RunResult, recording: Recording) -> KlogEvent:

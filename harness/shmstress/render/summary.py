@@ -1,7 +1,10 @@
-"""Rendering a RunResult as the text a user reads at the end of a run."""
+"""The text a user reads at the end of a run: a free run's summary, a controlled run's."""
 
 from __future__ import annotations
 
+import shlex
+
+from shmstress.controlled.result import ControlledResult
 from shmstress.core.result import RunResult
 from shmstress.render.commands import run_command
 
@@ -43,4 +46,62 @@ def render_summary(result: RunResult) -> str:
         lines.append(f"    {run_command(config)}")
     else:
         lines.append("  violations: none")
+    return "\n".join(lines)
+
+
+def controlled_command(result: ControlledResult) -> str:
+    """The command that reruns this exploration, execution for execution."""
+    options = result.options
+    spec = result.strategy
+    args = ["--mode", "controlled", "--strategy", spec.name]
+    if spec.name == "pct":
+        args += ["--depth", str(spec.depth)]
+    if spec.name == "exhaustive":
+        args += ["--bound", str(spec.bound)]
+    args += ["--executions", str(options.executions), "--max-steps", str(options.max_steps)]
+    return run_command(result.run.config) + " " + shlex.join(args)
+
+
+def render_controlled(result: ControlledResult) -> str:
+    run = result.run
+    config = run.config
+    counts = ", ".join(f"{n} {role}{'s' if n != 1 else ''}" for role, n in config.counts.items())
+    params = ", ".join(f"{k}={v}" for k, v in config.params.items())
+    ends = ", ".join(f"{n} {end}" for end, n in result.ends.items())
+    pinned = f", pinned to CPU {result.pinned_cpu}" if result.pinned_cpu is not None else ""
+    lines = [
+        f"shmstress run (controlled): tracker {config.tracker}, variant {config.variant}, "
+        f"seed {config.seed}, strategy {result.strategy.describe()}",
+        f"  workers: {counts}; {params}; {result.options.run_steps} steps of churn per "
+        f"execution, at most {result.options.max_steps}",
+        f"  exit reason: {run.exit_reason.value} ({run.exit_reason.describe()})",
+        f"  executions: {result.executions:,} ({ends or 'none'}) in {run.elapsed_s:.2f} s "
+        f"({result.executions_per_s:,.0f}/s); {run.points:,} steps "
+        f"({result.steps_per_s:,.0f} steps/s{pinned})",
+    ]
+    if result.exhausted:
+        lines.append(
+            f"  the bounded search is complete: every schedule of {result.strategy.describe()} "
+            "ran (switches after a worker blocked or finished are free)")
+    for crash in run.crashes:
+        lines.append("  " + crash.replace("\n", "\n    "))
+    failing = result.failing
+    if failing is not None:
+        outcome = failing.outcome
+        lines.append(
+            f"  first failure: execution {failing.index + 1} after {failing.found_after_s:.3f} s;"
+            f" {len(outcome.steps):,} steps, {outcome.preemptions} preemption"
+            f"{'s' if outcome.preemptions != 1 else ''}"
+        )
+        for violation in run.violations[:10]:
+            where = " at rest" if violation.at_rest else (
+                f" [{violation.worker.describe()}]" if violation.worker else "")
+            lines.append(f"  - {violation.invariant}{where}: {violation.message}")
+        if failing.reproduced is False:
+            lines.append("  warning: the recorded re-run of this execution did not fail the same "
+                         "way; the tracker may not be deterministic under replay")
+    else:
+        lines.append("  violations: none")
+    lines.append("  rerun this exploration:")
+    lines.append(f"    {controlled_command(result)}")
     return "\n".join(lines)

@@ -5,6 +5,8 @@ variant and scenario, the seeds the workers' RNGs derive from, the noise
 whose draws a free run made, the phase changes, the schedule as (worker,
 label) steps, and the violation it must reproduce. Labels are stored once
 in a table and steps index it, which keeps long free-run schedules small.
+The file's layout is ``bundle_schema.BundleDoc``; this module maps it to and
+from a ``Bundle`` and checks what the layout cannot (steps, phase changes).
 """
 
 from __future__ import annotations
@@ -15,7 +17,9 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
-from typing import Any
+from typing import cast
+
+from msgspec import UNSET
 
 from shmstress.controlled.result import ControlledResult
 from shmstress.controlled.strategies.base import StrategySpec
@@ -24,12 +28,12 @@ from shmstress.core.errors import BundleError, ConfigError
 from shmstress.core.noise import NoiseConfig
 from shmstress.core.result import RunResult, Violation, differences, principal
 from shmstress.core.trace import Step
+from shmstress.repro import bundle_schema
 
 FORMAT = "shmstress-repro-bundle"
 FORMAT_VERSION = 1
 FREE = "free"
 CONTROLLED = "controlled"
-_MODES = (FREE, CONTROLLED)
 
 
 def package_version() -> str:
@@ -128,7 +132,7 @@ def from_free_run(result: RunResult) -> Bundle | None:
         execution_seed=config.seed,
         mode=FREE,
         strategy=StrategySpec("noise" if config.noise.probability else "none"),
-        phase_changes=result.phase_points,
+        phase_changes=result.phase_changes,
         steps=result.recording.steps,
         violation=BundleViolation.of(violation),
         noise=config.noise,
@@ -208,129 +212,108 @@ def check_fits(bundle: Bundle, resolved: RunConfig) -> None:
 # -- JSON -------------------------------------------------------------------------------------
 def to_json(bundle: Bundle) -> dict[str, object]:
     labels: dict[str, int] = {}
-    steps = [[s.worker, labels.setdefault(s.label, len(labels))] for s in bundle.steps]
-    strategy: dict[str, object] = {"name": bundle.strategy.name}
-    if bundle.strategy.name == "pct":
-        strategy["depth"] = bundle.strategy.depth
-        strategy["spin"] = bundle.strategy.spin
-    if bundle.strategy.name == "exhaustive":
-        strategy["bound"] = bundle.strategy.bound
-    return {
-        "format": FORMAT,
-        "format_version": FORMAT_VERSION,
-        "shmstress_version": bundle.package_version,
-        "tracker": bundle.tracker,
-        "variant": bundle.variant,
-        "config": {
-            "counts": dict(bundle.counts),
-            "params": dict(bundle.params),
-            "checks": list(bundle.checks) if bundle.checks is not None else None,
-            "noise": {
-                "probability": bundle.noise.probability,
-                "kinds": list(bundle.noise.kinds),
-                "max_sleep_us": bundle.noise.max_sleep_us,
-            },
-        },
-        "seed": bundle.seed,
-        "execution_seed": bundle.execution_seed,
-        "execution": bundle.execution,
-        "mode": bundle.mode,
-        "strategy": strategy,
-        "phase_changes": list(bundle.phase_changes),
-        "preemptions": bundle.preemptions,
-        "violation": {
-            "invariant": bundle.violation.invariant,
-            "fields": dict(bundle.violation.fields),
-            "message": bundle.violation.message,
-            "worker": bundle.violation.worker,
-            "at_rest": bundle.violation.at_rest,
-        },
-        "labels": list(labels),
-        "steps": steps,
-    }
+    steps = [(s.worker, labels.setdefault(s.label, len(labels))) for s in bundle.steps]
+    spec = bundle.strategy
+    pct, exhaustive = spec.name == "pct", spec.name == "exhaustive"
+    return bundle_schema.encode(bundle_schema.BundleDoc(
+        format=FORMAT,
+        format_version=FORMAT_VERSION,
+        shmstress_version=bundle.package_version,
+        tracker=bundle.tracker,
+        variant=bundle.variant,
+        config=bundle_schema.ConfigDoc(
+            counts=dict(bundle.counts),
+            params=dict(bundle.params),
+            checks=list(bundle.checks) if bundle.checks is not None else None,
+            noise=bundle_schema.NoiseDoc(
+                probability=bundle.noise.probability,
+                kinds=list(bundle.noise.kinds),
+                max_sleep_us=bundle.noise.max_sleep_us,
+            ),
+        ),
+        seed=bundle.seed,
+        execution_seed=bundle.execution_seed,
+        execution=bundle.execution,
+        mode=cast(bundle_schema.Mode, bundle.mode),
+        strategy=bundle_schema.StrategyDoc(
+            name=spec.name,
+            depth=spec.depth if pct else UNSET,
+            spin=spec.spin if pct else UNSET,
+            bound=spec.bound if exhaustive else UNSET,
+        ),
+        phase_changes=list(bundle.phase_changes),
+        preemptions=bundle.preemptions,
+        violation=bundle_schema.ViolationDoc(
+            invariant=bundle.violation.invariant,
+            fields=dict(bundle.violation.fields),
+            message=bundle.violation.message,
+            worker=bundle.violation.worker,
+            at_rest=bundle.violation.at_rest,
+        ),
+        labels=list(labels),
+        steps=steps,
+    ))
 
 
 def from_json(data: object) -> Bundle:
-    """Validate and decode; every problem is one BundleError line."""
-    top = _mapping(data, "the bundle")
-    if top.get("format") != FORMAT:
-        raise BundleError(f"not a shmstress repro bundle (format {top.get('format')!r})")
-    found_version = top.get("format_version")
-    if found_version != FORMAT_VERSION:
+    """Validate and decode; every problem is one BundleError line naming the field."""
+    if not isinstance(data, dict):
+        raise BundleError("the bundle must be a JSON object")
+    if data.get("format") != FORMAT:
+        raise BundleError(f"not a shmstress repro bundle (format {data.get('format')!r})")
+    found_version = data.get("format_version")
+    if found_version != FORMAT_VERSION or isinstance(found_version, bool):
         raise BundleError(
             f"bundle format version {found_version!r} is not supported by shmstress "
             f"{package_version()} (it reads version {FORMAT_VERSION})"
         )
-    config = _mapping(top.get("config"), "config")
-    noise = _mapping(config.get("noise"), "config.noise")
-    strategy = _mapping(top.get("strategy"), "strategy")
-    violation = _mapping(top.get("violation"), "violation")
-    labels = [_str(text, "labels[]") for text in _list(top.get("labels"), "labels")]
-    counts = _int_map(config.get("counts"), "config.counts")
-    workers = sum(counts.values())
+    doc = bundle_schema.decode(data)
+    workers = sum(doc.config.counts.values())
     steps = []
-    for index, raw in enumerate(_list(top.get("steps"), "steps")):
-        pair = _list(raw, f"steps[{index}]")
-        if len(pair) != 2:
-            raise BundleError(f"steps[{index}] must be [worker, label index]")
-        worker, label = _int(pair[0], f"steps[{index}][0]"), _int(pair[1], f"steps[{index}][1]")
+    for index, (worker, label) in enumerate(doc.steps):
         if not 0 <= worker < workers:
             raise BundleError(f"steps[{index}] names worker {worker}; the bundle has {workers}")
-        if not 0 <= label < len(labels):
-            raise BundleError(f"steps[{index}] names label {label}; the table has {len(labels)}")
-        steps.append(Step(worker, labels[label]))
-    phase_changes = tuple(_int(v, "phase_changes[]") for v in _list(top.get("phase_changes"),
-                                                                     "phase_changes"))
+        if not 0 <= label < len(doc.labels):
+            raise BundleError(
+                f"steps[{index}] names label {label}; the table has {len(doc.labels)}"
+            )
+        steps.append(Step(worker, doc.labels[label]))
+    phase_changes = tuple(doc.phase_changes)
     if len(phase_changes) > 2 or list(phase_changes) != sorted(phase_changes):
         raise BundleError("phase_changes must be at most two ascending step numbers")
-    mode = _str(top.get("mode"), "mode")
-    if mode not in _MODES:
-        raise BundleError(f"mode must be one of {', '.join(_MODES)}, got {mode!r}")
-    checks_raw = config.get("checks")
-    execution = top.get("execution")
-    preemptions = top.get("preemptions")
-    violation_worker = violation.get("worker")
-    try:
-        return Bundle(
-            tracker=_str(top.get("tracker"), "tracker"),
-            variant=_str(top.get("variant"), "variant"),
-            counts=counts,
-            params=_int_map(config.get("params"), "config.params"),
-            checks=None if checks_raw is None else tuple(
-                _str(c, "config.checks[]") for c in _list(checks_raw, "config.checks")),
-            seed=_int(top.get("seed"), "seed"),
-            execution_seed=_int(top.get("execution_seed"), "execution_seed"),
-            mode=mode,
-            strategy=StrategySpec(
-                _str(strategy.get("name"), "strategy.name"),
-                depth=_int(strategy.get("depth", 3), "strategy.depth"),
-                bound=_int(strategy.get("bound", 2), "strategy.bound"),
-                spin=_str(strategy.get("spin", StrategySpec.spin), "strategy.spin"),
-            ),
-            phase_changes=phase_changes,
-            steps=tuple(steps),
-            violation=BundleViolation(
-                invariant=_str(violation.get("invariant"), "violation.invariant"),
-                fields=_int_map(violation.get("fields"), "violation.fields"),
-                message=_str(violation.get("message", ""), "violation.message"),
-                worker=(None if violation_worker is None
-                        else _int(violation_worker, "violation.worker")),
-                at_rest=bool(violation.get("at_rest", False)),
-            ),
-            noise=NoiseConfig(
-                float(_number(noise.get("probability"), "config.noise.probability")),
-                tuple(_str(k, "config.noise.kinds[]")
-                      for k in _list(noise.get("kinds"), "config.noise.kinds")),
-                float(_number(noise.get("max_sleep_us"), "config.noise.max_sleep_us")),
-            ),
-            execution=None if execution is None else _int(execution, "execution"),
-            preemptions=None if preemptions is None else _int(preemptions, "preemptions"),
-            package_version=_str(top.get("shmstress_version", "unknown"), "shmstress_version"),
-        )
-    except ConfigError:
-        raise
-    except (TypeError, ValueError) as exc:
-        raise BundleError(f"malformed bundle: {exc}") from exc
+    config, strategy, violation = doc.config, doc.strategy, doc.violation
+    defaults = StrategySpec(strategy.name)
+    return Bundle(
+        tracker=doc.tracker,
+        variant=doc.variant,
+        counts=config.counts,
+        params=config.params,
+        checks=None if config.checks is None else tuple(config.checks),
+        seed=doc.seed,
+        execution_seed=doc.execution_seed,
+        mode=doc.mode,
+        strategy=StrategySpec(
+            strategy.name,
+            depth=defaults.depth if strategy.depth is UNSET else strategy.depth,
+            bound=defaults.bound if strategy.bound is UNSET else strategy.bound,
+            spin=defaults.spin if strategy.spin is UNSET else strategy.spin,
+        ),
+        phase_changes=phase_changes,
+        steps=tuple(steps),
+        violation=BundleViolation(
+            invariant=violation.invariant,
+            fields=violation.fields,
+            message=violation.message,
+            worker=violation.worker,
+            at_rest=violation.at_rest,
+        ),
+        noise=NoiseConfig(
+            config.noise.probability, tuple(config.noise.kinds), config.noise.max_sleep_us
+        ),
+        execution=doc.execution,
+        preemptions=doc.preemptions,
+        package_version=doc.shmstress_version,
+    )
 
 
 def render_json(bundle: Bundle) -> str:
@@ -341,40 +324,6 @@ def render_json(bundle: Bundle) -> str:
     head = json.dumps(data, indent=1)
     lines = ",\n".join(f"  [{worker}, {label}]" for worker, label in steps)
     return f'{head[:-2]},\n "steps": [\n{lines}\n ]\n}}\n'
-
-
-def _mapping(value: object, what: str) -> Mapping[str, Any]:
-    if not isinstance(value, dict):
-        raise BundleError(f"{what} must be a JSON object")
-    return value
-
-
-def _list(value: object, what: str) -> list[Any]:
-    if not isinstance(value, list):
-        raise BundleError(f"{what} must be a JSON list")
-    return value
-
-
-def _str(value: object, what: str) -> str:
-    if not isinstance(value, str):
-        raise BundleError(f"{what} must be a string")
-    return value
-
-
-def _int(value: object, what: str) -> int:
-    if isinstance(value, bool) or not isinstance(value, int):
-        raise BundleError(f"{what} must be an integer")
-    return value
-
-
-def _number(value: object, what: str) -> float:
-    if isinstance(value, bool) or not isinstance(value, (int, float)):
-        raise BundleError(f"{what} must be a number")
-    return float(value)
-
-
-def _int_map(value: object, what: str) -> dict[str, int]:
-    return {str(k): _int(v, f"{what}.{k}") for k, v in _mapping(value, what).items()}
 
 
 # -- files ------------------------------------------------------------------------------------

@@ -19,7 +19,7 @@ from shmstress.controlled.execution import ExecutionEnd, ExecutionOutcome, Phase
 from shmstress.controlled.runner import prepare, session_spec
 from shmstress.controlled.session import Session
 from shmstress.controlled.strategies import Replay
-from shmstress.core.exit_reason import ExitReason
+from shmstress.core.exit_reason import ExitCode, ExitReason
 from shmstress.core.result import RunResult
 from shmstress.core.shm import sweep_stale_segments
 from shmstress.core.signals import interruptible
@@ -45,10 +45,10 @@ class ReplayReport:
     deviations: tuple[tuple[int, int], ...]  # (step, worker) where the schedule preempts
 
     @property
-    def exit_code(self) -> int:
+    def exit_code(self) -> ExitCode:
         if self.verdict is Verdict.REPRODUCED:
-            return 1
-        return 4 if self.verdict is Verdict.CRASHED else 3
+            return ExitCode.FAILURE
+        return ExitCode.BROKEN if self.verdict is Verdict.CRASHED else ExitCode.NOT_REPRODUCED
 
 
 def replay_bundle(bundle: Bundle, record: bool = True, pin: bool = True) -> ReplayReport:
@@ -91,7 +91,7 @@ def replay_bundle(bundle: Bundle, record: bool = True, pin: bool = True) -> Repl
                       for w, pid in zip(workers, pids, strict=True)),
         crashes=outcome.crashes,
         recording=recording,
-        phase_points=outcome.phase_changes,
+        phase_changes=outcome.phase_changes,
     )
     return ReplayReport(verdict, detail, bundle, outcome, result, tuple(strategy.deviations))
 

@@ -36,8 +36,8 @@ from shmstress.controlled.session import Session
 from shmstress.controlled.strategies import Exhaustive, Guided, Pct, RandomWalk, Replay
 from shmstress.controlled.strategies.base import Strategy, StrategySpec
 from shmstress.core.config import RunConfig
-from shmstress.plugin.protocol import Tracker
 from shmstress.plugin.registry import load
+from shmstress.plugin.tracker import Tracker
 from shmstress.repro.bundle import Bundle, BundleViolation
 from shmstress.repro.replay import ReplayReport, Verdict, replay_bundle
 

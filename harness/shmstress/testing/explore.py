@@ -12,6 +12,7 @@ so a red test says what went wrong and how to see it again.
 
 from __future__ import annotations
 
+import textwrap
 from collections.abc import Mapping
 from pathlib import Path
 
@@ -20,7 +21,9 @@ from shmstress.controlled.result import ControlledResult
 from shmstress.controlled.runner import run_controlled
 from shmstress.controlled.strategies import StrategySpec
 from shmstress.core.config import RunConfig, default_out
-from shmstress.repro.bundle import from_controlled, replay_command, write_bundle
+from shmstress.render.failure import failure_report
+from shmstress.render.summary import controlled_command
+from shmstress.repro.bundle import from_controlled, write_bundle
 
 
 class InterleavingFailure(AssertionError):  # noqa: N818 - reads as what the test saw
@@ -79,9 +82,6 @@ def check_interleavings(
 
 
 def failure_message(result: ControlledResult, out: Path) -> str:
-    from shmstress.analysis.explain import explain
-    from shmstress.render.explanation import render_explanation
-
     failing = result.failing
     assert failing is not None
     config = result.run.config
@@ -93,12 +93,11 @@ def failure_message(result: ControlledResult, out: Path) -> str:
     ]
     for violation in result.run.violations[:3]:
         lines.append(f"  {violation.invariant}: {violation.message}")
-    explanation = explain(result.run) if result.run.recording is not None else None
-    if explanation is not None:
-        lines.append("explanation:")
-        lines.append(render_explanation(explanation, indent="  "))
     bundle = from_controlled(result)
-    if bundle is not None:
-        path = write_bundle(bundle, out)
-        lines += ["replay it:", f"  {replay_command(path)}"]
+    path = write_bundle(bundle, out) if bundle is not None else None
+    report = failure_report(result.run, str(path) if path else None, controlled_command(result))
+    if report.explanation:
+        lines += ["explanation:", textwrap.indent(report.explanation, "  ")]
+    if path is not None:
+        lines += ["replay it:", f"  {report.replay_command}"]
     return "\n".join(lines)

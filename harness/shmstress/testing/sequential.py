@@ -17,8 +17,9 @@ from shmstress.core.points import PointGate
 from shmstress.core.runtime import Runtime, worker_rng
 from shmstress.core.shm import Arena
 from shmstress.core.workers import WorkerInfo
-from shmstress.plugin.protocol import FoundViolation, Role, Tracker
+from shmstress.plugin.assembly import Assembly, assemble, found_at_rest
 from shmstress.plugin.resolve import resolve
+from shmstress.plugin.tracker import Found, Role, Tracker
 
 
 @dataclass
@@ -26,12 +27,25 @@ class SequentialRun:
     """A tracker built in this process, with one role object per worker."""
 
     arena: Arena
-    control: ControlBlock
-    runtime: Runtime
-    tracker: Tracker
-    workers: list[WorkerInfo]
+    built: Assembly
     roles: list[Role]
     trace: list[tuple[int, str]] = field(default_factory=list)
+
+    @property
+    def control(self) -> ControlBlock:
+        return self.built.control
+
+    @property
+    def runtime(self) -> Runtime:
+        return self.built.runtime
+
+    @property
+    def tracker(self) -> Tracker:
+        return self.built.tracker
+
+    @property
+    def workers(self) -> tuple[WorkerInfo, ...]:
+        return self.built.workers
 
     @classmethod
     def build(
@@ -43,40 +57,27 @@ class SequentialRun:
         seed: int = 0,
         record: bool = True,
     ) -> SequentialRun:
-        """Validated as a run is (``harness.config.resolve``): a misspelt variant, role or
-        parameter fails here in one message, and defaults fill what is not given."""
+        """Validated as a run is (``resolve``): a misspelt variant, role or parameter fails
+        here in one message, and defaults fill what is not given."""
         config = resolve(RunConfig(tracker=tracker_cls.name, variant=variant,
                                    counts=dict(counts or {}), params=dict(params or {}),
                                    seed=seed), tracker_cls)
-        workers = [
-            WorkerInfo(i, role, index)
-            for i, (role, index) in enumerate(
-                (role, index) for role in tracker_cls.roles
-                for index in range(config.counts[role])
-            )
-        ]
         arena = Arena()
         try:
-            control = ControlBlock(arena, len(workers), 64, 64)
-            runtime = Runtime(control, [inv.name for inv in tracker_cls.invariants], False)
-            for invariant in tracker_cls.invariants:
-                runtime.declare_invariant_fields(invariant.name, invariant.fields)
-            runtime.role_workers = {
-                role: tuple(w.worker_id for w in workers if w.role == role)
-                for role in tracker_cls.roles
-            }
-            tracker = tracker_cls(runtime, arena, variant, config.params)
+            built = assemble(tracker_cls, variant, config.params, config.counts, arena,
+                             stop_on_violation=False)
             roles = []
-            for info in workers:
-                runtime.attach(info.worker_id, seed)
-                roles.append(tracker.role(info.role, info.index))
+            for info in built.workers:
+                built.runtime.attach(info.worker_id, seed)
+                roles.append(built.role(built.tracker, info))
         except BaseException:
             arena.close()
             raise
-        run = cls(arena, control, runtime, tracker, workers, roles)
-        runtime.rng = worker_rng(seed, -1)  # the scheduler's own draws
+        run = cls(arena, built, roles)
+        built.runtime.rng = worker_rng(seed, -1)  # the scheduler's own draws
         if record:
-            runtime.sink = lambda seq, worker, label, fields: run.trace.append((worker, label))
+            built.runtime.sink = lambda seq, worker, label, fields: run.trace.append(
+                (worker, label))
         return run
 
     def set_gate(self, gate: PointGate) -> None:
@@ -87,12 +88,17 @@ class SequentialRun:
         if self.control.worker_slot(worker, W_STATE) == WorkerState.FINISHED:
             return False
         self.runtime.become(worker)
-        alive = self.roles[worker].step(phase)
+        seen = self.built.phases(self.workers[worker].role)(phase)
+        alive = self.roles[worker].step(seen)
         if not alive:
             self.control.set_worker_slot(worker, W_STATE, WorkerState.FINISHED)
         return alive
 
-    def run(self, steps: int, settle_steps: int = 100_000) -> list[FoundViolation]:
+    def final_violations(self) -> list[Found]:
+        """Every invariant's check at rest, as the coordinator makes them after a run."""
+        return found_at_rest(self.built.tracker_cls, self.tracker)
+
+    def run(self, steps: int, settle_steps: int = 100_000) -> list[Found]:
         """``steps`` random steps, then settle and stop in seeded order; violations at rest."""
         order = worker_rng(int(self.runtime.rng.random() * 2**32), -2)
         for _ in range(steps):
@@ -111,7 +117,7 @@ class SequentialRun:
             if not alive:
                 break
             self.step(alive[order.randrange(len(alive))], Phase.STOP)
-        return self.tracker.final_violations()
+        return self.final_violations()
 
     def close(self) -> None:
         self.arena.close()

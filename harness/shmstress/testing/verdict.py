@@ -13,31 +13,32 @@ import shlex
 from dataclasses import dataclass
 from typing import Literal
 
-from shmstress.campaign.record import FailureArtifacts, outcome_of
+from shmstress.campaign.record import outcome_of
 from shmstress.campaign.trial import TrialRun
 from shmstress.core.result import RunResult
+from shmstress.render.failure import FailureReport
 
 Expectation = Literal["clean", "violation"]
 
 
 @dataclass(frozen=True)
 class StressVerdict:
-    """A run that did not meet what the test expected of it, and its artifacts."""
+    """A run that did not meet what the test expected of it, and its failure report."""
 
     expected: Expectation
     result: RunResult
     summary: str
-    artifacts: FailureArtifacts
+    report: FailureReport
 
 
 def meets(ran: TrialRun, expected: Expectation) -> bool:
     return outcome_of(ran.result) == expected
 
 
-def judge(ran: TrialRun, expected: Expectation, artifacts: FailureArtifacts) -> StressVerdict:
-    """For a run that failed ``meets``; ``artifacts`` name the bundle as the reader of the
+def judge(ran: TrialRun, expected: Expectation, report: FailureReport) -> StressVerdict:
+    """For a run that failed ``meets``; ``report`` names the bundle as the reader of the
     message types it."""
-    return StressVerdict(expected, ran.result, ran.summary(), artifacts)
+    return StressVerdict(expected, ran.result, ran.summary(), report)
 
 
 def render_verdict(verdict: StressVerdict, test_id: str | None = None) -> str:
@@ -57,16 +58,16 @@ def render_verdict(verdict: StressVerdict, test_id: str | None = None) -> str:
             "that misses a known race is broken (raise the duration or the noise)"
         )
     lines = [f"shmstress: {head}", "", verdict.summary]
-    artifacts = verdict.artifacts
-    if artifacts.explanation:
-        lines += ["", "explanation:", artifacts.explanation.rstrip()]
-    if artifacts.log_snippet:
-        lines += ["", "log:", artifacts.log_snippet.rstrip()]
+    report = verdict.report
+    if report.explanation:
+        lines += ["", "explanation:", report.explanation.rstrip()]
+    if report.snippet:
+        lines += ["", "log:", report.snippet.rstrip()]
     lines.append("")
-    if artifacts.bundle:
-        lines.append(f"replay the failing schedule: {artifacts.replay_command}")
-    if artifacts.rerun_command not in verdict.summary:
-        lines.append(f"rerun the configuration with its seed: {artifacts.rerun_command}")
+    if report.bundle:
+        lines.append(f"replay the failing schedule: {report.replay_command}")
+    if report.rerun_command not in verdict.summary:
+        lines.append(f"rerun the configuration with its seed: {report.rerun_command}")
     if test_id is not None:
         lines.append(
             f"rerun this test: pytest {shlex.quote(test_id)} --stress-seed {config.seed}"

@@ -11,7 +11,8 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
-from shmstress.reports import ResultsFormatError, build_report, describe_report
+from shmstress.reports.report import build_report, describe_report
+from shmstress.reports.results import ResultsFormatError
 
 
 def main(argv: Sequence[str] | None = None) -> int:

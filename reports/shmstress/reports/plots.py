@@ -22,6 +22,7 @@ from matplotlib.axes import Axes
 from matplotlib.figure import Figure
 from matplotlib.lines import Line2D
 from matplotlib.ticker import FuncFormatter, LogLocator, NullFormatter
+
 from shmstress.reports.aggregate import (
     campaign_order,
     detection_curves,
@@ -29,7 +30,8 @@ from shmstress.reports.aggregate import (
     trend_by_variant,
 )
 from shmstress.reports.html import counted
-from shmstress.reports.results import ConfigStats, Trial
+from shmstress.reports.results import ConfigStats, Trial, Workers
+from shmstress.reports.schema import workers_label
 
 RATE_LABEL = "failure rate (fraction of trials)"
 CONTROLLED = "controlled"
@@ -78,7 +80,7 @@ def _config_tick_label(stat: ConfigStats, one_line: bool) -> str:
 
 @dataclass
 class _Row:
-    """One variant's configurations, laid out left to right in worker-count groups."""
+    """One variant's configurations, laid out left to right in worker groups."""
 
     title: str
     stats: list[ConfigStats] = field(default_factory=list)
@@ -86,22 +88,39 @@ class _Row:
     groups: list[tuple[str, list[float]]] = field(default_factory=list)
 
 
+def _group_titles(stats: Sequence[ConfigStats]) -> dict[tuple[str, str, Workers], str]:
+    """``3 workers`` per (tracker, variant, workers); with the role mix too (``3 workers:
+    x2 y1``) where a variant ran several mixes of as many workers, lest two groups share it."""
+    mixes: dict[tuple[str, str, int], set[Workers]] = {}
+    for stat in stats:
+        mixes.setdefault((stat.tracker, stat.variant, stat.worker_count), set()).add(stat.workers)
+    titles: dict[tuple[str, str, Workers], str] = {}
+    for (tracker, variant, count), found in mixes.items():
+        for workers in found:
+            title = counted(count, "worker")
+            titles[tracker, variant, workers] = (
+                title if len(found) == 1 else f"{title}: {workers_label(workers)}"
+            )
+    return titles
+
+
 def _layout_rows(stats: Sequence[ConfigStats]) -> list[_Row]:
     multi_tracker = len({s.tracker for s in stats}) > 1
+    titles = _group_titles(stats)
     ordered = sorted(  # free runs first, then controlled ones
         stats,
         key=lambda s: (
-            s.tracker, s.variant, s.workers, s.mode == CONTROLLED, s.strategy, s.noise,
-            s.config_key,
+            s.tracker, s.variant, s.worker_count, s.workers, s.mode == CONTROLLED, s.strategy,
+            s.noise, s.config_key,
         ),
     )
     rows: dict[tuple[str, str], _Row] = {}
     for stat in ordered:
         title = f"{stat.tracker}/{stat.variant}" if multi_tracker else stat.variant
         row = rows.setdefault((stat.tracker, stat.variant), _Row(title))
-        workers = counted(stat.workers, "worker")
+        workers = titles[stat.tracker, stat.variant, stat.workers]
         if not row.groups or row.groups[-1][0] != workers:
-            # A wider gap between worker-count groups than between configurations.
+            # A wider gap between worker groups than between configurations.
             x = row.positions[-1] + 1.8 if row.positions else 0.0
             row.groups.append((workers, []))
         else:

@@ -1,9 +1,11 @@
 """Read campaign ``results.jsonl`` files and aggregate trials per configuration.
 
-Only reads: the harness owns the format, so unknown keys are ignored (newer harnesses
-may add fields) while the handful of fields the report depends on are type-checked
-with an error naming file and line, because a silently mis-parsed trial would skew a
-failure rate that people use to decide whether a fix worked.
+Only reads: the harness owns the format (``schema.py``), so unknown keys are ignored
+(newer harnesses may add fields) while the fields the report depends on are type-checked
+with an error naming file, line and field, because a silently mis-parsed trial would skew
+a failure rate that people use to decide whether a fix worked. Records of every schema
+version ``schema.py`` knows are read (version 1 upgraded on the way in); a record of a
+version it does not know is skipped with a warning, never guessed at.
 
 A failing trial's ``bundle`` is a path relative to the directory of its results file
 (absolute paths are kept as they are), and its ``replay_command`` replays it from that
@@ -12,18 +14,23 @@ directory; ``rerun_command`` reruns the configuration with the trial's seed.
 
 from __future__ import annotations
 
-import json
-import math
 import statistics
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Literal, NoReturn, cast
 
+from shmstress.reports.schema import (
+    READABLE_VERSIONS,
+    Config,
+    Outcome,
+    Record,
+    SchemaError,
+    UnknownVersionError,
+    decode,
+    parse_json,
+    workers_label,
+)
 from shmstress.reports.wilson import wilson_interval
-
-Outcome = Literal["violation", "clean", "error"]
-OUTCOMES: tuple[Outcome, ...] = ("violation", "clean", "error")
 
 
 class ResultsFormatError(ValueError):
@@ -36,29 +43,31 @@ class ResultsFormatError(ValueError):
         self.problem = problem
 
 
+Workers = tuple[tuple[str, int], ...]
+"""Worker processes per role, in the tracker's role order."""
+
+
 @dataclass(frozen=True)
 class TrialConfig:
     """The grid point a trial ran; only the knobs the report groups or labels by."""
 
-    binders: int
-    informers: int
-    gatherers: int
+    workers: Workers
     noise: float
     strategy: str
     mode: str | None = None
-    nodes: int | None = None
-    devices_per_node: int | None = None
     duration: float | None = None
     executions: int | None = None
-    roles: tuple[tuple[str, int], ...] = ()
-    """Worker count per role, for trackers whose roles are not binder/informer/gatherer."""
+    params: tuple[tuple[str, int], ...] = ()
 
     @property
-    def workers(self) -> int:
+    def worker_count(self) -> int:
         """Total worker processes; contention scales with this, not with the role mix."""
-        if self.roles:
-            return sum(n for _, n in self.roles)
-        return self.binders + self.informers + self.gatherers
+        return sum(n for _, n in self.workers)
+
+    @property
+    def workers_label(self) -> str:
+        """The workers as the config key names them, e.g. ``x2 y1``."""
+        return workers_label(self.workers)
 
 
 @dataclass(frozen=True)
@@ -129,7 +138,7 @@ class ConfigStats:
     config_key: str
     tracker: str
     variant: str
-    workers: int
+    workers: Workers
     strategy: str
     noise: float
     mode: str | None
@@ -142,159 +151,80 @@ class ConfigStats:
     median_time_to_violation_s: float | None
     max_time_to_violation_s: float | None
 
+    @property
+    def worker_count(self) -> int:
+        """Total worker processes."""
+        return sum(n for _, n in self.workers)
+
+    @property
+    def workers_label(self) -> str:
+        """The workers as the config key names them, e.g. ``x2 y1``."""
+        return workers_label(self.workers)
+
 
 # --------------------------------------------------------------------------- parsing
 
 
-class _Fields:
-    """Typed accessors over one JSON object that raise errors naming file, line and key."""
+class UnknownSchemaError(ResultsFormatError):
+    """A record of a schema version this reader does not know; files skip it with a warning."""
 
-    def __init__(self, obj: Mapping[str, object], path: Path, line: int, prefix: str = "") -> None:
-        self._obj = obj
-        self._path = path
-        self._line = line
-        self._prefix = prefix
-
-    def _fail(self, key: str, expected: str, value: object) -> NoReturn:
-        raise ResultsFormatError(
-            self._path, self._line, f"field {self._prefix}{key} must be {expected}, got {value!r}"
-        )
-
-    def _get(self, key: str, required: bool) -> object:
-        if key not in self._obj:
-            if required:
-                raise ResultsFormatError(
-                    self._path, self._line, f"missing required field {self._prefix}{key}"
-                )
-            return None
-        value = self._obj[key]
-        if value is None and required:
-            self._fail(key, "present (not null)", value)
-        return value
-
-    def _str(self, key: str, required: bool) -> str | None:
-        value = self._get(key, required)
-        if value is None or isinstance(value, str):
-            return value
-        self._fail(key, "a string", value)
-
-    def _int(self, key: str, required: bool) -> int | None:
-        value = self._get(key, required)
-        if value is None:
-            return None
-        if isinstance(value, bool) or not isinstance(value, int):
-            self._fail(key, "an integer", value)
-        return value
-
-    def _float(self, key: str, required: bool, non_negative: bool = False) -> float | None:
-        value = self._get(key, required)
-        if value is None:
-            return None
-        if isinstance(value, bool) or not isinstance(value, int | float):
-            self._fail(key, "a number", value)
-        number = float(value)
-        if non_negative and not (math.isfinite(number) and number >= 0):
-            self._fail(key, "a finite number >= 0", value)
-        return number
-
-    def opt_str(self, key: str) -> str | None:
-        return self._str(key, required=False)
-
-    def req_str(self, key: str) -> str:
-        value = self._str(key, required=True)
-        return "" if value is None else value
-
-    def opt_int(self, key: str) -> int | None:
-        return self._int(key, required=False)
-
-    def req_int(self, key: str) -> int:
-        value = self._int(key, required=True)
-        return 0 if value is None else value
-
-    def opt_float(self, key: str, non_negative: bool = False) -> float | None:
-        return self._float(key, required=False, non_negative=non_negative)
-
-    def req_float(self, key: str, non_negative: bool = False) -> float:
-        value = self._float(key, required=True, non_negative=non_negative)
-        return 0.0 if value is None else value
-
-    def int_map(self, key: str) -> tuple[tuple[str, int], ...]:
-        """An optional object of integers, e.g. ``config.roles``."""
-        fields = self.object(key, required=False)
-        if fields is None:
-            return ()
-        return tuple((name, fields.req_int(name)) for name in fields._obj)
-
-    def object(self, key: str, required: bool) -> _Fields | None:
-        value = self._get(key, required)
-        if value is None:
-            return None
-        if not isinstance(value, dict):
-            self._fail(key, "an object", value)
-        return _Fields(cast(dict[str, object], value), self._path, self._line, f"{key}.")
+    def __init__(self, path: Path, line: int, version: object) -> None:
+        super().__init__(path, line, str(UnknownVersionError(version)))
+        self.version = version
 
 
 def parse_trial(obj: object, source: Path, line: int) -> Trial:
-    """Turn one decoded JSON value into a Trial, or raise ResultsFormatError."""
-    if not isinstance(obj, dict):
-        raise ResultsFormatError(source, line, f"expected a JSON object, got {type(obj).__name__}")
-    f = _Fields(cast(dict[str, object], obj), source, line)
+    """Turn one decoded JSON value into a Trial, or raise ResultsFormatError.
 
-    outcome = f.req_str("outcome")
-    if outcome not in OUTCOMES:
-        raise ResultsFormatError(
-            source, line, f"field outcome must be one of {list(OUTCOMES)}, got {outcome!r}"
-        )
+    Raises its subclass UnknownSchemaError for a record of an unknown schema version.
+    """
+    try:
+        record = decode(obj)
+    except UnknownVersionError as exc:
+        raise UnknownSchemaError(source, line, exc.version) from None
+    except SchemaError as exc:
+        raise ResultsFormatError(source, line, str(exc)) from None
+    return _trial(record, source, line)
 
-    cfg_fields = f.object("config", required=True)
-    if cfg_fields is None:  # unreachable: required=True raises instead
-        raise ResultsFormatError(source, line, "missing required field config")
-    config = TrialConfig(
-        binders=cfg_fields.req_int("binders"),
-        informers=cfg_fields.req_int("informers"),
-        gatherers=cfg_fields.req_int("gatherers"),
-        noise=cfg_fields.req_float("noise", non_negative=True),
-        strategy=cfg_fields.req_str("strategy"),
-        mode=cfg_fields.opt_str("mode"),
-        nodes=cfg_fields.opt_int("nodes"),
-        devices_per_node=cfg_fields.opt_int("devices_per_node"),
-        duration=cfg_fields.opt_float("duration"),
-        executions=cfg_fields.opt_int("executions"),
-        roles=cfg_fields.int_map("roles"),
-    )
 
-    violation: Violation | None = None
-    vio_fields = f.object("violation", required=False)
-    if vio_fields is not None:
-        violation = Violation(
-            invariant=vio_fields.opt_str("invariant") or "(unnamed invariant)",
-            message=vio_fields.opt_str("message") or "",
-        )
-
+def _trial(record: Record[Config], source: Path, line: int) -> Trial:
+    config = record.config
+    violation = record.violation
     return Trial(
-        campaign=f.req_str("campaign"),
-        tracker=f.req_str("tracker"),
-        variant=f.req_str("variant"),
-        config=config,
-        config_key=f.req_str("config_key"),
-        outcome=outcome,
+        campaign=record.campaign,
+        tracker=record.tracker,
+        variant=record.variant,
+        config=TrialConfig(
+            workers=tuple(config.workers.items()),
+            noise=config.noise,
+            strategy=config.strategy,
+            mode=config.mode,
+            duration=config.duration,
+            executions=config.executions,
+            params=tuple(config.params.items()),
+        ),
+        config_key=record.config_key,
+        outcome=record.outcome,
         source=source,
         line=line,
-        started_at=f.opt_str("started_at"),
-        trial=f.opt_int("trial"),
-        seed=f.opt_int("seed"),
-        exit_reason=f.opt_str("exit_reason"),
-        time_to_violation_s=f.opt_float("time_to_violation_s", non_negative=True),
-        points_to_violation=f.opt_int("points_to_violation"),
-        points=f.opt_int("points"),
-        points_per_s=f.opt_float("points_per_s"),
-        elapsed_s=f.opt_float("elapsed_s"),
-        violation=violation,
-        bundle=f.opt_str("bundle"),
-        log_snippet=f.opt_str("log_snippet"),
-        explanation=f.opt_str("explanation"),
-        replay_command=f.opt_str("replay_command"),
-        rerun_command=f.opt_str("rerun_command"),
+        started_at=record.started_at,
+        trial=record.trial,
+        seed=record.seed,
+        exit_reason=record.exit_reason,
+        time_to_violation_s=record.time_to_violation_s,
+        points_to_violation=record.points_to_violation,
+        points=record.points,
+        points_per_s=record.points_per_s,
+        elapsed_s=record.elapsed_s,
+        violation=None if violation is None else Violation(
+            invariant=violation.invariant or "(unnamed invariant)",
+            message=violation.message or "",
+        ),
+        bundle=record.bundle,
+        log_snippet=record.log_snippet,
+        explanation=record.explanation,
+        replay_command=record.replay_command,
+        rerun_command=record.rerun_command,
     )
 
 
@@ -317,8 +247,8 @@ def load_results_file(path: Path) -> LoadedResults:
             continue
         lineno = index + 1
         try:
-            obj = json.loads(raw.decode("utf-8"))
-        except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+            obj = parse_json(raw)
+        except ValueError as exc:
             if index == last_content:
                 skipped += 1
                 warnings.append(
@@ -326,9 +256,18 @@ def load_results_file(path: Path) -> LoadedResults:
                     "the campaign was probably interrupted while writing it"
                 )
                 continue
-            detail = exc.msg if isinstance(exc, json.JSONDecodeError) else str(exc)
-            raise ResultsFormatError(path, lineno, f"invalid JSON: {detail}") from exc
-        trials.append(parse_trial(obj, path, lineno))
+            raise ResultsFormatError(path, lineno, f"invalid JSON: {exc}") from exc
+        try:
+            trials.append(parse_trial(obj, path, lineno))
+        except UnknownSchemaError as exc:
+            # A newer engine's record: guessing at it could skew a rate, and refusing the
+            # whole report would hide every record this reader does understand.
+            skipped += 1
+            known = " and ".join(str(v) for v in READABLE_VERSIONS)
+            warnings.append(
+                f"{path}:{lineno}: skipped a record of results schema {exc.version!r}; this "
+                f"report reads schemas {known} (a newer shmstress wrote it?)"
+            )
     return LoadedResults(tuple(trials), skipped, tuple(warnings))
 
 
@@ -398,5 +337,9 @@ def group_by_config(trials: Iterable[Trial]) -> list[ConfigStats]:
     for trial in trials:
         buckets.setdefault(trial.config_key, []).append(trial)
     stats = [config_stats(bucket) for bucket in buckets.values()]
-    stats.sort(key=lambda s: (s.tracker, s.variant, s.workers, s.strategy, s.noise, s.config_key))
+    stats.sort(
+        key=lambda s: (
+            s.tracker, s.variant, s.worker_count, s.workers, s.strategy, s.noise, s.config_key
+        )
+    )
     return stats

@@ -71,7 +71,7 @@ class SchedulerView(Protocol):
         ...
 
     def who(self, worker: int) -> str:
-        """The worker by role and number (``gatherer #1``), as every report names it."""
+        """The worker by role and number (``clerk #1``), as every report names it."""
         ...
 
     def describe(self, worker: int) -> str:

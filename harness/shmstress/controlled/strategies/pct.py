@@ -32,10 +32,10 @@ are on offer (``--spin``), and neither wins everywhere:
   a thread that cannot run. Under ``demote`` a spinner never sees another
   worker's update at once, and spinners sink below a worker dropped at a
   change point, which then runs again before the others get past the window
-  it was preempted in. ``events-unordered`` needs both (the informer sees a
-  binder's update before the binder stores it, is preempted between popping
-  its event and delivering it, and the gatherer runs a whole gather
-  meanwhile): measured on the DRA tracker, ``demote`` found it in 0 of 10
+  it was preempted in. The DRA tracker's ``events-unordered`` needs both (a
+  spinning worker sees another's update before that one stores it, is preempted
+  between popping its event and delivering it, and a third worker runs a whole
+  operation meanwhile): measured on it, ``demote`` found it in 0 of 10
   runs of 1000 executions, ``aside`` in 9 of 10 (median 48). The price:
   executions take more steps and handoffs (fixed variant: 576 steps instead
   of 243, 30% of the ping-pong instead of 76%), and the seed race needs

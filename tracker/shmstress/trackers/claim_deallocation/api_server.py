@@ -17,10 +17,10 @@ import enum
 from dataclasses import dataclass
 
 import numpy as np
-from shmstress.core.locks import InstrumentedLock
-from shmstress.core.shm import Arena
-from shmstress.plugin.protocol import ApiConflict, TrackerRuntime, age_one
+
+from shmstress.api import Lock, Runtime, Setup
 from shmstress.trackers.claim_deallocation.names import NONE
+from shmstress.trackers.common import ApiConflict, age_one
 
 
 class PodPhase(enum.IntEnum):
@@ -38,20 +38,19 @@ class ClaimStatus:
 
 class ApiServer:
     def __init__(
-        self, runtime: TrackerRuntime, arena: Arena, lock: InstrumentedLock, claims: int,
-        pods: int,
+        self, runtime: Runtime, setup: Setup, lock: Lock, claims: int, pods: int,
     ) -> None:
         self._runtime = runtime
         self.lock = lock
-        self.allocated = arena.array("claims.api.allocated", claims)
-        self.reserved_for = arena.array("claims.api.reserved_for", claims)
-        self.requested = arena.array("claims.api.deallocation_requested", claims)
-        self.claim_rv = arena.array("claims.api.claim_rv", claims)
-        self.scheduling_requested = arena.array("claims.api.podscheduling.requested", claims)
-        self.scheduling_rv = arena.array("claims.api.podscheduling.rv", claims)
-        self.pod_phase = arena.array("claims.api.pod_phase", pods, PodPhase.WAITING)
-        self.pod_age = arena.array("claims.api.pod_age", pods)
-        self.rv_counter = arena.array("claims.api.rv_counter", 1)
+        self.allocated = setup.array("claims.api.allocated", claims)
+        self.reserved_for = setup.array("claims.api.reserved_for", claims)
+        self.requested = setup.array("claims.api.deallocation_requested", claims)
+        self.claim_rv = setup.array("claims.api.claim_rv", claims)
+        self.scheduling_requested = setup.array("claims.api.podscheduling.requested", claims)
+        self.scheduling_rv = setup.array("claims.api.podscheduling.rv", claims)
+        self.pod_phase = setup.array("claims.api.pod_phase", pods, PodPhase.WAITING)
+        self.pod_age = setup.array("claims.api.pod_age", pods)
+        self.rv_counter = setup.array("claims.api.rv_counter", 1)
 
     def _next_rv(self) -> int:
         rv = self.rv_counter.mv[0] + 1
@@ -59,12 +58,13 @@ class ApiServer:
         return int(rv)
 
     # -- ResourceClaim ----------------------------------------------------------------------
-    def get_claim(self, claim: int) -> ClaimStatus:
-        with self.lock.held("get claim", claim=claim):
+    def get_claim(self, claim: int) -> tuple[ClaimStatus, int]:
+        """The claim's status, and the sequence number of the read (where it began)."""
+        with self.lock.held("get claim", claim=claim) as seq:
             return ClaimStatus(
                 bool(self.allocated.mv[claim]), int(self.reserved_for.mv[claim]),
                 bool(self.requested.mv[claim]), int(self.claim_rv.mv[claim]),
-            )
+            ), seq
 
     def update_claim_status(
         self, claim: int, expected_rv: int, allocated: bool, reserved_for: int,
@@ -93,10 +93,12 @@ class ApiServer:
             return rv
 
     # -- PodScheduling ----------------------------------------------------------------------
-    def get_pod_scheduling(self, claim: int) -> tuple[bool, int]:
-        """(DeallocationRequested, resourceVersion) of the claim's PodScheduling object."""
-        with self.lock.held("get podscheduling", claim=claim):
-            return bool(self.scheduling_requested.mv[claim]), int(self.scheduling_rv.mv[claim])
+    def get_pod_scheduling(self, claim: int) -> tuple[bool, int, int]:
+        """(DeallocationRequested, resourceVersion) of the claim's PodScheduling object, and
+        the sequence number of the read (where it began)."""
+        with self.lock.held("get podscheduling", claim=claim) as seq:
+            return (bool(self.scheduling_requested.mv[claim]), int(self.scheduling_rv.mv[claim]),
+                    seq)
 
     def update_pod_scheduling(self, claim: int, expected_rv: int, requested: bool) -> int:
         with self.lock.held("update podscheduling", claim=claim, requested=requested):

@@ -17,10 +17,11 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass
 
-from shmstress.plugin.protocol import ApiConflict, TrackerRuntime
+from shmstress.api import Runtime
 from shmstress.trackers.claim_deallocation.api_server import ApiServer, ClaimStatus
 from shmstress.trackers.claim_deallocation.driver_backend import DriverBackend
 from shmstress.trackers.claim_deallocation.names import Naming
+from shmstress.trackers.common import ApiConflict
 
 
 @dataclass(frozen=True)
@@ -36,7 +37,7 @@ class ClaimView:
 
 class ClaimClient:
     def __init__(
-        self, runtime: TrackerRuntime, api: ApiServer, backend: DriverBackend, naming: Naming,
+        self, runtime: Runtime, api: ApiServer, backend: DriverBackend, naming: Naming,
         flag_in_status: bool,
     ) -> None:
         self._runtime = runtime
@@ -48,11 +49,11 @@ class ClaimClient:
     def read(self, claim: int) -> ClaimView:
         """The claim and whether its deallocation is requested, read flag first."""
         if self.flag_in_status:
-            status = self.api.get_claim(claim)
-            return ClaimView(status, status.deallocation_requested, 0, self._runtime.last_seq)
-        requested, scheduling_rv = self.api.get_pod_scheduling(claim)
-        since = self._runtime.last_seq
-        return ClaimView(self.api.get_claim(claim), requested, scheduling_rv, since)
+            status, since = self.api.get_claim(claim)
+            return ClaimView(status, status.deallocation_requested, 0, since)
+        requested, scheduling_rv, since = self.api.get_pod_scheduling(claim)
+        status, _ = self.api.get_claim(claim)
+        return ClaimView(status, requested, scheduling_rv, since)
 
     def _flag(self, status: ClaimStatus, requested: bool | None = None) -> bool | None:
         """The status's DeallocationRequested to write: None where the status has none."""
@@ -84,7 +85,7 @@ class ClaimClient:
         """Remove a finished pod from ReservedFor, retrying on conflict."""
         claim = self.naming.claim_of(pod)
         while True:
-            status = self.api.get_claim(claim)
+            status, _ = self.api.get_claim(claim)
             try:
                 self.api.update_claim_status(
                     claim, status.resource_version, status.allocated,
@@ -144,11 +145,11 @@ class ClaimClient:
                 )
                 return
             except ApiConflict:
-                status = self.api.get_claim(claim)
+                status, _ = self.api.get_claim(claim)
 
     def _clear_pod_scheduling(self, claim: int) -> None:
         while True:
-            _, scheduling_rv = self.api.get_pod_scheduling(claim)
+            _, scheduling_rv, _ = self.api.get_pod_scheduling(claim)
             try:
                 self.api.update_pod_scheduling(claim, scheduling_rv, False)
                 return
@@ -164,4 +165,4 @@ class ClaimClient:
                 )
                 return
             except ApiConflict:
-                status = self.api.get_claim(claim)
+                status, _ = self.api.get_claim(claim)

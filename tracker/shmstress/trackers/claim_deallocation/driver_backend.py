@@ -8,21 +8,18 @@ the hardware is freed, against ReservedFor as the API server holds it then
 
 from __future__ import annotations
 
-from shmstress.core.locks import InstrumentedLock
-from shmstress.core.shm import Arena
-from shmstress.plugin.protocol import TrackerRuntime
+from shmstress.api import Lock, Runtime, Setup
 from shmstress.trackers.claim_deallocation.api_server import ApiServer
 
 
 class DriverBackend:
     def __init__(
-        self, runtime: TrackerRuntime, arena: Arena, lock: InstrumentedLock, api: ApiServer,
-        claims: int,
+        self, runtime: Runtime, setup: Setup, lock: Lock, api: ApiServer, claims: int,
     ) -> None:
         self._runtime = runtime
         self._api = api
         self.lock = lock
-        self.allocated = arena.array("claims.driver.allocated", claims)
+        self.allocated = setup.array("claims.driver.allocated", claims)
 
     def allocate(self, claim: int) -> None:
         with self.lock.held("Allocated claim in the driver", claim=claim):

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from shmstress.core.runtime import NONE
-from shmstress.plugin.protocol import bits
+from shmstress.api import NONE
+from shmstress.trackers.common import bits
 
 __all__ = ["NAMESPACE", "NONE", "Naming"]
 

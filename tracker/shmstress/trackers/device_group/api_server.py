@@ -10,9 +10,9 @@ from __future__ import annotations
 import enum
 
 import numpy as np
-from shmstress.core.locks import InstrumentedLock
-from shmstress.core.shm import Arena
-from shmstress.plugin.protocol import age_one
+
+from shmstress.api import Lock, Setup
+from shmstress.trackers.common import age_one
 from shmstress.trackers.device_group.names import NONE
 
 
@@ -24,12 +24,12 @@ class PodState(enum.IntEnum):
 
 
 class ApiServer:
-    def __init__(self, arena: Arena, lock: InstrumentedLock, pods: int) -> None:
+    def __init__(self, setup: Setup, lock: Lock, pods: int) -> None:
         self.lock = lock
-        self.state = arena.array("devicegroup.pods.state", pods, PodState.PENDING)
-        self.node = arena.array("devicegroup.pods.node", pods, NONE)
-        self.annotation = arena.array("devicegroup.pods.annotation", pods, NONE)
-        self.age = arena.array("devicegroup.pods.age", pods)
+        self.state = setup.array("devicegroup.pods.state", pods, PodState.PENDING)
+        self.node = setup.array("devicegroup.pods.node", pods, NONE)
+        self.annotation = setup.array("devicegroup.pods.annotation", pods, NONE)
+        self.age = setup.array("devicegroup.pods.age", pods)
 
     def pending_pod(self, pick: int) -> int:
         with self.lock.held("List pending pods"):

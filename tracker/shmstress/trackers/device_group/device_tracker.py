@@ -23,9 +23,9 @@ from __future__ import annotations
 import enum
 
 import numpy as np
-from shmstress.core.locks import InstrumentedLock
-from shmstress.core.shm import Arena
-from shmstress.plugin.protocol import TrackerRuntime, bits
+
+from shmstress.api import Lock, Runtime, Setup
+from shmstress.trackers.common import bits
 from shmstress.trackers.device_group.names import NONE
 
 PADDING = (0, 0, 0, 0)  # what the mutant's make([]int, 4, n) puts before the real ids
@@ -48,21 +48,21 @@ class ReleaseProblem(enum.IntEnum):
 
 class DeviceTracker:
     def __init__(
-        self, runtime: TrackerRuntime, arena: Arena, lock: InstrumentedLock, nodes: int,
-        devices_per_node: int, groups: int,
+        self, runtime: Runtime, setup: Setup, lock: Lock, nodes: int, devices_per_node: int,
+        groups: int,
     ) -> None:
         self._runtime = runtime
         self.lock = lock
         self.devices_per_node = devices_per_node
-        self.owner = arena.array("devices.owner", nodes * devices_per_node, NONE)
-        self.free = arena.array("devices.free", nodes, devices_per_node)
-        self.group_node = arena.array("devices.group_node", groups, NONE)
-        self.group_mask = arena.array("devices.group_mask", groups)
-        self.group_users = arena.array("devices.group_users", groups)
-        self.group_bound = arena.array("devices.group_bound", groups)
+        self.owner = setup.array("devices.owner", nodes * devices_per_node, NONE)
+        self.free = setup.array("devices.free", nodes, devices_per_node)
+        self.group_node = setup.array("devices.group_node", groups, NONE)
+        self.group_mask = setup.array("devices.group_mask", groups)
+        self.group_users = setup.array("devices.group_users", groups)
+        self.group_bound = setup.array("devices.group_bound", groups)
         # Where the PreBind that allocated the group's current devices began: an at-rest
         # leak's explanation starts there, where the leaked allocation was made.
-        self.group_since = arena.array("devices.group_since", groups, NONE)
+        self.group_since = setup.array("devices.group_since", groups, NONE)
 
     # -- reads ------------------------------------------------------------------------------
     def group_devices(self, group: int) -> tuple[int, int]:
@@ -76,11 +76,13 @@ class DeviceTracker:
             return [int(n) for n in self.free.np]
 
     # -- the steps of PreBind ---------------------------------------------------------------
-    def join_bound(self, group: int, node: int) -> tuple[Outcome | None, int]:
+    def join_bound(self, group: int, node: int) -> tuple[Outcome | None, int, int]:
         """GetGroupDevices: reuse the group's devices if it is bound to ``node``; None if the
-        group is not bound (yet)."""
-        with self.lock.held("Check group binding", group=group, node=node):
-            return self._join(group, node)
+        group is not bound (yet). Returns (outcome, device mask, where this PreBind began:
+        this acquisition)."""
+        with self.lock.held("Check group binding", group=group, node=node) as since:
+            outcome, mask = self._join(group, node)
+            return outcome, mask, since
 
     def _join(self, group: int, node: int) -> tuple[Outcome | None, int]:
         held_on = self.group_node.mv[group]
@@ -139,8 +141,7 @@ class DeviceTracker:
         """The atomic claim: reuse the group's devices, or select and allocate them and hold
         them for ``node``, in one critical section. BindGroup still follows the annotation.
         Returns (outcome, device mask, where this PreBind began: this acquisition)."""
-        with self.lock.held("Claim group devices", group=group, node=node):
-            since = self._runtime.last_seq
+        with self.lock.held("Claim group devices", group=group, node=node) as since:
             outcome, mask = self._join(group, node)
             if outcome is not None:
                 return outcome, mask, since

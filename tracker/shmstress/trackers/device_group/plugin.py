@@ -16,7 +16,7 @@ from __future__ import annotations
 import os
 import random
 
-from shmstress.plugin.protocol import TrackerRuntime
+from shmstress.api import Runtime
 from shmstress.trackers.device_group.api_server import ApiServer
 from shmstress.trackers.device_group.device_tracker import DeviceTracker, Outcome
 from shmstress.trackers.device_group.names import NONE, Naming
@@ -25,7 +25,7 @@ from shmstress.trackers.device_group.variants import Traits
 
 class SharedDeviceGroupPlugin:
     def __init__(
-        self, runtime: TrackerRuntime, api: ApiServer, devices: DeviceTracker, naming: Naming,
+        self, runtime: Runtime, api: ApiServer, devices: DeviceTracker, naming: Naming,
         traits: Traits, devices_per_group: int, api_error_percent: int,
     ) -> None:
         self._runtime = runtime
@@ -67,8 +67,7 @@ class SharedDeviceGroupPlugin:
         devices = self.devices
         if self.traits.atomic_prebind:
             return devices.claim_group(group, node, self.devices_per_group)
-        found, mask = devices.join_bound(group, node)
-        since = self._runtime.last_seq
+        found, mask, since = devices.join_bound(group, node)
         if found is not None:
             return found, mask, since
         self._runtime.log("Group not yet bound, allocating new devices on node", group=group,

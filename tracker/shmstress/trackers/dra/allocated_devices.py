@@ -7,16 +7,16 @@ that it raced with an update (upstream ``allocateddevices.go``).
 from __future__ import annotations
 
 import numpy as np
-from shmstress.core.locks import InstrumentedLock
-from shmstress.core.shm import Arena
+
+from shmstress.api import Lock, Setup
 from shmstress.trackers.dra.names import NONE
 
 
 class AllocatedDevices:
-    def __init__(self, arena: Arena, lock: InstrumentedLock, devices: int) -> None:
+    def __init__(self, setup: Setup, lock: Lock, devices: int) -> None:
         self.lock = lock
-        self.claim_of = arena.array("dra.allocated.claim", devices, NONE)
-        self.revision_cell = arena.array("dra.allocated.revision", 1)
+        self.claim_of = setup.array("dra.allocated.claim", devices, NONE)
+        self.revision_cell = setup.array("dra.allocated.revision", 1)
 
     def handle_event(self, claim: int, old: int, new: int) -> None:
         """The assume cache's event handler: remove the old device, add the new one."""

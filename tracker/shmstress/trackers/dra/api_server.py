@@ -11,10 +11,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from shmstress.core.locks import InstrumentedLock
-from shmstress.core.runtime import Runtime
-from shmstress.core.shm import Arena
-from shmstress.plugin.protocol import ApiConflict
+from shmstress.api import Lock, Runtime, Setup
+from shmstress.trackers.common import ApiConflict
 from shmstress.trackers.dra.names import NONE
 
 _RV = 0
@@ -37,19 +35,19 @@ RELIST = Relist()
 
 class ApiServer:
     def __init__(
-        self, runtime: Runtime, arena: Arena, lock: InstrumentedLock, claims: int, devices: int
+        self, runtime: Runtime, setup: Setup, lock: Lock, claims: int, devices: int
     ) -> None:
         self._runtime = runtime
         self.lock = lock
         self.claims = claims
-        self.device = arena.array("dra.api.device", claims, NONE)
-        self.rv = arena.array("dra.api.rv", claims)
-        self.owner = arena.array("dra.api.owner", devices, NONE)
-        self.counters = arena.array("dra.api.counters", 2)
+        self.device = setup.array("dra.api.device", claims, NONE)
+        self.rv = setup.array("dra.api.rv", claims)
+        self.owner = setup.array("dra.api.owner", devices, NONE)
+        self.counters = setup.array("dra.api.counters", 2)
         self.log_capacity = max(1024, 64 * claims)
-        self.log_claim = arena.array("dra.api.log.claim", self.log_capacity)
-        self.log_device = arena.array("dra.api.log.device", self.log_capacity)
-        self.log_rv = arena.array("dra.api.log.rv", self.log_capacity)
+        self.log_claim = setup.array("dra.api.log.claim", self.log_capacity)
+        self.log_device = setup.array("dra.api.log.device", self.log_capacity)
+        self.log_rv = setup.array("dra.api.log.rv", self.log_capacity)
         # Claims are created before the run with resourceVersions 1..claims.
         self.rv.np[:] = range(1, claims + 1)
         self.counters.mv[_RV] = claims

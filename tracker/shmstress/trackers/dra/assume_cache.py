@@ -25,9 +25,8 @@ from __future__ import annotations
 from collections.abc import Callable
 
 import numpy as np
-from shmstress.core.locks import InstrumentedLock
-from shmstress.core.runtime import Runtime
-from shmstress.core.shm import Arena
+
+from shmstress.api import Lock, Runtime, Setup
 from shmstress.trackers.dra.coverage import Coverage
 from shmstress.trackers.dra.names import NONE
 
@@ -49,24 +48,24 @@ class AssumeCache:
     def __init__(
         self,
         runtime: Runtime,
-        arena: Arena,
-        lock: InstrumentedLock,
-        emit_lock: InstrumentedLock | None,
+        setup: Setup,
+        lock: Lock,
+        emit_lock: Lock | None,
         coverage: Coverage,
         claims: int,
     ) -> None:
         self._runtime = runtime
         self.lock = lock
         self.emit_lock = emit_lock
-        self.api_device = arena.array("dra.cache.api_device", claims, NONE)
-        self.api_rv = arena.array("dra.cache.api_rv", claims)
-        self.latest_device = arena.array("dra.cache.latest_device", claims, NONE)
-        self.latest_rv = arena.array("dra.cache.latest_rv", claims)
+        self.api_device = setup.array("dra.cache.api_device", claims, NONE)
+        self.api_rv = setup.array("dra.cache.api_rv", claims)
+        self.latest_device = setup.array("dra.cache.latest_device", claims, NONE)
+        self.latest_rv = setup.array("dra.cache.latest_rv", claims)
         self.queue_capacity = max(256, 8 * claims)
-        self.q_claim = arena.array("dra.cache.q.claim", self.queue_capacity)
-        self.q_old = arena.array("dra.cache.q.old", self.queue_capacity)
-        self.q_new = arena.array("dra.cache.q.new", self.queue_capacity)
-        self.q_counters = arena.array("dra.cache.q.counters", 2)
+        self.q_claim = setup.array("dra.cache.q.claim", self.queue_capacity)
+        self.q_old = setup.array("dra.cache.q.old", self.queue_capacity)
+        self.q_new = setup.array("dra.cache.q.new", self.queue_capacity)
+        self.q_counters = setup.array("dra.cache.q.counters", 2)
         self._coverage = coverage
         self._handler: EventHandler | None = None
         # The informer has synced before the run: claims 0.. with rv 1.., unallocated.

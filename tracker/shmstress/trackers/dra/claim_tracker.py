@@ -12,9 +12,8 @@ from __future__ import annotations
 from contextlib import AbstractContextManager, nullcontext
 
 import numpy as np
-from shmstress.core.locks import InstrumentedLock
-from shmstress.core.runtime import Runtime
-from shmstress.record.recorder import MAX_SEQUENCE_ITEMS
+
+from shmstress.api import LIMITS, Lock, Runtime
 from shmstress.trackers.dra.allocated_devices import AllocatedDevices
 from shmstress.trackers.dra.assume_cache import AssumeCache
 from shmstress.trackers.dra.coverage import Coverage
@@ -34,7 +33,7 @@ class ClaimTracker:
         allocated: AllocatedDevices,
         coverage: Coverage,
         checked_gather: bool,
-        single_lock: InstrumentedLock | None,
+        single_lock: Lock | None,
     ) -> None:
         self._runtime = runtime
         self.cache = cache
@@ -79,7 +78,7 @@ class ClaimTracker:
             if self._checked and self.allocated.revision() != revision:
                 raise ConcurrentModification
             held = np.flatnonzero(allocated)
-            shown = ({"allocatedDevices": held} if len(held) <= MAX_SEQUENCE_ITEMS
+            shown = ({"allocatedDevices": held} if len(held) <= LIMITS.sequence_items
                      else {"allocatedDeviceCount": len(held)})  # too many for one record
             runtime.point("Finished GatherAllocatedState", **shown)
         for device, claim in self._coverage.missed(allocated, start):

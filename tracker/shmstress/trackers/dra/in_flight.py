@@ -9,9 +9,8 @@ finds in flight (a log call, not a point).
 from __future__ import annotations
 
 import numpy as np
-from shmstress.core.locks import InstrumentedLock
-from shmstress.core.runtime import Runtime
-from shmstress.core.shm import Arena
+
+from shmstress.api import Lock, Runtime, Setup
 from shmstress.trackers.dra.coverage import Coverage
 from shmstress.trackers.dra.names import NONE
 
@@ -20,14 +19,14 @@ class InFlightClaims:
     def __init__(
         self,
         runtime: Runtime,
-        arena: Arena,
-        lock: InstrumentedLock,
+        setup: Setup,
+        lock: Lock,
         coverage: Coverage,
         claims: int,
     ) -> None:
         self._runtime = runtime
         self.lock = lock
-        self.device = arena.array("dra.inflight.device", claims, NONE)
+        self.device = setup.array("dra.inflight.device", claims, NONE)
         self._coverage = coverage
 
     def store(self, claim: int, device: int) -> None:

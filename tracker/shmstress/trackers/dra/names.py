@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from shmstress.core.runtime import NONE
+from shmstress.api import NONE
 
 __all__ = ["DRIVER", "NAMESPACE", "NONE", "Naming"]
 

@@ -10,8 +10,8 @@ from __future__ import annotations
 import enum
 
 import numpy as np
-from shmstress.core.locks import InstrumentedLock
-from shmstress.core.shm import Arena
+
+from shmstress.api import Lock, Setup
 from shmstress.trackers.dra.names import NONE
 
 
@@ -23,11 +23,11 @@ class PodState(enum.IntEnum):
 
 
 class PodQueue:
-    def __init__(self, arena: Arena, lock: InstrumentedLock, claims: int) -> None:
+    def __init__(self, setup: Setup, lock: Lock, claims: int) -> None:
         self.lock = lock
-        self.state = arena.array("dra.pods.state", claims, PodState.WAITING)
-        self.device = arena.array("dra.pods.device", claims, NONE)
-        self.binder = arena.array("dra.pods.binder", claims, NONE)
+        self.state = setup.array("dra.pods.state", claims, PodState.WAITING)
+        self.device = setup.array("dra.pods.device", claims, NONE)
+        self.binder = setup.array("dra.pods.binder", claims, NONE)
 
     def waiting(self) -> np.ndarray:
         with self.lock.held("pick pod"):

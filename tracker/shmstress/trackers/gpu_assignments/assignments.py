@@ -12,18 +12,18 @@ them.
 from __future__ import annotations
 
 import numpy as np
-from shmstress.core.locks import InstrumentedLock
-from shmstress.core.shm import Arena
+
+from shmstress.api import Lock, Setup
 from shmstress.trackers.gpu_assignments.names import NONE
 
 
 class Assignments:
-    def __init__(self, arena: Arena, mutex: InstrumentedLock, pods: int) -> None:
+    def __init__(self, setup: Setup, mutex: Lock, pods: int) -> None:
         self.mutex = mutex
-        self.generation = arena.array("gpu.assignments.generation", pods, NONE)
-        self.card = arena.array("gpu.assignments.card", pods, NONE)
-        self.removed_by = arena.array("gpu.ghost.removed_by", pods, NONE)
-        self.removed_since = arena.array("gpu.ghost.removed_since", pods, NONE)
+        self.generation = setup.array("gpu.assignments.generation", pods, NONE)
+        self.card = setup.array("gpu.assignments.card", pods, NONE)
+        self.removed_by = setup.ghost.array("gpu.removed_by", pods, NONE)
+        self.removed_since = setup.ghost.array("gpu.removed_since", pods, NONE)
 
     def store(self, slot: int, generation: int, card: int) -> None:
         with self.mutex.held("Storing container assignment", pod=slot, generation=generation,

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from shmstress.core.runtime import NONE
+from shmstress.api import NONE
 
 __all__ = ["NAMESPACE", "NONE", "card", "pod"]
 

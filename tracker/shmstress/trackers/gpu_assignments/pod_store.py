@@ -21,9 +21,8 @@ import enum
 import os
 
 import numpy as np
-from shmstress.core.locks import InstrumentedLock
-from shmstress.core.shm import Arena
-from shmstress.plugin.protocol import TrackerRuntime
+
+from shmstress.api import Lock, Runtime, Setup
 from shmstress.trackers.gpu_assignments.names import NONE
 
 _CREATED = 0
@@ -38,19 +37,17 @@ class PodPhase(enum.IntEnum):
 
 
 class PodStore:
-    def __init__(
-        self, runtime: TrackerRuntime, arena: Arena, lock: InstrumentedLock, pods: int
-    ) -> None:
+    def __init__(self, runtime: Runtime, setup: Setup, lock: Lock, pods: int) -> None:
         self._runtime = runtime
         self.lock = lock
-        self.phase = arena.array("gpu.pods.phase", pods, PodPhase.ABSENT)
-        self.generation = arena.array("gpu.pods.generation", pods)
-        self.created_at = arena.array("gpu.pods.created_at", pods)
-        self.admitted_by = arena.array("gpu.pods.admitted_by", pods, NONE)
-        self.age = arena.array("gpu.pods.age", pods)
-        self.deleted_pass = arena.array("gpu.pods.deleted_pass", pods)
-        self.cleanups_seen = arena.array("gpu.pods.cleanups_seen", pods)
-        self.counters = arena.array("gpu.pods.counters", 2)
+        self.phase = setup.array("gpu.pods.phase", pods, PodPhase.ABSENT)
+        self.generation = setup.array("gpu.pods.generation", pods)
+        self.created_at = setup.array("gpu.pods.created_at", pods)
+        self.admitted_by = setup.array("gpu.pods.admitted_by", pods, NONE)
+        self.age = setup.array("gpu.pods.age", pods)
+        self.deleted_pass = setup.array("gpu.pods.deleted_pass", pods)
+        self.cleanups_seen = setup.array("gpu.pods.cleanups_seen", pods)
+        self.counters = setup.array("gpu.pods.counters", 2)
 
     # -- the kubelet's side ---------------------------------------------------------------
     def next_candidate(self, kubelet: int) -> tuple[int, int]:

@@ -11,8 +11,8 @@ dead pod to the cleanup.
 from __future__ import annotations
 
 import numpy as np
-from shmstress.core.locks import InstrumentedLock
-from shmstress.plugin.protocol import TrackerRuntime
+
+from shmstress.api import Lock, Runtime
 from shmstress.trackers.gpu_assignments.assignments import Assignments
 from shmstress.trackers.gpu_assignments.names import NONE
 from shmstress.trackers.gpu_assignments.pod_store import PodStore
@@ -22,10 +22,10 @@ from shmstress.trackers.gpu_assignments.variants import Traits
 class ResourceManager:
     def __init__(
         self,
-        runtime: TrackerRuntime,
+        runtime: Runtime,
         pods: PodStore,
         assignments: Assignments,
-        mutex: InstrumentedLock,
+        mutex: Lock,
         traits: Traits,
     ) -> None:
         self._runtime = runtime

@@ -8,24 +8,28 @@ starts there.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 
-from shmstress.core.workers import WorkerInfo, describe_worker
+from shmstress.api import Invariant, Scope, Workers
+from shmstress.trackers.claim_deallocation.invariants.common import reserve_scope
 from shmstress.trackers.claim_deallocation.names import Naming
 
 
-class NoDeallocateWhileReserved:
+class NoDeallocateWhileReserved(Invariant):
     name = "no-deallocate-while-reserved"
     summary = "no claim is deallocated while its ReservedFor is non-empty"
     fields = ("claim", "pod", "users", "worker", "since")
 
     def render(
-        self, fields: Mapping[str, int], workers: Sequence[WorkerInfo], params: Mapping[str, int]
+        self, fields: Mapping[str, int], workers: Workers, params: Mapping[str, int]
     ) -> str:
         names = Naming(params["pods-per-claim"])
         users = fields["users"]
         return (
             f"claim {names.claim(fields['claim'])} was deallocated by "
-            f"{describe_worker(fields['worker'], workers)} while ReservedFor still held pod "
+            f"{workers.describe(fields['worker'])} while ReservedFor still held pod "
             f"{names.pod(fields['pod'])} ({users} user{'s' if users != 1 else ''})"
         )
+
+    def scope(self, fields: Mapping[str, int], params: Mapping[str, int]) -> Scope:
+        return reserve_scope(fields)

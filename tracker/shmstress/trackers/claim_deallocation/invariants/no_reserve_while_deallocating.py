@@ -9,23 +9,27 @@ scheduler's read of the flag began: the explanation starts at that stale read.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 
-from shmstress.core.workers import WorkerInfo, describe_worker
+from shmstress.api import Invariant, Scope, Workers
+from shmstress.trackers.claim_deallocation.invariants.common import reserve_scope
 from shmstress.trackers.claim_deallocation.names import Naming
 
 
-class NoReserveWhileDeallocating:
+class NoReserveWhileDeallocating(Invariant):
     name = "no-reserve-while-deallocating"
     summary = "no pod is added to ReservedFor of a claim whose deallocation is requested"
     fields = ("claim", "pod", "worker", "since")
 
     def render(
-        self, fields: Mapping[str, int], workers: Sequence[WorkerInfo], params: Mapping[str, int]
+        self, fields: Mapping[str, int], workers: Workers, params: Mapping[str, int]
     ) -> str:
         names = Naming(params["pods-per-claim"])
         return (
-            f"{describe_worker(fields['worker'], workers)} added pod {names.pod(fields['pod'])} to "
+            f"{workers.describe(fields['worker'])} added pod {names.pod(fields['pod'])} to "
             f"ReservedFor of claim {names.claim(fields['claim'])} while its deallocation was "
             "requested"
         )
+
+    def scope(self, fields: Mapping[str, int], params: Mapping[str, int]) -> Scope:
+        return reserve_scope(fields)

@@ -8,11 +8,10 @@ deallocation request is left over, and no pod is still in ReservedFor.
 from __future__ import annotations
 
 import enum
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from typing import TYPE_CHECKING
 
-from shmstress.core.workers import WorkerInfo
-from shmstress.plugin.protocol import FoundViolation
+from shmstress.api import Found, Invariant, Scope, Workers
 from shmstress.trackers.claim_deallocation.names import Naming
 
 if TYPE_CHECKING:
@@ -25,13 +24,13 @@ class Disagreement(enum.IntEnum):
     RESERVED_LEFT = 2
 
 
-class StatusMatchesDriver:
+class StatusMatchesDriver(Invariant):
     name = "status-matches-driver"
     summary = "at rest: claim status equals the driver's allocation, no request or user left"
     fields = ("kind", "claim", "status", "driver")
 
     def render(
-        self, fields: Mapping[str, int], workers: Sequence[WorkerInfo], params: Mapping[str, int]
+        self, fields: Mapping[str, int], workers: Workers, params: Mapping[str, int]
     ) -> str:
         claim = Naming.claim(fields["claim"])
         kind = fields["kind"]
@@ -44,9 +43,12 @@ class StatusMatchesDriver:
             f"says allocated={bool(fields['driver'])}"
         )
 
-    def check_at_rest(self, tracker: ClaimDeallocationTracker) -> list[FoundViolation]:
+    def scope(self, fields: Mapping[str, int], params: Mapping[str, int]) -> Scope:
+        return Scope(subjects=(("claim", fields["claim"]),))
+
+    def check_at_rest(self, tracker: ClaimDeallocationTracker) -> list[Found]:
         api, backend = tracker.api, tracker.backend
-        found = []
+        found: list[Found] = []
         for claim in range(tracker.claims):
             status, driver = int(api.allocated.np[claim]), int(backend.allocated.np[claim])
             if status != driver:
@@ -58,7 +60,7 @@ class StatusMatchesDriver:
                                          int(api.reserved_for.np[claim]), driver))
         return found
 
-    def _found(self, kind: Disagreement, claim: int, status: int, driver: int) -> FoundViolation:
-        return FoundViolation(
+    def _found(self, kind: Disagreement, claim: int, status: int, driver: int) -> Found:
+        return Found(
             self.name, {"kind": kind, "claim": claim, "status": status, "driver": driver}
         )

@@ -10,8 +10,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from shmstress.core.control import Phase
-from shmstress.plugin.protocol import idle
+from shmstress.api import Phase
 
 if TYPE_CHECKING:
     from shmstress.trackers.claim_deallocation.tracker import ClaimDeallocationTracker
@@ -26,4 +25,4 @@ class Deallocator:
         if phase >= Phase.DRAIN:  # no new requests while the run settles
             return False
         t = self._t
-        return t.client.request_deallocation(self._rng.randrange(t.claims)) or idle()
+        return t.client.request_deallocation(self._rng.randrange(t.claims)) or t.runtime.idle()

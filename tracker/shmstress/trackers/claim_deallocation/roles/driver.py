@@ -10,8 +10,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from shmstress.core.control import Phase
-from shmstress.plugin.protocol import idle
+from shmstress.api import Phase
 
 if TYPE_CHECKING:
     from shmstress.trackers.claim_deallocation.tracker import ClaimDeallocationTracker
@@ -20,7 +19,7 @@ if TYPE_CHECKING:
 class Driver:
     def __init__(self, tracker: ClaimDeallocationTracker, index: int) -> None:
         self._t = tracker
-        workers = max(1, len(tracker.runtime.role_workers.get("driver", ())))
+        workers = max(1, tracker.drivers)
         self._mine = [c for c in range(tracker.claims) if c % workers == index]
         self._next = 0
 
@@ -28,10 +27,9 @@ class Driver:
         t = self._t
         if not self._mine:  # more driver workers than claims: nothing of its own to do
             return False
-        if phase >= Phase.STOP and all(
-            t.runtime.role_finished(role) for role in ("scheduler", "kubelet", "deallocator")
-        ) and self._next == 0 and not t.api.any_request():
+        # STOP: the schedulers, kubelets and deallocators are done
+        if phase is Phase.STOP and self._next == 0 and not t.api.any_request():
             return False
         acted = t.client.sync(self._mine[self._next])
         self._next = (self._next + 1) % len(self._mine)
-        return acted or idle()
+        return acted or t.runtime.idle()

@@ -9,8 +9,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from shmstress.core.control import Phase
-from shmstress.plugin.protocol import idle
+from shmstress.api import Phase
 from shmstress.trackers.claim_deallocation.api_server import PodPhase
 from shmstress.trackers.claim_deallocation.names import NONE
 
@@ -31,7 +30,6 @@ class Kubelet:
             t.client.unreserve(pod)
             t.api.set_pod_phase(pod, PodPhase.WAITING)
             return True
-        if phase >= Phase.STOP and t.runtime.role_finished("scheduler") and \
-                not t.api.any_running():
+        if phase is Phase.STOP and not t.api.any_running():  # STOP: the schedulers are done
             return False
-        return idle()
+        return t.runtime.idle()

@@ -4,8 +4,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from shmstress.core.control import Phase
-from shmstress.plugin.protocol import idle
+from shmstress.api import Phase
 from shmstress.trackers.claim_deallocation.api_server import PodPhase
 
 if TYPE_CHECKING:
@@ -25,4 +24,4 @@ class Scheduler:
         if t.api.pod_waiting(pod) and t.client.reserve(pod):
             t.api.set_pod_phase(pod, PodPhase.RUNNING)
             return True
-        return idle()
+        return t.runtime.idle()

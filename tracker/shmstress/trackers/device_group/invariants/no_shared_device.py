@@ -8,23 +8,29 @@ PreBind began.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 
-from shmstress.core.workers import WorkerInfo, describe_worker
-from shmstress.trackers.device_group.names import Naming
+from shmstress.api import Invariant, Scope, Workers
+from shmstress.trackers.device_group.invariants.common import device_subject, naming, scope
 
 
-class NoSharedDevice:
+class NoSharedDevice(Invariant):
     name = "no-shared-device"
     summary = "no device is held by two groups"
     fields = ("node", "device", "group", "other", "worker", "since")
 
     def render(
-        self, fields: Mapping[str, int], workers: Sequence[WorkerInfo], params: Mapping[str, int]
+        self, fields: Mapping[str, int], workers: Workers, params: Mapping[str, int]
     ) -> str:
-        names = Naming(params["pods-per-group"])
+        names = naming(params)
         return (
             f"device {names.device(fields['node'], fields['device'])} was allocated to "
-            f"{names.group(fields['group'])} by {describe_worker(fields['worker'], workers)} "
+            f"{names.group(fields['group'])} by {workers.describe(fields['worker'])} "
             f"while {names.group(fields['other'])} held it"
         )
+
+    def scope(self, fields: Mapping[str, int], params: Mapping[str, int]) -> Scope:
+        # The node too: its SelectDevices name no device.
+        node = fields["node"]
+        return scope((device_subject(params, node, fields["device"]), ("group", fields["group"]),
+                      ("group", fields["other"]), ("node", node)), fields)

@@ -8,30 +8,31 @@ pod has gone, no device may still be held and every free count is full.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from typing import TYPE_CHECKING
 
 import numpy as np
-from shmstress.core.workers import WorkerInfo, describe_worker
-from shmstress.plugin.protocol import FoundViolation
+
+from shmstress.api import Found, Invariant, Scope, Subject, Workers
 from shmstress.trackers.device_group.device_tracker import ReleaseProblem
-from shmstress.trackers.device_group.names import NONE, Naming
+from shmstress.trackers.device_group.invariants.common import device_subject, naming, scope
+from shmstress.trackers.device_group.names import NONE
 
 if TYPE_CHECKING:
     from shmstress.trackers.device_group.tracker import DeviceGroupTracker
 
 
-class RollbackRestoresFree:
+class RollbackRestoresFree(Invariant):
     name = "rollback-restores-free"
     summary = "a release gives back exactly the group's devices; free counts stay exact"
     fields = ("kind", "node", "device", "group", "holder", "free", "actual", "worker", "since")
 
     def render(
-        self, fields: Mapping[str, int], workers: Sequence[WorkerInfo], params: Mapping[str, int]
+        self, fields: Mapping[str, int], workers: Workers, params: Mapping[str, int]
     ) -> str:
-        names = Naming(params["pods-per-group"])
+        names = naming(params)
         node, group = fields["node"], names.group(fields["group"])
-        who = describe_worker(fields["worker"], workers)
+        who = workers.describe(fields["worker"])
         kind = fields["kind"]
         if kind == ReleaseProblem.NOT_HELD:
             holder = fields["holder"]
@@ -47,10 +48,24 @@ class RollbackRestoresFree:
         return (f"at rest, device {names.device(node, fields['device'])} is still held by "
                 f"{group} although no pod uses it ({fields['actual']} user(s) counted)")
 
-    def check_at_rest(self, tracker: DeviceGroupTracker) -> list[FoundViolation]:
+    def scope(self, fields: Mapping[str, int], params: Mapping[str, int]) -> Scope:
+        node, group = fields["node"], fields["group"]
+        subjects: tuple[Subject, ...]
+        if fields["device"] != NONE and fields["worker"] == NONE:
+            # A device leaked at rest: the story is its group's joins and leaves (a pod
+            # names its group) since the allocation that leaked (``since``), not every
+            # PreBind on the node.
+            subjects = (("group", group), device_subject(params, node, fields["device"]))
+        else:
+            subjects = (("node", node), ("group", group))
+            if fields["device"] != NONE:
+                subjects += (device_subject(params, node, fields["device"]),)
+        return scope(subjects, fields)
+
+    def check_at_rest(self, tracker: DeviceGroupTracker) -> list[Found]:
         devices = tracker.devices
         per_node = devices.devices_per_node
-        found = []
+        found: list[Found] = []
         for slot in np.flatnonzero(devices.owner.np != NONE):
             group = int(devices.owner.np[slot])
             found.append(self._found(ReleaseProblem.LEAKED, int(slot) // per_node,
@@ -64,8 +79,8 @@ class RollbackRestoresFree:
         return found
 
     def _found(self, kind: ReleaseProblem, node: int, device: int = NONE, group: int = NONE,
-               free: int = NONE, actual: int = NONE, since: int = NONE) -> FoundViolation:
-        return FoundViolation(self.name, {
+               free: int = NONE, actual: int = NONE, since: int = NONE) -> Found:
+        return Found(self.name, {
             "kind": kind, "node": node, "device": device, "group": group, "holder": NONE,
             "free": free, "actual": actual, "worker": NONE, "since": since,
         })

@@ -9,8 +9,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from shmstress.core.control import Phase
-from shmstress.plugin.protocol import idle
+from shmstress.api import Phase
 from shmstress.trackers.device_group.api_server import PodState
 from shmstress.trackers.device_group.names import NONE
 
@@ -27,10 +26,10 @@ class Binder:
         t = self._t
         pod, node = t.api.take_scheduled(self._rng.randrange(1 << 30))
         if pod == NONE:
-            if phase >= Phase.STOP and t.runtime.role_finished("scheduler") and \
-                    t.api.count_in(PodState.SCHEDULED, PodState.BINDING) == 0:
+            if phase is Phase.STOP and \
+                    t.api.count_in(PodState.SCHEDULED, PodState.BINDING) == 0:  # scheduler done
                 return False
-            return idle()
+            return t.runtime.idle()
         if t.plugin.pre_bind(pod, node, self._rng) and self._bind(pod):
             t.api.set_state(pod, PodState.RUNNING)
             return True

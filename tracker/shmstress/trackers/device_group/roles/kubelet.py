@@ -9,8 +9,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from shmstress.core.control import Phase
-from shmstress.plugin.protocol import idle
+from shmstress.api import Phase
 from shmstress.trackers.device_group.api_server import PodState
 from shmstress.trackers.device_group.names import NONE
 
@@ -31,7 +30,6 @@ class Kubelet:
             t.plugin.pod_finished(pod)
             t.api.set_state(pod, PodState.PENDING)
             return True
-        if phase >= Phase.STOP and t.runtime.role_finished("binder") and \
-                t.api.count_in(PodState.RUNNING) == 0:
+        if phase is Phase.STOP and t.api.count_in(PodState.RUNNING) == 0:  # binders are done
             return False
-        return idle()
+        return t.runtime.idle()

@@ -8,8 +8,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from shmstress.core.control import Phase
-from shmstress.plugin.protocol import idle
+from shmstress.api import Phase
 from shmstress.trackers.device_group.names import NONE
 
 if TYPE_CHECKING:
@@ -32,4 +31,4 @@ class Scheduler:
                 if node != NONE:
                     t.api.schedule(pod, node)
                     return True
-        return idle()  # nothing schedulable: let binders and the kubelet move
+        return t.runtime.idle()  # nothing schedulable: let binders and the kubelet move

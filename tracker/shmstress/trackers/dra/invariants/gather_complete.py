@@ -6,25 +6,36 @@ missed device to be picked again, which is why racy variants are caught fast.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 
-from shmstress.core.workers import WorkerInfo, describe_worker
+from shmstress.api import Invariant, Scope, Workers
 from shmstress.trackers.dra.invariants.common import naming
 
 
-class GatherComplete:
+class GatherComplete(Invariant):
     name = "gather-complete"
     summary = "a gather contains every device allocated in the cache or in flight throughout it"
     fields = ("device", "claim", "gatherer", "start")
 
     def render(
-        self, fields: Mapping[str, int], workers: Sequence[WorkerInfo], params: Mapping[str, int]
+        self, fields: Mapping[str, int], workers: Workers, params: Mapping[str, int]
     ) -> str:
         names = naming(params)
         return (
-            f"GatherAllocatedState by {describe_worker(fields['gatherer'], workers)} "
+            f"GatherAllocatedState by {workers.describe(fields['gatherer'])} "
             f"(started at point {fields['start']}) never saw device "
             f"{names.device(fields['device'])} as allocated, although claim "
             f"{names.claim(fields['claim'])} held it in the assume cache or in flight "
             "for the whole gather"
         )
+
+    def scope(self, fields: Mapping[str, int], params: Mapping[str, int]) -> Scope:
+        return Scope(
+            subjects=(("claim", fields["claim"]), ("device", fields["device"])),
+            worker=fields["gatherer"],
+            start=fields["start"],
+        )
+
+    def outcome(self, fields: Mapping[str, int], params: Mapping[str, int]) -> str | None:
+        return (f'device "{naming(params).device(fields["device"])}" never seen as allocated '
+                "by this GatherAllocatedState")

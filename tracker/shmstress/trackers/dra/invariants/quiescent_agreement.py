@@ -8,12 +8,12 @@ API, and every claim allocated to exactly one device of its own.
 from __future__ import annotations
 
 import enum
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING
 
 import numpy as np
-from shmstress.core.workers import WorkerInfo
-from shmstress.plugin.protocol import FoundViolation
+
+from shmstress.api import Found, Invariant, Scope, Subject, Workers
 from shmstress.trackers.dra.invariants.common import naming
 from shmstress.trackers.dra.names import NONE
 
@@ -29,13 +29,13 @@ class Disagreement(enum.IntEnum):
     SHARED_DEVICE = 4
 
 
-class QuiescentAgreement:
+class QuiescentAgreement(Invariant):
     name = "quiescent-agreement"
     summary = "at rest: cache and allocated devices equal the API server, nothing in flight"
     fields = ("kind", "claim", "device", "a", "b")
 
     def render(
-        self, fields: Mapping[str, int], workers: Sequence[WorkerInfo], params: Mapping[str, int]
+        self, fields: Mapping[str, int], workers: Workers, params: Mapping[str, int]
     ) -> str:
         names = naming(params)
         kind = Disagreement(fields["kind"])
@@ -58,12 +58,21 @@ class QuiescentAgreement:
             return f"claim {claim} never got a device"
         return f"device {device} is held by claims {claim} and {names.claim(fields['a'])}"
 
-    def check_at_rest(self, tracker: DraTracker) -> list[FoundViolation]:
-        found: list[FoundViolation] = []
+    def scope(self, fields: Mapping[str, int], params: Mapping[str, int]) -> Scope:
+        kind = Disagreement(fields["kind"])
+        subjects: list[Subject] = [("claim", fields["claim"]), ("device", fields["device"])]
+        if kind is Disagreement.CACHE:
+            subjects += [("device", fields["a"]), ("device", fields["b"])]
+        elif kind in (Disagreement.ALLOCATED, Disagreement.SHARED_DEVICE):
+            subjects += [("claim", fields["a"]), ("claim", fields.get("b", NONE))]
+        return Scope(subjects=tuple(s for s in subjects if s[1] != NONE))
+
+    def check_at_rest(self, tracker: DraTracker) -> list[Found]:
+        found: list[Found] = []
 
         def add(kind: Disagreement, claim: int = NONE, device: int = NONE, a: int = NONE,
                 b: int = NONE) -> None:
-            found.append(FoundViolation(
+            found.append(Found(
                 self.name, {"kind": kind, "claim": claim, "device": device, "a": a, "b": b}
             ))
 

@@ -2,21 +2,21 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 
-from shmstress.core.workers import WorkerInfo
+from shmstress.api import Invariant, Workers
 
 KIND_REVISION = 0
 KIND_RESOURCE_VERSION = 1
 
 
-class RevisionMonotonic:
+class RevisionMonotonic(Invariant):
     name = "revision-monotonic"
     summary = "allocated-devices revision never decreases; resourceVersions strictly increase"
     fields = ("kind", "previous", "current")
 
     def render(
-        self, fields: Mapping[str, int], workers: Sequence[WorkerInfo], params: Mapping[str, int]
+        self, fields: Mapping[str, int], workers: Workers, params: Mapping[str, int]
     ) -> str:
         what = (
             "allocated devices revision"

@@ -10,8 +10,8 @@ from __future__ import annotations
 from collections import deque
 from typing import TYPE_CHECKING
 
-from shmstress.core.control import Phase
-from shmstress.plugin.protocol import ApiConflict, idle
+from shmstress.api import Phase
+from shmstress.trackers.common import ApiConflict
 from shmstress.trackers.dra.names import NONE
 from shmstress.trackers.dra.pod_queue import PodState
 
@@ -36,9 +36,9 @@ class Binder:
         if phase is Phase.RUN and self._held and self._held[0][0] <= self._steps:
             self._release(self._held.popleft()[1])
             return True
-        if phase >= Phase.STOP and t.runtime.role_finished("gatherer") and not t.pods.outstanding():
+        if phase is Phase.STOP and not t.pods.outstanding():  # STOP: the gatherers are done
             return False
-        return idle()
+        return t.runtime.idle()
 
     def _bind(self, claim: int, device: int) -> None:
         t = self._t

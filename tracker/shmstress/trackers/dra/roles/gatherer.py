@@ -9,8 +9,8 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 import numpy as np
-from shmstress.core.control import Phase
-from shmstress.plugin.protocol import idle
+
+from shmstress.api import Phase
 
 if TYPE_CHECKING:
     from shmstress.trackers.dra.tracker import DraTracker
@@ -35,4 +35,4 @@ class Gatherer:
                     t.claims.signal_claim_pending_allocation(claim, device)
                     t.pods.hand_to_binder(claim, device)
                     return True
-        return idle()  # nothing schedulable: let binders and informers move
+        return t.runtime.idle()  # nothing schedulable: let binders and informers move

@@ -9,8 +9,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from shmstress.core.control import Phase
-from shmstress.plugin.protocol import idle
+from shmstress.api import Phase
 from shmstress.trackers.dra.api_server import Relist
 
 if TYPE_CHECKING:
@@ -34,10 +33,6 @@ class Informer:
             t.claims.informer_update(event.claim, event.device, event.resource_version)
             self._cursor += 1
             return True
-        if (
-            phase >= Phase.STOP
-            and t.runtime.role_finished("binder")
-            and self._cursor >= t.api.events_appended
-        ):
+        if phase is Phase.STOP and self._cursor >= t.api.events_appended:  # binders are done
             return False
-        return idle()
+        return t.runtime.idle()

@@ -8,26 +8,32 @@ removed it last names the cleanup pass that did, and where that pass began
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 
-from shmstress.core.workers import WorkerInfo, describe_worker
+from shmstress.api import Invariant, Scope, Workers
 from shmstress.trackers.gpu_assignments import names
+from shmstress.trackers.gpu_assignments.invariants.common import pod_scope
 from shmstress.trackers.gpu_assignments.names import NONE
 
 
-class AssignmentFound:
+class AssignmentFound(Invariant):
     name = "assignment-found"
     summary = "Allocate finds the assignment GetPreferredAllocation stored for a pending pod"
     fields = ("pod", "generation", "card", "kubelet", "remover", "since")
 
     def render(
-        self, fields: Mapping[str, int], workers: Sequence[WorkerInfo], params: Mapping[str, int]
+        self, fields: Mapping[str, int], workers: Workers, params: Mapping[str, int]
     ) -> str:
         remover = fields["remover"]
-        by = f"{describe_worker(remover, workers)} removed it" if remover != NONE else \
+        by = f"{workers.describe(remover)} removed it" if remover != NONE else \
             "nobody is recorded as removing it"
         return (
-            f"Allocate by {describe_worker(fields['kubelet'], workers)} found no assignment for "
+            f"Allocate by {workers.describe(fields['kubelet'])} found no assignment for "
             f"pending pod {names.pod(fields['pod'], fields['generation'])}, although "
             f"GetPreferredAllocation stored {names.card(fields['card'])} for it; {by}"
         )
+
+    def scope(self, fields: Mapping[str, int], params: Mapping[str, int]) -> Scope:
+        """The pod; the cleanup pass that removed its assignment, from where that pass began."""
+        remover, since = fields["remover"], fields["since"]
+        return pod_scope(fields, worker=remover, start=since)

@@ -10,8 +10,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from shmstress.core.control import Phase
-from shmstress.plugin.protocol import idle
+from shmstress.api import Phase
 
 if TYPE_CHECKING:
     from shmstress.trackers.gpu_assignments.tracker import GpuAssignmentsTracker
@@ -26,10 +25,9 @@ class Cleanup:
 
     def step(self, phase: Phase) -> bool:
         t = self._t
-        if phase >= Phase.STOP and t.runtime.role_finished("kubelet") and \
-                t.runtime.role_finished("controller"):
+        if phase is Phase.STOP:  # STOP: the kubelets and the controller are done
             if self._final_passes >= FINAL_PASSES:
                 return False
             self._final_passes += 1
         t.manager.cleanup_pass()
-        return idle()
+        return t.runtime.idle()

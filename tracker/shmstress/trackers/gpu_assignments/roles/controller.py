@@ -12,8 +12,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from shmstress.core.control import Phase
-from shmstress.plugin.protocol import idle
+from shmstress.api import Phase
 
 if TYPE_CHECKING:
     from shmstress.trackers.gpu_assignments.tracker import GpuAssignmentsTracker
@@ -29,4 +28,4 @@ class Controller:
             return False
         t = self._t
         t.pods.visit(self._rng.randrange(t.pod_slots), phase is Phase.RUN, t.hold_visits)
-        return idle()
+        return t.runtime.idle()

@@ -12,8 +12,7 @@ from __future__ import annotations
 import os
 from typing import TYPE_CHECKING
 
-from shmstress.core.control import Phase
-from shmstress.plugin.protocol import idle
+from shmstress.api import Phase
 from shmstress.trackers.gpu_assignments.names import NONE
 
 if TYPE_CHECKING:
@@ -29,9 +28,9 @@ class Kubelet:
         t = self._t
         slot, generation = t.pods.next_candidate(t.runtime.worker_id)
         if slot == NONE:
-            if phase >= Phase.STOP and t.runtime.role_finished("controller"):
+            if phase is Phase.STOP:  # STOP: the controller is done, no pod will come
                 return False
-            return idle()
+            return t.runtime.idle()
         card = self._rng.randrange(t.cards)
         t.manager.get_preferred_allocation(slot, generation, card)
         os.sched_yield()

@@ -1,9 +1,10 @@
 """The GPU assignments tracker's words: the device plugin's log messages, pod names, steps.
 
 Messages the seed's resource manager logs keep its wording at verbosity 0;
-the model's other points are chattier. A pod is one subject per slot, named
-with the incarnation a violation is about. The initial state says whether
-that pod was pending and whether the assignments held an entry for it.
+the model's other points are chattier. A pod is one subject per slot (each
+invariant's scope names it with the incarnation its violation is about). The
+initial state says whether that pod was pending and whether the assignments
+held an entry for it.
 """
 
 from __future__ import annotations
@@ -11,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import ClassVar
 
-from shmstress.plugin.words import Effect, Fields, LogWords, Scope, Subject
+from shmstress.api import Effect, Fields, Subject, Words
 from shmstress.trackers.gpu_assignments import names
 from shmstress.trackers.gpu_assignments.names import NONE
 
@@ -62,7 +63,7 @@ _FACTS: dict[str, tuple[str, bool]] = {
 }
 
 
-class GpuLogWords(LogWords):
+class GpuWords(Words):
     logger = "gpu-plugin"
     verbosities: ClassVar[Mapping[str, int]] = _VERBOSITY
     default_verbosity: ClassVar[int] = _PLUMBING
@@ -100,17 +101,6 @@ class GpuLogWords(LogWords):
     def initial_facts(self, subject: Subject) -> Mapping[str, bool]:
         # Every slot starts without a pod and without an assignment (tracker.gpu_assignments).
         return {PENDING: False, ASSIGNED: False} if subject[0] == "pod" else {}
-
-    def scope(self, invariant: str, fields: Mapping[str, int]) -> Scope:
-        """The pod; the cleanup pass that removed (or kept) its assignment, from its start."""
-        pod: Subject = ("pod", fields["pod"])
-        named = {pod: f'pod "{names.pod(fields["pod"], fields["generation"])}"'}
-        if invariant == "assignment-found":
-            remover, since = fields["remover"], fields["since"]
-            return Scope(subjects=(pod,), worker=None if remover == NONE else remover,
-                         start=None if since == NONE else since, names=named)
-        cleanup = fields.get("cleanup", NONE)
-        return Scope(subjects=(pod,), worker=None if cleanup == NONE else cleanup, names=named)
 
     def name(self, subject: Subject) -> str:
         return f"pod slot {subject[1]}" if subject[0] == "pod" else super().name(subject)

@@ -17,9 +17,7 @@ import json
 from collections.abc import Callable, Mapping
 from typing import ClassVar
 
-from shmstress.plugin.words import Effect, Fields, LogWords, Scope, Subject
-from shmstress.render.klog import Raw
-from shmstress.trackers.dra.invariants.quiescent_agreement import Disagreement
+from shmstress.api import Effect, Fields, Raw, Subject, Words
 from shmstress.trackers.dra.names import NONE, Naming
 from shmstress.trackers.dra.pod_queue import PodState
 
@@ -74,7 +72,7 @@ _STEPS = {
 }
 
 
-class DraLogWords(LogWords):
+class DraWords(Words):
     logger = "scheduler"
     verbosities: ClassVar[Mapping[str, int]] = _VERBOSITY
     default_verbosity: ClassVar[int] = _PLUMBING
@@ -169,29 +167,6 @@ class DraLogWords(LogWords):
         # Every claim starts out of flight and every device free (see tracker.dra.tracker).
         return {"claim": {IN_FLIGHT: False}, "device": {OBSERVED: False}}.get(subject[0], {})
 
-    def scope(self, invariant: str, fields: Mapping[str, int]) -> Scope:
-        if invariant == "gather-complete":
-            return Scope(
-                subjects=(("claim", fields["claim"]), ("device", fields["device"])),
-                worker=fields["gatherer"],
-                start=fields["start"],
-            )
-        if invariant == "no-double-allocation":
-            return Scope(
-                subjects=(("device", fields["device"]), ("claim", fields["claim"]),
-                          ("claim", fields["other"])),
-                worker=fields["worker"],
-            )
-        if invariant == "quiescent-agreement":
-            kind = Disagreement(fields["kind"])
-            subjects: list[Subject] = [("claim", fields["claim"]), ("device", fields["device"])]
-            if kind is Disagreement.CACHE:
-                subjects += [("device", fields["a"]), ("device", fields["b"])]
-            elif kind in (Disagreement.ALLOCATED, Disagreement.SHARED_DEVICE):
-                subjects += [("claim", fields["a"]), ("claim", fields.get("b", NONE))]
-            return Scope(subjects=tuple(s for s in subjects if s[1] != NONE))
-        return Scope(subjects=())
-
     def name(self, subject: Subject) -> str:
         kind, ident = subject
         if kind == "claim":
@@ -199,9 +174,3 @@ class DraLogWords(LogWords):
         if kind == "device":
             return f'device "{self._names.device(ident)}"'
         return super().name(subject)
-
-    def outcome(self, invariant: str, fields: Mapping[str, int]) -> str | None:
-        if invariant == "gather-complete":
-            return (f'device "{self._names.device(fields["device"])}" never seen as allocated '
-                    "by this GatherAllocatedState")
-        return None

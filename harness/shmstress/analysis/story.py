@@ -1,13 +1,12 @@
-"""A violation explained as a short interleaving, derived from the recorded steps.
+"""A violation explained as a short interleaving, derived from the recorded steps: data only.
 
 The form is the one a developer writes under a log snippet in a commit
 message: the initial state of the objects involved, one line per run of
 consecutive steps of one worker, then what broke. Nothing here knows a race:
-the window and objects come from ``harness.focus``, the words from the
-tracker, and the structure from the order of the recorded points and log
-calls. A worker that still holds one of the objects when the operation
-breaks (a popped, undelivered event) is named under the outcome. It works on
-any RunResult with a recording, a free run's or a replayed schedule's.
+the window and objects come from ``focus``, the words from the tracker, and
+the structure from the order of the recorded points and log calls. A worker
+that still holds one of the objects when the operation breaks (a popped,
+undelivered event) is named under the outcome. ``render.explanation`` words it.
 """
 
 from __future__ import annotations
@@ -15,18 +14,17 @@ from __future__ import annotations
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 
-from shmstress.analysis.focus import Facts, Focus, focus, held, label_text, merged
-from shmstress.core.result import RunResult, Violation
-from shmstress.core.trace import Record, Recording
+from shmstress.analysis.focus import Focus
+from shmstress.core.trace import Record, Recording, Step
 from shmstress.core.workers import WorkerInfo, describe_worker
-from shmstress.plugin.words import LogWords, Subject
+from shmstress.plugin.words import Subject, Words
 
 
 @dataclass(frozen=True)
 class StepRun:
     """Consecutive steps of one worker that matter, as the tracker words them."""
 
-    worker: str  # "gatherer #1 (pid 18778)"
+    worker: str  # "clerk #1 (pid 18778)"
     worker_id: int
     steps: tuple[str, ...]
     first_seq: int
@@ -45,31 +43,10 @@ class Explanation:
     still_held: tuple[str, ...] = ()  # objects a worker still held when it broke
 
 
-def explain(result: RunResult, violation: Violation | None = None) -> Explanation | None:
-    """Explain ``violation`` (the run's first by default); None without a recording."""
-    found = focus(result, violation)
-    if found is None or result.recording is None:
-        return None
-    recording = result.recording
-    chosen = found.violation
-    words = found.words
-    return Explanation(
-        invariant=chosen.invariant,
-        initial_state=_initial_state(found, found.facts(recording, found.start), result.workers),
-        runs=_runs(found, recording, result.workers),
-        outcome=words.outcome(chosen.invariant, chosen.fields) or chosen.message,
-        start=found.start,
-        end=found.end,
-        notes=_notes(found, recording),
-        still_held=tuple(
-            _holding(found, subject, fact, setting.worker, result.workers)
-            for subject, fact, setting in held(words, found.facts(recording, found.end + 1))
-        ),
-    )
+@dataclass(frozen=True)
+class StoryStep:
+    """One worded step of the window that matters to the story."""
 
-
-@dataclass
-class _Step:
     worker: int
     seq: int
     phrase: str
@@ -77,15 +54,48 @@ class _Step:
     closes: frozenset[tuple[Subject, str]]  # ... and ends
 
 
-def holding_steps(found: Focus, recording: Recording) -> frozenset[tuple[int, int]]:
-    """(worker, seq) of the story's steps that begin a holding: the snippet shows them too."""
-    return frozenset((step.worker, step.seq) for step in _story(found, recording) if step.opens)
+def story(found: Focus, tape: Sequence[Step]) -> tuple[StoryStep, ...]:
+    """The window's worded steps that matter.
+
+    A holding a worker begins and ends within one run of its own steps was seen
+    by nobody else, so the step that began it is not worth a word there.
+    """
+    runs: list[list[StoryStep]] = []
+    for step in _steps(found, tape):
+        if runs and runs[-1][-1].worker == step.worker:
+            runs[-1].append(step)
+        else:
+            runs.append([step])
+    return tuple(
+        step for run in runs for index, step in enumerate(run)
+        if not step.opens or not any(step.opens & later.closes for later in run[index + 1 :])
+    )
 
 
-def _runs(found: Focus, recording: Recording, workers: Sequence[WorkerInfo]) -> tuple[StepRun, ...]:
+def explanation(
+    found: Focus, told: Sequence[StoryStep], workers: Sequence[WorkerInfo], recording: Recording
+) -> Explanation:
+    """The explanation of ``found`` from its story ``told``."""
+    chosen = found.violation
+    return Explanation(
+        invariant=chosen.invariant,
+        initial_state=_initial_state(found, workers),
+        runs=_runs(told, workers),
+        outcome=found.outcome or chosen.message,
+        start=found.start,
+        end=found.end,
+        notes=_notes(found, recording),
+        still_held=tuple(
+            _holding(found, subject, fact, setting.worker, workers)
+            for subject, fact, setting in found.history.held(found.end + 1)
+        ),
+    )
+
+
+def _runs(told: Sequence[StoryStep], workers: Sequence[WorkerInfo]) -> tuple[StepRun, ...]:
     """The story's steps collapsed into runs of one worker."""
     out: list[StepRun] = []
-    for step in _story(found, recording):
+    for step in told:
         if out and out[-1].worker_id == step.worker:
             last = out[-1]
             phrases = last.steps if last.steps[-1] == step.phrase else (*last.steps, step.phrase)
@@ -96,30 +106,12 @@ def _runs(found: Focus, recording: Recording, workers: Sequence[WorkerInfo]) -> 
     return tuple(out)
 
 
-def _story(found: Focus, recording: Recording) -> list[_Step]:
-    """The window's worded steps that matter.
-
-    A holding a worker begins and ends within one run of its own steps was seen
-    by nobody else, so the step that began it is not worth a word there.
-    """
-    runs: list[list[_Step]] = []
-    for step in _steps(found, recording):
-        if runs and runs[-1][-1].worker == step.worker:
-            runs[-1].append(step)
-        else:
-            runs.append([step])
-    return [
-        step for run in runs for index, step in enumerate(run)
-        if not step.opens or not any(step.opens & later.closes for later in run[index + 1 :])
-    ]
-
-
-def _steps(found: Focus, recording: Recording) -> Iterator[_Step]:
+def _steps(found: Focus, tape: Sequence[Step]) -> Iterator[StoryStep]:
     """Worded steps of the window: the involved objects' and the operation's own."""
     words = found.words
-    for worker, seq, label, fields, record in _window(found, recording):
+    for worker, seq, label, fields, record in _window(found, tape):
         if record is not None:
-            involved, elsewhere = found.relevance(recording, record)
+            involved, elsewhere = found.relevance(record)
             # Others' steps on the objects; the worker's own steps unless about other objects.
             if not involved and not found.own_context(record, elsewhere):
                 continue
@@ -129,11 +121,11 @@ def _steps(found: Focus, recording: Recording) -> Iterator[_Step]:
         if phrase is None:
             continue
         opens, closes = _holdings_changed(words, label, fields)
-        yield _Step(worker, seq, phrase, opens, closes)
+        yield StoryStep(worker, seq, phrase, opens, closes)
 
 
 def _window(
-    found: Focus, recording: Recording
+    found: Focus, tape: Sequence[Step]
 ) -> Iterator[tuple[int, int, str, dict[str, object], Record | None]]:
     """(worker, seq, label, fields, record or None) from the start to the end of the window.
 
@@ -141,24 +133,20 @@ def _window(
     (worker and label, no fields); its log calls are gone with it.
     """
     seen = found.start
-    for record in merged(recording):
-        if record.seq > found.end:
-            break
-        if record.seq < found.start:
-            continue
+    for record in found.window:
         for seq in range(seen, record.seq):
-            if seq < len(recording.steps):
-                step = recording.steps[seq]
+            if seq < len(tape):
+                step = tape[seq]
                 yield step.worker, seq, step.label, {}, None
         seen = max(seen, record.seq + 1)
-        yield record.worker, record.seq, label_text(recording, record), dict(record.fields), record
-    for seq in range(seen, min(found.end + 1, len(recording.steps))):
-        step = recording.steps[seq]
+        yield record.worker, record.seq, found.label(record), dict(record.fields), record
+    for seq in range(seen, min(found.end + 1, len(tape))):
+        step = tape[seq]
         yield step.worker, seq, step.label, {}, None
 
 
 def _holdings_changed(
-    words: LogWords, label: str, fields: Mapping[str, object]
+    words: Words, label: str, fields: Mapping[str, object]
 ) -> tuple[frozenset[tuple[Subject, str]], frozenset[tuple[Subject, str]]]:
     changed = [
         (effect.holds, (effect.subject, effect.fact))
@@ -169,13 +157,11 @@ def _holdings_changed(
             frozenset(key for holds, key in changed if not holds))
 
 
-def _initial_state(
-    found: Focus, facts: Facts, workers: Sequence[WorkerInfo]
-) -> tuple[str, ...]:
+def _initial_state(found: Focus, workers: Sequence[WorkerInfo]) -> tuple[str, ...]:
     """Facts of the involved objects just before the window, and who holds any of them."""
     words = found.words
     known: dict[Subject, dict[str, bool]] = {subject: {} for subject in found.scope.subjects}
-    for (subject, fact), setting in facts.items():
+    for (subject, fact), setting in found.history.at(found.start).items():
         if fact not in words.holdings:
             known[subject][fact] = setting.holds
     phrases = [
@@ -185,11 +171,11 @@ def _initial_state(
     ]
     return (*phrases, *(
         _holding(found, subject, fact, setting.worker, workers)
-        for subject, fact, setting in held(words, facts)
+        for subject, fact, setting in found.history.held(found.start)
     ))
 
 
-def _state_phrase(words: LogWords, name: str, known: dict[str, bool]) -> str:
+def _state_phrase(words: Words, name: str, known: dict[str, bool]) -> str:
     order = [f for f in words.facts if f in known] + [f for f in known if f not in words.facts]
     return f"{name} is " + ", ".join(f if known[f] else f"not {f}" for f in order)
 

@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from typing import ClassVar
 
-from shmstress.plugin.words import Effect, LogWords, Scope, Subject
+from shmstress.api import Effect, Subject, Words
 from shmstress.trackers.claim_deallocation.names import NONE, Naming
 
 ALLOCATED = "allocated"
@@ -42,7 +42,7 @@ _STEPS = {
 }
 
 
-class ClaimLogWords(LogWords):
+class ClaimWords(Words):
     logger = "resourceclaim"
     verbosities: ClassVar[Mapping[str, int]] = _VERBOSITY
     default_verbosity: ClassVar[int] = _PLUMBING
@@ -94,14 +94,6 @@ class ClaimLogWords(LogWords):
     def initial_facts(self, subject: Subject) -> Mapping[str, bool]:
         # Claims start unallocated with nothing requested (tracker.claim_deallocation).
         return {ALLOCATED: False, REQUESTED: False} if subject[0] == "claim" else {}
-
-    def scope(self, invariant: str, fields: Mapping[str, int]) -> Scope:
-        claim: Subject = ("claim", fields["claim"])
-        if invariant == "status-matches-driver":
-            return Scope(subjects=(claim,))
-        since = fields["since"]
-        return Scope(subjects=(claim, ("pod", fields["pod"])), worker=fields["worker"],
-                     start=None if since == NONE else since)
 
     def name(self, subject: Subject) -> str:
         kind, ident = subject

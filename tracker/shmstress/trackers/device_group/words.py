@@ -14,8 +14,8 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from typing import ClassVar, TypeGuard
 
-from shmstress.plugin.protocol import bits
-from shmstress.plugin.words import Effect, Fields, LogWords, Scope, Subject
+from shmstress.api import Effect, Fields, Subject, Words
+from shmstress.trackers.common import bits
 from shmstress.trackers.device_group.api_server import PodState
 from shmstress.trackers.device_group.names import NONE, Naming
 
@@ -66,7 +66,7 @@ class _Named(dict[str, str]):
         return f"the {key}"
 
 
-class DeviceGroupLogWords(LogWords):
+class DeviceGroupWords(Words):
     logger = "shared-device-group"
     verbosities: ClassVar[Mapping[str, int]] = _VERBOSITY
     default_verbosity: ClassVar[int] = _PLUMBING
@@ -152,29 +152,6 @@ class DeviceGroupLogWords(LogWords):
     def initial_facts(self, subject: Subject) -> Mapping[str, bool]:
         # Every device starts free and every group unbound (tracker.device_group).
         return {"device": {ALLOCATED: False}, "group": {BOUND: False}}.get(subject[0], {})
-
-    def scope(self, invariant: str, fields: Mapping[str, int]) -> Scope:
-        node, group = fields["node"], fields["group"]
-        since = fields.get("since", NONE)
-        start = None if since == NONE else since
-        worker = None if fields["worker"] == NONE else fields["worker"]
-        if invariant == "no-shared-device":  # the node too: its SelectDevices name no device
-            subjects: tuple[Subject, ...] = (
-                ("device", node * self._per_node + fields["device"]), ("group", group),
-                ("group", fields["other"]), ("node", node))
-        elif invariant == "group-on-one-node":
-            subjects = (("group", group),)
-        elif fields["device"] != NONE and fields["worker"] == NONE:
-            # A device leaked at rest: the story is its group's joins and leaves (a pod
-            # names its group) since the allocation that leaked (``since``), not every
-            # PreBind on the node.
-            subjects = (("group", group), ("device", node * self._per_node + fields["device"]))
-        else:
-            subjects = (("node", node), ("group", group))
-            if fields["device"] != NONE:
-                subjects += (("device", node * self._per_node + fields["device"]),)
-        return Scope(subjects=tuple(s for s in subjects if s[1] != NONE), worker=worker,
-                     start=start)
 
     def name(self, subject: Subject) -> str:
         kind, ident = subject

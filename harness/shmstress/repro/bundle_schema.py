@@ -1,0 +1,94 @@
+"""The repro bundle's JSON layout as msgspec Structs: one description for writing and reading.
+
+``bundle.to_json`` builds a ``BundleDoc`` and ``bundle.from_json`` decodes into one, so
+the writer and the reader cannot drift apart. msgspec checks every type on the way in
+(an ``int`` is never a ``bool``, a count map holds integers only) and names where a value
+went wrong; ``decode`` turns that into one ``BundleError`` line naming the field's path,
+e.g. ``field config.counts.binder: Expected `int`, got `str```.
+
+Only the layout is checked here; ``from_json`` checks what a type cannot say (steps name
+existing workers and labels, phase changes ascend). The header (``format`` and
+``format_version``) is checked before the body, so a bundle of another format version is
+refused by its version, not by whichever field happens to differ.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+import msgspec
+
+from shmstress.core.errors import BundleError
+from shmstress.reports.decoding import describe_error
+
+Mode = Literal["free", "controlled"]
+
+
+class NoiseDoc(msgspec.Struct, kw_only=True):
+    probability: float
+    kinds: list[str]
+    max_sleep_us: float
+
+
+class ConfigDoc(msgspec.Struct, kw_only=True):
+    counts: dict[str, int]
+    params: dict[str, int]
+    checks: list[str] | None = None
+    noise: NoiseDoc
+
+
+class StrategyDoc(msgspec.Struct, kw_only=True):
+    """Each strategy stores only its own knobs: ``pct`` its depth and spin, ``exhaustive``
+    its bound; an unset knob is left out of the file and takes StrategySpec's default."""
+
+    name: str
+    depth: int | msgspec.UnsetType = msgspec.UNSET
+    spin: str | msgspec.UnsetType = msgspec.UNSET
+    bound: int | msgspec.UnsetType = msgspec.UNSET
+
+
+class ViolationDoc(msgspec.Struct, kw_only=True):
+    invariant: str
+    fields: dict[str, int]
+    message: str = ""
+    worker: int | None = None
+    at_rest: bool = False
+
+
+class BundleDoc(msgspec.Struct, kw_only=True):
+    """Format version 1, field for field in the order the file has always had."""
+
+    format: str
+    format_version: int
+    shmstress_version: str = "unknown"
+    tracker: str
+    variant: str
+    config: ConfigDoc
+    seed: int
+    execution_seed: int
+    execution: int | None = None
+    mode: Mode
+    strategy: StrategyDoc
+    phase_changes: list[int]
+    preemptions: int | None = None
+    violation: ViolationDoc
+    labels: list[str]
+    steps: list[tuple[int, int]]
+
+
+def encode(doc: BundleDoc) -> dict[str, Any]:
+    """The bundle as plain JSON values (unset knobs left out), keys in the file's order."""
+    data = msgspec.to_builtins(doc)
+    assert isinstance(data, dict)
+    return data
+
+
+def decode(data: object) -> BundleDoc:
+    """``data`` (decoded JSON) as a BundleDoc, or one BundleError line naming the field."""
+    try:
+        return msgspec.convert(data, BundleDoc)
+    except msgspec.ValidationError as exc:
+        raise BundleError(describe_error(exc, data, BundleDoc)) from None
+
+
+# -- error messages ---------------------------------------------------------------------------

@@ -1,0 +1,32 @@
+"""Small helpers the built-in trackers share, built on the plugin API alone."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from shmstress.api import NONE, SharedArray
+
+
+class ApiConflict(Exception):  # noqa: N818 - named after the HTTP status
+    """An optimistic-concurrency update found its object changed since it was read: the
+    caller re-reads and retries (a Kubernetes API server's 409, as trackers model it)."""
+
+
+def age_one(candidates: np.ndarray, age: SharedArray, pick: int, hold: int) -> int:
+    """Age one of ``candidates`` (indices, chosen by ``pick``) by a step; return it once its age
+    reached ``hold``, else NONE. The caller holds the lock that guards ``age``.
+
+    Holds count steps, not seconds, so a seed (and a replay) makes the same decisions.
+    """
+    if candidates.size == 0:
+        return NONE
+    chosen = int(candidates[pick % candidates.size])
+    aged = age.mv[chosen] + 1
+    age.mv[chosen] = aged
+    return chosen if aged >= hold else NONE
+
+
+def bits(mask: int) -> list[int]:
+    """The indices set in a bitmask, lowest first: trackers keep small sets (a group's devices,
+    a claim's ReservedFor) as one int64 field so a record or violation carries them whole."""
+    return [bit for bit in range(mask.bit_length()) if mask >> bit & 1]
