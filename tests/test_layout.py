@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import tomllib
 from pathlib import Path
 
@@ -42,3 +43,22 @@ def test_each_source_folder_maps_into_the_namespace() -> None:
         "of them would hide the others from mypy and import-linter"
     )
     assert (ROOT / "harness" / "shmstress" / "py.typed").is_file()
+
+
+def test_no_dra_role_or_parameter_is_named_outside_the_dra_tracker() -> None:
+    """Generic means generic: the engine and the reports know no tracker's roles or
+    parameters (the dra tracker's are read from the class, not written down elsewhere)."""
+    from shmstress.trackers.dra.tracker import DraTracker
+
+    names = [*DraTracker.roles, *DraTracker.parameters]
+    assert names, "the dra tracker declares roles and parameters"
+    pattern = re.compile(r"\b(" + "|".join(
+        re.escape(name) for name in [*names, *(n.replace("-", "_") for n in names)]) + r")s?\b")
+    found = [
+        f"{path.relative_to(ROOT)}:{number}: {line.strip()}"
+        for folder in (ROOT / "harness", ROOT / "reports")
+        for path in sorted(folder.rglob("*.py"))
+        for number, line in enumerate(path.read_text().splitlines(), 1)
+        if pattern.search(line)
+    ]
+    assert not found, "\n".join(found)

@@ -543,22 +543,30 @@ def test_config_stats_counts_and_times(tmp_path: Path) -> None:
     assert stat.workers == (("binder", 2), ("informer", 1), ("gatherer", 1))
 
 
-def test_failures_grouped_by_variant_invariant_and_first_line(tmp_path: Path) -> None:
+def test_failures_grouped_by_variant_invariant_and_where_not_by_text(tmp_path: Path) -> None:
+    at_rest = _violation("gather missed device", bundle="b6.json")
+    at_rest["violation"]["at_rest"] = True
     records = [
         _violation("gather missed device\nnode=n1 d=1", bundle="b1.json", points_to_violation=900),
         _violation("gather missed device\nnode=n0 d=3", bundle="b2.json", points_to_violation=50),
-        _violation("gather saw stale generation", bundle="b3.json"),
+        _violation("worded otherwise by another release", bundle="b3.json"),
         _violation("gather missed device", invariant="other", bundle="b4.json"),
         _violation("gather missed device", variant="bind-race", bundle="b5.json"),
+        at_rest,
     ]
     loaded = load_results_file(_write_jsonl(tmp_path / "r.jsonl", records))
     groups = group_failures(loaded.trials)
     assert len(groups) == 4
     biggest = groups[0]
-    assert biggest.count == 2
-    assert biggest.message_first_line == "gather missed device"
-    # The quickest reproduction is offered for replay.
+    assert (biggest.count, biggest.invariant, biggest.at_rest) == (3, "gather-complete", False)
+    # The quickest reproduction is offered for replay, and names the group.
     assert biggest.representative.replay_command == "shmstress replay b2.json"
+    assert biggest.message_first_line == "gather missed device"
+    assert [(g.variant, g.invariant, g.at_rest) for g in groups[1:]] == [
+        ("bind-race", "gather-complete", False),
+        ("gather-unchecked", "gather-complete", True),
+        ("gather-unchecked", "other", False),
+    ]
 
 
 def test_trend_orders_campaigns_by_start_time(tmp_path: Path) -> None:

@@ -287,3 +287,21 @@ class YieldsWhileWaiting(SpinsWithoutYield):
     roles: ClassVar[Mapping[str, RoleSpec]] = {
         "ping": RoleSpec(lambda t, i: _TakesTurnsYielding(t, 0), "takes even turns"),
         "pong": RoleSpec(lambda t, i: _TakesTurnsYielding(t, 1), "takes odd turns")}
+
+
+class _NotesGhostFirst(_Locked):
+    def step(self, phase: Phase) -> bool:
+        self.t.ghost_count.mv[0] += 1  # oracle bookkeeping: no point needed
+        with self.t.lock.held("increment"):
+            self.t.counter.mv[0] += 1
+        return phase is Phase.RUN
+
+
+class WritesGhostBeforePoint(_Valid):
+    """Control: a write to a ghost array before the first point is not the system's state."""
+
+    roles: ClassVar[Mapping[str, RoleSpec]] = _role(_NotesGhostFirst)
+
+    def __init__(self, setup: Setup, variant: str, params: Mapping[str, int]) -> None:
+        super().__init__(setup, variant, params)
+        self.ghost_count = setup.ghost.array("malformed.count", 1)

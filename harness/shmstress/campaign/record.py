@@ -99,7 +99,8 @@ def trial_record(
         elapsed_s=result.elapsed_s,
         violation=(
             schema.Violation(invariant=first.invariant,
-                             message=recorded.message if recorded else first.message)
+                             message=recorded.message if recorded else first.message,
+                             at_rest=first.at_rest, fields=dict(first.fields))
             if first is not None
             else None
         ),

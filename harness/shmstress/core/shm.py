@@ -25,7 +25,10 @@ import psutil
 
 from shmstress.core.errors import ArenaFrozenError, SegmentError
 
-SHM_DIR = Path("/dev/shm")
+SHM_DIR_ENV = "SHMSTRESS_SHM_DIR"
+SHM_DIR = Path(os.environ.get(SHM_DIR_ENV) or "/dev/shm")
+"""Where segments live: /dev/shm, or a directory on a tmpfs named by ``$SHMSTRESS_SHM_DIR``
+(read at import), which keeps a run out of sight of every other run's sweeper."""
 SEGMENT_PREFIX = "shmstress-"
 _SEGMENT_RE = re.compile(r"^shmstress-(\d+)-(\d+)$")
 _ALIGN = 64

@@ -4,7 +4,7 @@
 the writer and the reader cannot drift apart. msgspec checks every type on the way in
 (an ``int`` is never a ``bool``, a count map holds integers only) and names where a value
 went wrong; ``decode`` turns that into one ``BundleError`` line naming the field's path,
-e.g. ``field config.counts.binder: Expected `int`, got `str```.
+e.g. ``field config.counts.clerk: Expected `int`, got `str```.
 
 Only the layout is checked here; ``from_json`` checks what a type cannot say (steps name
 existing workers and labels, phase changes ascend). The header (``format`` and

@@ -18,12 +18,14 @@ from shmstress.reports.wilson import wilson_interval
 
 @dataclass(frozen=True)
 class FailureGroup:
-    """Violations judged to be the same bug: same variant, invariant and first message line."""
+    """Violations judged to be the same bug: the same variant's same invariant, broken in the
+    same place (at rest, or while the workers ran). Grouped by that data, never by text."""
 
     tracker: str
     variant: str
     invariant: str
-    message_first_line: str
+    at_rest: bool
+    message_first_line: str  # the representative's: the invariant's summary
     count: int
     representative: Trial
     config_counts: tuple[tuple[str, int], ...]
@@ -75,19 +77,20 @@ def _representative_key(trial: Trial) -> tuple[int, float, float, str, int]:
 
 def group_failures(trials: Iterable[Trial]) -> list[FailureGroup]:
     """Distinct failures, most frequent first."""
-    buckets: dict[tuple[str, str, str, str], list[Trial]] = {}
+    buckets: dict[tuple[str, str, str, bool], list[Trial]] = {}
     for trial in trials:
         if trial.outcome != "violation":
             continue
-        if trial.violation is not None:
-            invariant, first_line = trial.violation.invariant, trial.violation.first_line
-        else:
-            invariant, first_line = "(not recorded)", ""
-        key = (trial.tracker, trial.variant, invariant, first_line)
-        buckets.setdefault(key, []).append(trial)
+        violation = trial.violation
+        invariant = violation.invariant if violation is not None else "(not recorded)"
+        at_rest = violation.at_rest if violation is not None else False
+        buckets.setdefault((trial.tracker, trial.variant, invariant, at_rest), []).append(trial)
 
     groups: list[FailureGroup] = []
-    for (tracker, variant, invariant, first_line), members in buckets.items():
+    for (tracker, variant, invariant, at_rest), members in buckets.items():
+        representative = min(members, key=_representative_key)
+        first_line = (representative.violation.first_line
+                      if representative.violation is not None else "")
         per_config: dict[str, int] = {}
         campaigns: dict[str, None] = {}
         for member in members:
@@ -98,14 +101,15 @@ def group_failures(trials: Iterable[Trial]) -> list[FailureGroup]:
                 tracker=tracker,
                 variant=variant,
                 invariant=invariant,
+                at_rest=at_rest,
                 message_first_line=first_line,
                 count=len(members),
-                representative=min(members, key=_representative_key),
+                representative=representative,
                 config_counts=tuple(sorted(per_config.items(), key=lambda kv: (-kv[1], kv[0]))),
                 campaigns=tuple(campaigns),
             )
         )
-    groups.sort(key=lambda g: (-g.count, g.tracker, g.variant, g.invariant, g.message_first_line))
+    groups.sort(key=lambda g: (-g.count, g.tracker, g.variant, g.invariant, g.at_rest))
     return groups
 
 

@@ -72,10 +72,11 @@ class TrialConfig:
 
 @dataclass(frozen=True)
 class Violation:
-    """The first invariant a trial saw broken."""
+    """The principal invariant a trial saw broken, and where: at rest or while running."""
 
     invariant: str
     message: str
+    at_rest: bool = False
 
     @property
     def first_line(self) -> str:
@@ -219,6 +220,7 @@ def _trial(record: Record[Config], source: Path, line: int) -> Trial:
         violation=None if violation is None else Violation(
             invariant=violation.invariant or "(unnamed invariant)",
             message=violation.message or "",
+            at_rest=violation.at_rest,
         ),
         bundle=record.bundle,
         log_snippet=record.log_snippet,

@@ -64,10 +64,13 @@ class UnknownVersionError(SchemaError):
 
 
 class Violation(msgspec.Struct, kw_only=True, frozen=True):
-    """The principal violation: the invariant, and its message (the summary line first)."""
+    """The principal violation: the invariant, its message (the summary line first), where
+    it was found (at rest, or while the workers ran) and its integer fields."""
 
     invariant: str | None = None
     message: str | None = None
+    at_rest: bool = False
+    fields: dict[str, int] = {}
 
 
 class Config(msgspec.Struct, kw_only=True, frozen=True):
