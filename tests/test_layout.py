@@ -62,3 +62,11 @@ def test_no_dra_role_or_parameter_is_named_outside_the_dra_tracker() -> None:
         if pattern.search(line)
     ]
     assert not found, "\n".join(found)
+
+
+def test_the_readme_exit_code_table_is_the_one_the_code_uses() -> None:
+    from shmstress.core.exit_reason import ExitCode
+
+    readme = (ROOT / "README.md").read_text()
+    for code in ExitCode:
+        assert f"| {code.value} | {code.describe()} | {code.advice()} |" in readme, code

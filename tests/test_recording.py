@@ -185,6 +185,27 @@ def test_a_named_nested_acquire_is_logged_with_its_fields_at_its_site(rig: _Rig)
     assert (inner.seq, inner.sub) == (recording.records[0].seq, 1)
 
 
+def test_every_way_in_names_the_tracker_line_however_deep_the_plumbing(rig: _Rig) -> None:
+    """A lock's acquire() goes through one more plumbing frame than held(); a runtime log
+    through fewer than a point: each is found by the walk out of the plumbing modules."""
+    lock = rig.runtime.lock("one")
+    lines = [_line()]
+    lock.acquire("taken by acquire()")
+    lines.append(_line())
+    rig.runtime.log("noted")
+    lock.release()
+    lines.append(_line())
+    with lock.held("taken by held()"):
+        pass
+    recording = rig.collect()
+    sites = [(recording.labels[r.label].text, recording.labels[r.label].file,
+              recording.labels[r.label].line)
+             for r in sorted((*recording.records, *recording.logs), key=lambda r: (r.seq, r.sub))]
+    assert sites == [("taken by acquire()", "test_recording.py", lines[0]),
+                     ("noted", "test_recording.py", lines[1]),
+                     ("taken by held()", "test_recording.py", lines[2])]
+
+
 def test_ring_overflow_is_counted_and_the_tape_keeps_every_step(rig: _Rig) -> None:
     for i in range(40):
         rig.runtime.become(i % 2)

@@ -89,6 +89,14 @@ _PLAIN = -1  # the line of a string that is not a label (a field name or value)
 _TAPE_WORKER_SHIFT = 32
 PLUMBING = True
 """This module is point plumbing: a call site is never one of its lines (see ``is_plumbing``)."""
+_POINT_SINK_DEPTH = 3
+_LOG_SINK_DEPTH = 2
+"""Frames between a sink and the nearest possible call site, skipped before the walk out of
+the plumbing begins: the sink itself and the runtime's calls into it (a point sink is
+called by ``commit_point``, which an entry point calls; a log sink by the entry point). The
+walk, not these numbers, finds the site: a deeper stack of plumbing is walked through. Each
+frame walked is a frame object built, so the skip keeps a recorded point as cheap as it
+was before the walk existed."""
 
 
 class FieldType(enum.IntEnum):
@@ -234,7 +242,7 @@ class Recorder:
     # -- hot path -------------------------------------------------------------------------
     def record(self, seq: int, worker: int, label: str, fields: dict[str, object]) -> None:
         """The runtime's point sink: one ring record and one tape entry, no formatting."""
-        label_id = self._label_id(_getframe(), label)
+        label_id = self._label_id(_getframe(_POINT_SINK_DEPTH), label)
         if seq < self.tape_size:
             self._tape_mv[seq] = ((worker << _TAPE_WORKER_SHIFT) | label_id) + 1
         self._write(seq, worker, label_id, fields, 0, 0)
@@ -248,7 +256,7 @@ class Recorder:
         last_worker, last_seq, last_sub = self._last_log
         sub = last_sub + 1 if (last_worker, last_seq) == (worker, seq) else 1
         self._last_log = (worker, seq, sub)
-        label_id = self._label_id(_getframe(), message)
+        label_id = self._label_id(_getframe(_LOG_SINK_DEPTH), message)
         self._write(seq, worker, label_id, fields, sub, level)
 
     def _write(
