@@ -240,14 +240,16 @@ def register(sub: Any) -> None:
     campaign.add_argument("--resume", action="store_true",
                           help="finish the campaign last started in --out (same grid and seeds)")
     grid = campaign.add_argument_group(
-        "grid (defaults: every variant of the tracker, its default worker counts, strategies "
+        "grid (defaults: every variant of the tracker, the worker counts its roles ask a "
+        "campaign to try, strategies "
         f"{','.join(DEFAULT_STRATEGIES)}, noise 0.1 and 0, {DEFAULT_TRIALS} trials, "
         f"{DEFAULT_DURATION_S:g} s or {DEFAULT_EXECUTIONS} executions)")
     grid.add_argument("--tracker", help="installed tracker name or file.py:Class (default dra)")
     grid.add_argument("--variant", action="append", metavar="V[,V]",
                       help="variants to run (repeatable; default all)")
     grid.add_argument("--workers", type=_role_counts, action="append", default=[],
-                      metavar="ROLE=N[,N]", help="counts to try for any role of any tracker")
+                      metavar="ROLE=N[,N]", help="worker counts to try for a role "
+                      "(repeatable; every combination runs)")
     grid.add_argument("--noise", type=_float_list, metavar="P[,P]",
                       help="noise probabilities to try (default 0.1,0)")
     grid.add_argument("--strategy", action="append", metavar="S[,S]",

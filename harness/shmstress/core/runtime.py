@@ -12,7 +12,7 @@ import os
 import random
 from collections.abc import Sequence
 
-from shmstress.core.control import W_STATE, ControlBlock, WorkerState
+from shmstress.core.control import ControlBlock
 from shmstress.core.locks import InstrumentedLock
 from shmstress.core.noise import NoiseConfig, NoiseGate
 from shmstress.core.points import AcquireGate, LogSink, PointGate, PointSink
@@ -65,7 +65,6 @@ class Runtime:
         self._stop_on_violation = stop_on_violation
         self._checked = frozenset(invariant_names if checked is None else checked)
         self._abort_mv = control.control.mv
-        self.role_workers: dict[str, tuple[int, ...]] = {}
 
     # -- identity -------------------------------------------------------------------------
     def attach(self, worker_id: int, seed: int, noise: NoiseConfig | None = None) -> None:
@@ -78,17 +77,6 @@ class Runtime:
     def become(self, worker_id: int) -> None:
         """Switch identity only (sequential runs drive several roles from one process)."""
         self.worker_id = worker_id
-
-    def role_finished(self, role: str) -> bool:
-        """Have all workers of ``role`` finished? Roles use it to stop in dependency order."""
-        return all(
-            self.control.worker_slot(w, W_STATE) >= WorkerState.FINISHED
-            for w in self.role_workers.get(role, ())
-        )
-
-    def checks(self, invariant: str) -> bool:
-        """Is ``invariant`` checked in this run? Trackers may skip work for unchecked ones."""
-        return invariant in self._checked
 
     def declare_invariant_fields(self, name: str, fields: tuple[str, ...]) -> None:
         self._invariant_fields[name] = fields

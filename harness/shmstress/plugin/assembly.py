@@ -73,8 +73,6 @@ def assemble(
     runtime = runtime_type(control, [inv.name for inv in invariants], stop_on_violation, checks)
     for invariant in invariants:
         runtime.declare_invariant_fields(invariant.name, invariant.fields)
-    runtime.role_workers = {role: tuple(w.worker_id for w in workers if w.role == role)
-                            for role in tracker_cls.roles}
     checked = frozenset(inv.name for inv in invariants) if checks is None else frozenset(checks)
     setup = Setup(arena, runtime, workers, checked)
     tracker = tracker_cls(setup, variant, params)
