@@ -21,7 +21,7 @@ from collections.abc import Mapping
 from typing import ClassVar
 
 from shmstress.api import (
-    NONE,
+    NO_ID,
     Effect,
     Found,
     Invariant,
@@ -71,9 +71,9 @@ class Ledger:
         self.runtime = setup.runtime
         self.capacity = capacity
         self.lock = setup.lock("ledger")
-        self.ticket = setup.array("ledger.ticket", capacity, NONE)
-        self.clerk = setup.array("ledger.clerk", capacity, NONE)
-        self.since = setup.ghost.array("ledger.since", capacity, NONE)
+        self.ticket = setup.array("ledger.ticket", capacity, NO_ID)
+        self.clerk = setup.array("ledger.clerk", capacity, NO_ID)
+        self.since = setup.ghost.array("ledger.since", capacity, NO_ID)
         self.handed_out = setup.array("ledger.handed_out", max(1, clerks))  # needs a slot
 
     def record(self, ticket: int, clerk: int, index: int, since: int) -> None:

@@ -8,7 +8,7 @@ from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, pr
 
 from shmstress.testing.sequential import SequentialRun
 from shmstress.trackers.dra.assume_cache import AssumeOutOfSync
-from shmstress.trackers.dra.names import NONE
+from shmstress.trackers.dra.names import NO_ID
 from shmstress.trackers.dra.tracker import DraTracker
 
 CLAIMS = 4  # nodes=1, devices-per-node=4
@@ -27,7 +27,7 @@ class AssumeCacheModel(RuleBasedStateMachine):
         self.run.runtime.become(0)
         self.cache = self.run.tracker.cache
         self.allocated = self.run.tracker.allocated
-        self.api = {c: (NONE, c + 1) for c in range(CLAIMS)}
+        self.api = {c: (NO_ID, c + 1) for c in range(CLAIMS)}
         self.latest = dict(self.api)
         self.held: dict[int, int] = {}
         self.revision = self.allocated.revision()
@@ -39,9 +39,9 @@ class AssumeCacheModel(RuleBasedStateMachine):
     def _event(self, claim: int, old: int, new: int) -> None:
         if old == new:
             return
-        if old != NONE:
+        if old != NO_ID:
             self.held.pop(old, None)
-        if new != NONE:
+        if new != NO_ID:
             self.held[new] = claim
         self.revision += 1
 
@@ -84,7 +84,7 @@ class AssumeCacheModel(RuleBasedStateMachine):
     def allocated_devices_match_model(self) -> None:
         if not hasattr(self, "run"):
             return
-        held = {d: int(c) for d, c in enumerate(self.allocated.claim_of.np) if c != NONE}
+        held = {d: int(c) for d, c in enumerate(self.allocated.claim_of.np) if c != NO_ID}
         assert held == self.held
         assert self.allocated.revision() == self.revision
 

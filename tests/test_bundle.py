@@ -14,7 +14,7 @@ from shmstress.core.noise import NoiseConfig
 from shmstress.core.trace import Step
 from shmstress.repro.bundle import (
     Bundle,
-    BundleViolation,
+    ExpectedViolation,
     bundle_name,
     from_json,
     load_bundle,
@@ -33,7 +33,7 @@ def _bundle(**changes: object) -> Bundle:
         strategy=StrategySpec("pct", depth=3), phase_changes=(100, 180),
         steps=(Step(3, "Start scheduling cycle"), Step(0, "take pod to bind"),
                Step(3, "pick pod")),
-        violation=BundleViolation("gather-complete", {"device": 1, "claim": 2}, "missed it", 3),
+        violation=ExpectedViolation("gather-complete", {"device": 1, "claim": 2}, "missed it", 3),
         noise=NoiseConfig(0.0), execution=4, preemptions=1,
     )
     return Bundle(**{**base.__dict__, **changes})  # type: ignore[arg-type]
@@ -138,7 +138,7 @@ def test_a_bundle_without_the_keys_it_may_omit_loads() -> None:
     loaded = from_json(data)
     assert (loaded.package_version, loaded.execution, loaded.preemptions) == ("unknown", None, None)
     assert loaded.strategy == StrategySpec("pct")
-    assert loaded.violation == BundleViolation("gather-complete", {"device": 1, "claim": 2}, "")
+    assert loaded.violation == ExpectedViolation("gather-complete", {"device": 1, "claim": 2}, "")
 
 
 @pytest.mark.parametrize(("strategy", "stored"), [

@@ -19,7 +19,7 @@ from shmstress.trackers.dra.invariants.revision_monotonic import (
     KIND_RESOURCE_VERSION,
     KIND_REVISION,
 )
-from shmstress.trackers.dra.names import NONE
+from shmstress.trackers.dra.names import NO_ID
 from shmstress.trackers.dra.tracker import DraTracker
 
 BINDER, GATHERER = 0, 3  # worker ids with the default counts (2 binders, 1 informer, 1 gatherer)
@@ -57,14 +57,14 @@ def test_a_claim_left_in_flight_is_named(settled: SequentialRun) -> None:
 
 def test_a_cache_that_lags_the_api_server_is_named(settled: SequentialRun) -> None:
     tracker = tracker_of(settled)
-    tracker.cache.latest_device.mv[5] = NONE
+    tracker.cache.latest_device.mv[5] = NO_ID
     assert (Disagreement.CACHE, 5) in disagreements(settled)
 
 
 def test_allocated_devices_that_lag_the_api_server_are_named(settled: SequentialRun) -> None:
     tracker = tracker_of(settled)
     device = int(tracker.api.device.mv[2])
-    tracker.allocated.claim_of.mv[device] = NONE
+    tracker.allocated.claim_of.mv[device] = NO_ID
     found = [v for v in settled.final_violations() if v.invariant == "quiescent-agreement"]
     assert [(Disagreement(v.fields["kind"]), v.fields["device"]) for v in found] == [
         (Disagreement.ALLOCATED, device)

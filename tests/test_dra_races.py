@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 from shmstress.testing.sequential import SequentialRun
-from shmstress.trackers.dra.names import NONE
+from shmstress.trackers.dra.names import NO_ID
 from shmstress.trackers.dra.tracker import DraTracker
 from tests.helpers import InjectAt
 
@@ -133,6 +133,6 @@ def test_ordered_events_keep_the_claim_in_flight_until_delivered() -> None:
 def test_claims_without_devices_are_not_reported() -> None:
     run, _ = _gather_racing_the_seed_interleaving("gather-unchecked")
     try:
-        assert run.tracker.in_flight.device.mv[CLAIM] == NONE
+        assert run.tracker.in_flight.device.mv[CLAIM] == NO_ID
     finally:
         run.close()

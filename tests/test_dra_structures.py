@@ -13,7 +13,7 @@ from shmstress.testing.sequential import SequentialRun
 from shmstress.trackers.common import ApiConflict
 from shmstress.trackers.dra.api_server import RELIST, WatchEvent
 from shmstress.trackers.dra.assume_cache import AssumeOutOfSync
-from shmstress.trackers.dra.names import NONE, Naming
+from shmstress.trackers.dra.names import NO_ID, Naming
 from shmstress.trackers.dra.tracker import DraTracker
 
 BINDER, INFORMER, GATHERER = 0, 2, 3  # worker ids with the default counts (2, 1, 1)
@@ -34,13 +34,13 @@ def violations(run: SequentialRun) -> list[str]:
 def test_api_update_needs_the_current_resource_version(fixed: SequentialRun) -> None:
     api = fixed.tracker.api
     device, rv = api.get(0)
-    assert device == NONE
+    assert device == NO_ID
     new_rv = api.update_status(0, rv, 5)
     assert new_rv > rv
     assert api.get(0) == (5, new_rv)
     with pytest.raises(ApiConflict):
-        api.update_status(0, rv, NONE)
-    assert api.update_status(0, new_rv, NONE) > new_rv
+        api.update_status(0, rv, NO_ID)
+    assert api.update_status(0, new_rv, NO_ID) > new_rv
 
 
 def test_api_event_log_is_watched_in_order_and_relists_when_overrun(
@@ -52,7 +52,7 @@ def test_api_event_log_is_watched_in_order_and_relists_when_overrun(
     assert api.watch(0) == WatchEvent(3, 2, rv)
     assert api.watch(1) is None
     for _ in range(api.log_capacity):
-        api.update_status(3, api.get(3)[1], NONE)
+        api.update_status(3, api.get(3)[1], NO_ID)
     assert api.watch(0) is RELIST
     items, position = api.list_claims()
     assert position == api.events_appended
@@ -73,9 +73,9 @@ def test_assume_cache_keeps_only_newer_informer_objects(fixed: SequentialRun) ->
     cache = fixed.tracker.cache
     _, rv = cache.get(0)
     assert cache.update(0, 4, rv + 10)
-    assert not cache.update(0, NONE, rv + 5)  # stale resync: ignored
+    assert not cache.update(0, NO_ID, rv + 5)  # stale resync: ignored
     assert cache.get(0) == (4, rv + 10)
-    assert not cache.update(0, NONE, rv + 10)  # same version: ignored
+    assert not cache.update(0, NO_ID, rv + 10)  # same version: ignored
 
 
 def test_assume_then_restore_and_out_of_sync(fixed: SequentialRun) -> None:
@@ -86,8 +86,8 @@ def test_assume_then_restore_and_out_of_sync(fixed: SequentialRun) -> None:
     assert cache.get(1) == (6, rv + 1)
     assert allocated.claim_of.mv[6] == 1  # delivered before assume returned
     cache.restore(1)
-    assert cache.get(1) == (NONE, rv)
-    assert allocated.claim_of.mv[6] == NONE
+    assert cache.get(1) == (NO_ID, rv)
+    assert allocated.claim_of.mv[6] == NO_ID
     cache.update(1, 2, rv + 5)
     with pytest.raises(AssumeOutOfSync):
         cache.assume(1, 3, rv + 4)
@@ -96,9 +96,9 @@ def test_assume_then_restore_and_out_of_sync(fixed: SequentialRun) -> None:
 def test_allocated_devices_revision_counts_mutations(fixed: SequentialRun) -> None:
     allocated = fixed.tracker.allocated
     r0 = allocated.revision()
-    allocated.handle_event(0, NONE, 3)
+    allocated.handle_event(0, NO_ID, 3)
     allocated.handle_event(0, 3, 3)  # no change: no new revision
-    allocated.handle_event(0, 3, NONE)
+    allocated.handle_event(0, 3, NO_ID)
     assert allocated.revision() == r0 + 2
     seen, revision = allocated.get()
     assert revision == r0 + 2

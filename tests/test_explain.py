@@ -11,7 +11,7 @@ from shmstress.analysis.story import Explanation
 from shmstress.cli.main import main
 from shmstress.core.result import Violation
 from shmstress.render.explanation import render_explanation
-from shmstress.trackers.dra.names import NONE, Naming
+from shmstress.trackers.dra.names import NO_ID, Naming
 from shmstress.trackers.dra.tracker import DraTracker
 from tests.helpers import explain
 from tests.recorded_race import CLAIM, DEVICE, recorded_seed_race, recorded_unordered_race
@@ -249,7 +249,7 @@ def test_an_at_rest_violation_is_explained_from_its_objects_last_events() -> Non
     with recorded_seed_race() as result:
         at_rest = Violation(
             invariant="quiescent-agreement", message="claim 7 is still in flight at rest",
-            fields={"kind": 0, "claim": 7, "device": 0, "a": NONE, "b": NONE},
+            fields={"kind": 0, "claim": 7, "device": 0, "a": NO_ID, "b": NO_ID},
             worker=None, seq=None, elapsed_s=None, at_rest=True,
         )
         explanation = explain(result, at_rest)

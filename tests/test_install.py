@@ -10,6 +10,7 @@ So the test needs no network, and the ``shmstress`` it runs is the wheel's alone
 from __future__ import annotations
 
 import os
+import shutil
 import subprocess
 import sys
 import sysconfig
@@ -88,9 +89,13 @@ def _site_packages() -> str:
 def fresh(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """A fresh venv with shmstress installed from a wheel of this checkout."""
     base = tmp_path_factory.mktemp("install")
+    source = base / "source"  # a copy: building in the checkout would leave build/ in it
+    shutil.copytree(ROOT, source, ignore=shutil.ignore_patterns(
+        ".git", ".venv", ".tox", "build", "*.egg-info", "__pycache__", "shmstress-out", "out",
+        ".*_cache"))
     wheels = base / "wheels"
     subprocess.run([sys.executable, "-m", "pip", "wheel", "--quiet", "--no-deps",
-                    "--no-build-isolation", "--wheel-dir", str(wheels), str(ROOT)],
+                    "--no-build-isolation", "--wheel-dir", str(wheels), str(source)],
                    check=True, capture_output=True, timeout=300)
     venv = base / "venv"
     subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(venv)], check=True,

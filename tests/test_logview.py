@@ -33,7 +33,7 @@ from shmstress.render.logview import (
     write_log,
 )
 from shmstress.testing.sequential import SequentialRun
-from shmstress.trackers.dra.names import NONE, Naming
+from shmstress.trackers.dra.names import NO_ID, Naming
 from shmstress.trackers.dra.words import DraWords
 from tests.helpers import render_snippet
 from tests.recorded_race import (
@@ -128,12 +128,12 @@ def test_log_calls_sit_right_after_the_point_they_follow(recorded: _Recorded) ->
 def test_dra_words_render_upstream_messages_and_names() -> None:
     words = DraWords(Naming(nodes=8, devices_per_node=100))
     assert words.event("Observed device allocation", (("claim", 553), ("device", 594),
-                                                      ("old", NONE))) == (
+                                                      ("old", NO_ID))) == (
         "Observed device allocation",
         (("device", "driver.example.com/worker-5/worker-5-device-094"),
          ("claim", "shmstress/claim-0553")),
     )
-    assert words.event("Observed device allocation", (("claim", 553), ("device", NONE),
+    assert words.event("Observed device allocation", (("claim", 553), ("device", NO_ID),
                                                       ("old", 594)))[0] == (
         "Observed device deallocation"
     )

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from shmstress.api import NONE, Scope, Worker, Workers
+from shmstress.api import NO_ID, Scope, Worker, Workers
 from shmstress.core.config import RunConfig
 from shmstress.core.exit_reason import ExitReason
 from shmstress.free.runner import run as run_for_real
@@ -176,7 +176,7 @@ def test_violations_are_about_their_claim_pod_and_worker_from_the_read_on() -> N
     for invariant in (NoReserveWhileDeallocating(), NoDeallocateWhileReserved()):
         assert invariant.scope({**race, "users": 1}, params) == Scope(
             subjects=(("claim", 1), ("pod", 3)), worker=0, start=40)
-    unknown_start = NoReserveWhileDeallocating().scope({**race, "since": NONE}, params)
+    unknown_start = NoReserveWhileDeallocating().scope({**race, "since": NO_ID}, params)
     assert unknown_start.start is None
     at_rest = StatusMatchesDriver().scope({"kind": 0, "claim": 1, "status": 1, "driver": 0},
                                           params)

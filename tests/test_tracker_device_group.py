@@ -21,7 +21,7 @@ from shmstress.trackers.device_group.invariants import (
     NoSharedDevice,
     RollbackRestoresFree,
 )
-from shmstress.trackers.device_group.names import NONE, Naming
+from shmstress.trackers.device_group.names import NO_ID, Naming
 from shmstress.trackers.device_group.tracker import DeviceGroupTracker
 from shmstress.trackers.device_group.variants import CORRECT, MUTANTS, RACY
 from shmstress.trackers.device_group.words import DeviceGroupWords
@@ -163,7 +163,7 @@ def test_padded_release_list_gives_back_a_device_twice() -> None:
     run = _bind_then("mutant-padded-release", "finish")
     try:
         [first, *_] = _violations(run, ROLLBACK)
-        assert first[:5] == (ReleaseProblem.NOT_HELD, 0, 0, 0, NONE)
+        assert first[:5] == (ReleaseProblem.NOT_HELD, 0, 0, 0, NO_ID)
         assert dict(zip(RollbackRestoresFree.fields, first, strict=False))["worker"] == KUBELET
     finally:
         run.close()
@@ -197,7 +197,7 @@ def test_failed_annotation_rolls_back_the_allocation(variant: str) -> None:
         assert not _pre_bind(run, BINDER_1, 0, 0)
         assert run.control.violation_count == 0
         assert run.final_violations() == []
-        assert run.tracker.devices.group_node.mv[0] == NONE
+        assert run.tracker.devices.group_node.mv[0] == NO_ID
         assert list(run.tracker.devices.free.np) == [DEVICES, DEVICES]
 
 
@@ -223,8 +223,8 @@ def test_violations_render_as_one_line_naming_devices_groups_and_workers() -> No
     assert bound == ("binder #1 (pid 32) bound group-1 to node-0 while another PreBind had "
                      "bound it to node-1")
     released = RollbackRestoresFree().render(
-        {"kind": ReleaseProblem.NOT_HELD, "node": 0, "device": 0, "group": 1, "holder": NONE,
-         "free": NONE, "actual": NONE, "worker": 3}, workers, params)
+        {"kind": ReleaseProblem.NOT_HELD, "node": 0, "device": 0, "group": 1, "holder": NO_ID,
+         "free": NO_ID, "actual": NO_ID, "worker": 3}, workers, params)
     assert released == ("kubelet #1 (pid 34) released device node-0/example.com/gpu/0 for "
                         "group-1, but it was already free")
 

@@ -14,7 +14,7 @@ import pytest
 from shmstress.core.workers import WorkerInfo, Workers
 from shmstress.testing.sequential import SequentialRun
 from shmstress.trackers.gpu_assignments.invariants import AssignmentFound, NoStaleAssignment
-from shmstress.trackers.gpu_assignments.names import NONE
+from shmstress.trackers.gpu_assignments.names import NO_ID
 from shmstress.trackers.gpu_assignments.pod_store import PodPhase
 from shmstress.trackers.gpu_assignments.tracker import GpuAssignmentsTracker
 from shmstress.trackers.gpu_assignments.variants import CORRECT, MUTANTS, RACY
@@ -154,7 +154,7 @@ def test_two_lists_can_miss_a_pod_that_starts_in_between() -> None:
     run = _pod_starts_between_the_cleanups_lists("list-before-lock")
     try:
         assert run.tracker.pods.phase.mv[SLOT] == PodPhase.RUNNING
-        assert run.tracker.assignments.generation.mv[SLOT] == NONE  # a running pod's entry
+        assert run.tracker.assignments.generation.mv[SLOT] == NO_ID  # a running pod's entry
     finally:
         run.close()
 
@@ -190,7 +190,7 @@ def test_an_assignment_that_survives_two_cleanups_is_flagged_online_and_at_rest(
         assert _violations(run, NO_STALE) == [(SLOT, 1, card, 2, CLEANUP)]
         [at_rest] = run.final_violations()
         assert at_rest.invariant == "no-stale-assignment"
-        assert at_rest.fields["pod"] == SLOT and at_rest.fields["cleanup"] == NONE
+        assert at_rest.fields["pod"] == SLOT and at_rest.fields["cleanup"] == NO_ID
     finally:
         run.close()
 
@@ -199,7 +199,7 @@ def test_the_fixed_cleanup_removes_a_deleted_pods_assignment_at_its_first_pass()
     run = _admit_delete_and_clean_twice("fixed")
     try:
         assert _violations(run, NO_STALE) == []
-        assert run.tracker.assignments.generation.mv[SLOT] == NONE
+        assert run.tracker.assignments.generation.mv[SLOT] == NO_ID
         assert run.final_violations() == []
     finally:
         run.close()
@@ -251,7 +251,7 @@ def test_words_name_pods_and_cards_as_the_device_plugin_does() -> None:
     assert (stale.worker, stale.start, stale.subjects) == (1, None, (("pod", 2),))
     assert stale.names[("pod", 2)] == 'pod "default/gpu-pod-2-5"'
     at_rest = NoStaleAssignment().scope({"pod": 2, "generation": 5, "card": 0, "passes": 2,
-                                         "cleanup": NONE}, params)
+                                         "cleanup": NO_ID}, params)
     assert at_rest.worker is None
 
 

@@ -11,7 +11,7 @@ system's. ``LIMITS`` says how much a point, a violation and a run can hold.
 
 from shmstress.core.control import Phase
 from shmstress.core.locks import InstrumentedLock as Lock
-from shmstress.core.runtime import NONE
+from shmstress.core.runtime import NO_ID
 from shmstress.core.shm import SharedArray
 from shmstress.core.workers import WorkerInfo as Worker
 from shmstress.core.workers import Workers
@@ -30,7 +30,7 @@ from shmstress.plugin.words import Effect, Fields, Raw, Scope, Subject, Words
 
 __all__ = [
     "LIMITS",
-    "NONE",
+    "NO_ID",
     "Effect",
     "Fields",
     "Found",

@@ -45,7 +45,7 @@ def add_run_log_options(parser: argparse.ArgumentParser) -> None:
                        f"counted (default {DEFAULT_RING_SIZE}, at least {MIN_RING_SIZE})")
 
 
-def check_run_log_options(args: argparse.Namespace) -> None:
+def validate_log_options(args: argparse.Namespace) -> None:
     """Usage errors before anything starts."""
     if not 0 <= args.log_level <= MAX_VERBOSITY:
         raise ConfigError(f"--log-level must be 0..{MAX_VERBOSITY}, got {args.log_level}")

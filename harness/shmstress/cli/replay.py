@@ -14,7 +14,7 @@ import textwrap
 from collections.abc import Iterator
 from pathlib import Path
 
-from shmstress.cli.log import add_log_options, check_run_log_options
+from shmstress.cli.log import add_log_options, validate_log_options
 from shmstress.core.errors import BundleError, ReplayDivergedError
 from shmstress.render.failure import failure_report, report_lines
 from shmstress.repro.bundle import Bundle, load_bundle, replay_command, write_bundle
@@ -63,7 +63,7 @@ def _about(path: Path) -> Iterator[None]:
 
 
 def _cmd_replay(args: argparse.Namespace) -> int:
-    check_run_log_options(args)
+    validate_log_options(args)
     path = Path(args.bundle)
     bundle = load_bundle(path)
     with _about(path):

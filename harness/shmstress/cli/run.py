@@ -181,7 +181,7 @@ def _options_from_args(args: argparse.Namespace, config: RunConfig) -> Controlle
 
 
 def _cmd_run(args: argparse.Namespace) -> int:
-    cli_log.check_run_log_options(args)
+    cli_log.validate_log_options(args)
     config = config_from_args(args)
     if args.mode == "controlled":
         return _run_controlled(args, config)

@@ -71,7 +71,7 @@ class WorkerState(enum.IntEnum):
 
 
 @dataclass
-class ViolationRecord:
+class RawViolation:
     """A violation as workers store it: ints only, rendered to text by the coordinator."""
 
     invariant: int
@@ -180,14 +180,14 @@ class ControlBlock:
     def violation_count(self) -> int:
         return int(self.control.mv[VIOLATIONS])
 
-    def violation_records(self) -> list[ViolationRecord]:
+    def violation_records(self) -> list[RawViolation]:
         records = []
         vmv = self.violations.mv
         for index in range(min(self.violation_count, self.max_violations)):
             base = index * V_STRIDE
             nfields = vmv[base + V_NFIELDS]
             records.append(
-                ViolationRecord(
+                RawViolation(
                     invariant=vmv[base + V_INVARIANT],
                     seq=vmv[base + V_SEQ],
                     worker=vmv[base + V_WORKER],

@@ -20,8 +20,10 @@ from shmstress.core.points import AcquireGate, LogSink, PointGate, PointSink
 PLUMBING = True
 """Point plumbing: the recorder looks past this module's frames for a call site."""
 
-NONE = -1
-"""What a missing field of a violation arrives as, and the built-in trackers' "no object"."""
+NO_ID = -1
+"""The int that names no object (no device, no claim): what a violation's missing field
+arrives as, and what trackers store where an id is absent. Not Python's ``None``: shared
+arrays and violation fields hold ints only."""
 
 
 class StopRun(BaseException):
@@ -145,7 +147,7 @@ class Runtime:
         if invariant not in self._checked:
             return
         names = self._invariant_fields.get(invariant, tuple(fields))
-        values = tuple(int(fields.get(name, NONE)) for name in names)
+        values = tuple(int(fields.get(name, NO_ID)) for name in names)
         self.control.record_violation(
             self._invariant_index[invariant],
             max(self.last_seq, 0),

@@ -44,7 +44,7 @@ def package_version() -> str:
 
 
 @dataclass(frozen=True)
-class BundleViolation:
+class ExpectedViolation:
     """The violation a replay must reproduce: the invariant and its fields decide."""
 
     invariant: str
@@ -54,7 +54,7 @@ class BundleViolation:
     at_rest: bool = False
 
     @classmethod
-    def of(cls, found: Violation) -> BundleViolation:
+    def of(cls, found: Violation) -> ExpectedViolation:
         return cls(
             invariant=found.invariant,
             fields=dict(found.fields),
@@ -86,7 +86,7 @@ class Bundle:
     strategy: StrategySpec
     phase_changes: tuple[int, ...]  # steps at which DRAIN, then STOP, began
     steps: tuple[Step, ...]
-    violation: BundleViolation
+    violation: ExpectedViolation
     noise: NoiseConfig = field(default_factory=NoiseConfig)  # a free run's: replayed draws
     execution: int | None = None  # 0-based index of the failing execution of a controlled run
     preemptions: int | None = None
@@ -134,7 +134,7 @@ def from_free_run(result: RunResult) -> Bundle | None:
         strategy=StrategySpec("noise" if config.noise.probability else "none"),
         phase_changes=result.phase_changes,
         steps=result.recording.steps,
-        violation=BundleViolation.of(violation),
+        violation=ExpectedViolation.of(violation),
         noise=config.noise,
     )
 
@@ -175,7 +175,7 @@ def from_execution(
         strategy=strategy,
         phase_changes=tuple(phase_changes),
         steps=tuple(steps),
-        violation=BundleViolation.of(violation),
+        violation=ExpectedViolation.of(violation),
         noise=NoiseConfig(0.0),
         execution=execution,
         preemptions=preemptions,
@@ -194,7 +194,7 @@ def from_controlled(result: ControlledResult) -> Bundle | None:
     )
 
 
-def check_fits(bundle: Bundle, resolved: RunConfig) -> None:
+def require_fit(bundle: Bundle, resolved: RunConfig) -> None:
     """Raise BundleError unless the tracker runs exactly the bundle's workers and parameters:
     a role or parameter the bundle lacks would take the tracker's default, and the workers
     would be numbered otherwise than the recorded steps say."""
@@ -300,7 +300,7 @@ def from_json(data: object) -> Bundle:
         ),
         phase_changes=phase_changes,
         steps=tuple(steps),
-        violation=BundleViolation(
+        violation=ExpectedViolation(
             invariant=violation.invariant,
             fields=violation.fields,
             message=violation.message,

@@ -24,7 +24,7 @@ from shmstress.core.result import RunResult
 from shmstress.core.shm import sweep_stale_segments
 from shmstress.core.signals import interruptible
 from shmstress.core.workers import WorkerInfo
-from shmstress.repro.bundle import Bundle, check_fits
+from shmstress.repro.bundle import Bundle, require_fit
 
 
 class Verdict(enum.Enum):
@@ -54,7 +54,7 @@ class ReplayReport:
 def replay_bundle(bundle: Bundle, record: bool = True, pin: bool = True) -> ReplayReport:
     """Replay ``bundle`` once; raises ConfigError (BundleError) if it cannot even start."""
     config, tracker_cls, workers = prepare(bundle.run_config())
-    check_fits(bundle, config)
+    require_fit(bundle, config)
     spec = session_spec(
         config, tracker_cls, workers, max_steps=len(bundle.steps) + 1,
         noise_draws=bundle.noise if bundle.replays_noise_draws else None, pin=pin,

@@ -38,7 +38,7 @@ from shmstress.controlled.strategies.base import Strategy, StrategySpec
 from shmstress.core.config import RunConfig
 from shmstress.plugin.registry import load
 from shmstress.plugin.tracker import Tracker
-from shmstress.repro.bundle import Bundle, BundleViolation
+from shmstress.repro.bundle import Bundle, ExpectedViolation
 from shmstress.repro.replay import ReplayReport, Verdict, replay_bundle
 
 Deviations = tuple[tuple[int, int], ...]
@@ -391,5 +391,5 @@ def _bundle_of(original: Bundle, best: _Candidate) -> Bundle:
         phase_changes=outcome.phase_changes,
         steps=outcome.steps,
         preemptions=outcome.preemptions,
-        violation=BundleViolation.of(found),
+        violation=ExpectedViolation.of(found),
     )

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from shmstress.api import NONE, SharedArray
+from shmstress.api import NO_ID, SharedArray
 
 
 class ApiConflict(Exception):  # noqa: N818 - named after the HTTP status
@@ -14,16 +14,16 @@ class ApiConflict(Exception):  # noqa: N818 - named after the HTTP status
 
 def age_one(candidates: np.ndarray, age: SharedArray, pick: int, hold: int) -> int:
     """Age one of ``candidates`` (indices, chosen by ``pick``) by a step; return it once its age
-    reached ``hold``, else NONE. The caller holds the lock that guards ``age``.
+    reached ``hold``, else NO_ID. The caller holds the lock that guards ``age``.
 
     Holds count steps, not seconds, so a seed (and a replay) makes the same decisions.
     """
     if candidates.size == 0:
-        return NONE
+        return NO_ID
     chosen = int(candidates[pick % candidates.size])
     aged = age.mv[chosen] + 1
     age.mv[chosen] = aged
-    return chosen if aged >= hold else NONE
+    return chosen if aged >= hold else NO_ID
 
 
 def bits(mask: int) -> list[int]:

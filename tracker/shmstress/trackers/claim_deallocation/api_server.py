@@ -19,7 +19,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from shmstress.api import Lock, Runtime, Setup
-from shmstress.trackers.claim_deallocation.names import NONE
+from shmstress.trackers.claim_deallocation.names import NO_ID
 from shmstress.trackers.common import ApiConflict, age_one
 
 
@@ -68,7 +68,7 @@ class ApiServer:
 
     def update_claim_status(
         self, claim: int, expected_rv: int, allocated: bool, reserved_for: int,
-        deallocation_requested: bool | None, since: int = NONE,
+        deallocation_requested: bool | None, since: int = NO_ID,
     ) -> int:
         """Write the status if ``expected_rv`` is current. ``deallocation_requested`` is None
         where the status has no such field (the flag lives in PodScheduling); ``since`` is
@@ -120,7 +120,7 @@ class ApiServer:
             self.pod_age.mv[pod] = 0
 
     def age_running_pod(self, pick: int, hold: int) -> int:
-        """One running pod (chosen by ``pick``) ages a step; returns it once it is done, or NONE."""
+        """One running pod (chosen by ``pick``) ages a step; returns it once done, or NO_ID."""
         with self.lock.held("pod runs"):
             return age_one(np.flatnonzero(self.pod_phase.np == PodPhase.RUNNING), self.pod_age,
                            pick, hold)

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from shmstress.api import NONE
+from shmstress.api import NO_ID
 from shmstress.trackers.common import bits
 
-__all__ = ["NAMESPACE", "NONE", "Naming"]
+__all__ = ["NAMESPACE", "NO_ID", "Naming"]
 
 NAMESPACE = "default"
 
@@ -26,7 +26,7 @@ class Naming:
         return f"{NAMESPACE}/claim-{claim}"
 
     def pod(self, pod: int) -> str:
-        if pod == NONE:
+        if pod == NO_ID:
             return "<no pod>"
         return f"{NAMESPACE}/pod-{self.claim_of(pod)}-{pod % self.pods_per_claim}"
 

@@ -13,7 +13,7 @@ from collections.abc import Callable, Mapping
 from typing import ClassVar
 
 from shmstress.api import Effect, Subject, Words
-from shmstress.trackers.claim_deallocation.names import NONE, Naming
+from shmstress.trackers.claim_deallocation.names import NO_ID, Naming
 
 ALLOCATED = "allocated"
 REQUESTED = "deallocation requested"
@@ -77,7 +77,7 @@ class ClaimWords(Words):
 
     def subjects(self, label: str, fields: Mapping[str, object]) -> tuple[Subject, ...]:
         return tuple((key, value) for key, value in fields.items()
-                     if key in ("claim", "pod") and isinstance(value, int) and value != NONE)
+                     if key in ("claim", "pod") and isinstance(value, int) and value != NO_ID)
 
     def effects(self, label: str, fields: Mapping[str, object]) -> tuple[Effect, ...]:
         claim = fields.get("claim")

@@ -13,7 +13,7 @@ import numpy as np
 
 from shmstress.api import Lock, Setup
 from shmstress.trackers.common import age_one
-from shmstress.trackers.device_group.names import NONE
+from shmstress.trackers.device_group.names import NO_ID
 
 
 class PodState(enum.IntEnum):
@@ -27,14 +27,14 @@ class ApiServer:
     def __init__(self, setup: Setup, lock: Lock, pods: int) -> None:
         self.lock = lock
         self.state = setup.array("devicegroup.pods.state", pods, PodState.PENDING)
-        self.node = setup.array("devicegroup.pods.node", pods, NONE)
-        self.annotation = setup.array("devicegroup.pods.annotation", pods, NONE)
+        self.node = setup.array("devicegroup.pods.node", pods, NO_ID)
+        self.annotation = setup.array("devicegroup.pods.annotation", pods, NO_ID)
         self.age = setup.array("devicegroup.pods.age", pods)
 
     def pending_pod(self, pick: int) -> int:
         with self.lock.held("List pending pods"):
             pending = np.flatnonzero(self.state.np == PodState.PENDING)
-            return int(pending[pick % pending.size]) if pending.size else NONE
+            return int(pending[pick % pending.size]) if pending.size else NO_ID
 
     def schedule(self, pod: int, node: int) -> None:
         with self.lock.held("Pod scheduled to node", pod=pod, node=node):
@@ -42,11 +42,11 @@ class ApiServer:
             self.node.mv[pod] = node
 
     def take_scheduled(self, pick: int) -> tuple[int, int]:
-        """(pod, node) of a scheduled pod, now binding; (NONE, NONE) if there is none."""
+        """(pod, node) of a scheduled pod, now binding; (NO_ID, NO_ID) if there is none."""
         with self.lock.held("Take pod to bind"):
             scheduled = np.flatnonzero(self.state.np == PodState.SCHEDULED)
             if scheduled.size == 0:
-                return NONE, NONE
+                return NO_ID, NO_ID
             pod = int(scheduled[pick % scheduled.size])
             self.state.mv[pod] = PodState.BINDING
             return pod, int(self.node.mv[pod])
@@ -56,10 +56,10 @@ class ApiServer:
             self.annotation.mv[pod] = mask
 
     def take_annotation(self, pod: int) -> int:
-        """The pod's device annotation, removed from the pod (NONE if it had none)."""
+        """The pod's device annotation, removed from the pod (NO_ID if it had none)."""
         with self.lock.held("Read and clear device annotation", pod=pod):
             mask = int(self.annotation.mv[pod])
-            self.annotation.mv[pod] = NONE
+            self.annotation.mv[pod] = NO_ID
             return mask
 
     def set_state(self, pod: int, state: PodState) -> None:
@@ -67,10 +67,10 @@ class ApiServer:
             self.state.mv[pod] = state
             self.age.mv[pod] = 0
             if state == PodState.PENDING:
-                self.node.mv[pod] = NONE
+                self.node.mv[pod] = NO_ID
 
     def finished_pod(self, pick: int, hold: int) -> int:
-        """One running pod (chosen by ``pick``) ages a step; returns it once it is done, or NONE."""
+        """One running pod (chosen by ``pick``) ages a step; returns it once done, or NO_ID."""
         with self.lock.held("Pod runs"):
             return age_one(np.flatnonzero(self.state.np == PodState.RUNNING), self.age, pick,
                            hold)

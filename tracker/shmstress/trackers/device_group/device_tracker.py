@@ -26,7 +26,7 @@ import numpy as np
 
 from shmstress.api import Lock, Runtime, Setup
 from shmstress.trackers.common import bits
-from shmstress.trackers.device_group.names import NONE
+from shmstress.trackers.device_group.names import NO_ID
 
 PADDING = (0, 0, 0, 0)  # what the mutant's make([]int, 4, n) puts before the real ids
 
@@ -54,19 +54,19 @@ class DeviceTracker:
         self._runtime = runtime
         self.lock = lock
         self.devices_per_node = devices_per_node
-        self.owner = setup.array("devices.owner", nodes * devices_per_node, NONE)
+        self.owner = setup.array("devices.owner", nodes * devices_per_node, NO_ID)
         self.free = setup.array("devices.free", nodes, devices_per_node)
-        self.group_node = setup.array("devices.group_node", groups, NONE)
+        self.group_node = setup.array("devices.group_node", groups, NO_ID)
         self.group_mask = setup.array("devices.group_mask", groups)
         self.group_users = setup.array("devices.group_users", groups)
         self.group_bound = setup.array("devices.group_bound", groups)
         # Where the PreBind that allocated the group's current devices began: an at-rest
         # leak's explanation starts there, where the leaked allocation was made.
-        self.group_since = setup.array("devices.group_since", groups, NONE)
+        self.group_since = setup.array("devices.group_since", groups, NO_ID)
 
     # -- reads ------------------------------------------------------------------------------
     def group_devices(self, group: int) -> tuple[int, int]:
-        """(device mask, node) the group holds devices on, or (0, NONE)."""
+        """(device mask, node) the group holds devices on, or (0, NO_ID)."""
         with self.lock.held("Get group devices", group=group):
             return int(self.group_mask.mv[group]), int(self.group_node.mv[group])
 
@@ -86,7 +86,7 @@ class DeviceTracker:
 
     def _join(self, group: int, node: int) -> tuple[Outcome | None, int]:
         held_on = self.group_node.mv[group]
-        if held_on == NONE:
+        if held_on == NO_ID:
             return None, 0
         if held_on != node:
             return Outcome.ELSEWHERE, 0
@@ -97,7 +97,7 @@ class DeviceTracker:
         """A mask of the ``count`` lowest free devices of ``node``, or 0 if there are fewer."""
         with self.lock.held("Select devices", node=node, count=count):
             base = node * self.devices_per_node
-            free = np.flatnonzero(self.owner.np[base : base + self.devices_per_node] == NONE)
+            free = np.flatnonzero(self.owner.np[base : base + self.devices_per_node] == NO_ID)
             if free.size < count:
                 return 0
             return sum(1 << int(d) for d in free[:count])
@@ -108,7 +108,7 @@ class DeviceTracker:
             for device in bits(mask):
                 slot = node * self.devices_per_node + device
                 holder = int(self.owner.mv[slot])
-                if holder not in (NONE, group):
+                if holder not in (NO_ID, group):
                     self._runtime.violation(
                         "no-shared-device", node=node, device=device, group=group,
                         other=holder, worker=self._runtime.worker_id, since=since,
@@ -160,11 +160,11 @@ class DeviceTracker:
             users = self.group_users.mv[group] - 1
             self.group_users.mv[group] = users
             node = int(self.group_node.mv[group])
-            if users > 0 or node == NONE:
+            if users > 0 or node == NO_ID:
                 return
             ids = bits(int(self.group_mask.mv[group]))
             self._release(node, [*PADDING, *ids] if padded else ids, group)
-            self.group_node.mv[group] = NONE
+            self.group_node.mv[group] = NO_ID
             self.group_mask.mv[group] = 0
             self.group_bound.mv[group] = 0
 
@@ -181,10 +181,10 @@ class DeviceTracker:
                     "rollback-restores-free", kind=ReleaseProblem.NOT_HELD, node=node,
                     device=device, group=group, holder=holder, worker=runtime.worker_id,
                 )
-            self.owner.mv[base + device] = NONE
+            self.owner.mv[base + device] = NO_ID
             self.free.mv[node] += 1
         actually_free = int(np.count_nonzero(
-            self.owner.np[base : base + self.devices_per_node] == NONE))
+            self.owner.np[base : base + self.devices_per_node] == NO_ID))
         if self.free.mv[node] != actually_free:
             runtime.violation(
                 "rollback-restores-free", kind=ReleaseProblem.FREE_COUNT, node=node,

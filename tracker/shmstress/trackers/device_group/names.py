@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from shmstress.api import NONE
+from shmstress.api import NO_ID
 
-__all__ = ["NONE", "RESOURCE", "Naming"]
+__all__ = ["NO_ID", "RESOURCE", "Naming"]
 
 RESOURCE = "example.com/gpu"
 
@@ -22,16 +22,16 @@ class Naming:
 
     @staticmethod
     def node(node: int) -> str:
-        return "<no node>" if node == NONE else f"node-{node}"
+        return "<no node>" if node == NO_ID else f"node-{node}"
 
     def device(self, node: int, device: int) -> str:
         return f"{self.node(node)}/{RESOURCE}/{device}"
 
     @staticmethod
     def group(group: int) -> str:
-        return "<no group>" if group == NONE else f"group-{group}"
+        return "<no group>" if group == NO_ID else f"group-{group}"
 
     def pod(self, pod: int) -> str:
-        if pod == NONE:
+        if pod == NO_ID:
             return "<no pod>"
         return f"default/{self.group(self.group_of(pod))}-pod-{pod % self.pods_per_group}"

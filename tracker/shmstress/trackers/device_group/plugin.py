@@ -19,7 +19,7 @@ import random
 from shmstress.api import Runtime
 from shmstress.trackers.device_group.api_server import ApiServer
 from shmstress.trackers.device_group.device_tracker import DeviceTracker, Outcome
-from shmstress.trackers.device_group.names import NONE, Naming
+from shmstress.trackers.device_group.names import NO_ID, Naming
 from shmstress.trackers.device_group.variants import Traits
 
 
@@ -39,11 +39,11 @@ class SharedDeviceGroupPlugin:
     def filter(self, pod: int, rng: random.Random) -> int:
         """A node the pod fits on: its group's node if bound, else one with enough free devices."""
         _, bound = self.devices.group_devices(self.naming.group_of(pod))
-        if bound != NONE:
+        if bound != NO_ID:
             return bound
         fits = [n for n, free in enumerate(self.devices.available())
                 if free >= self.devices_per_group]
-        return fits[rng.randrange(len(fits))] if fits else NONE
+        return fits[rng.randrange(len(fits))] if fits else NO_ID
 
     def pre_bind(self, pod: int, node: int, rng: random.Random) -> bool:
         group = self.naming.group_of(pod)
@@ -91,7 +91,7 @@ class SharedDeviceGroupPlugin:
         if self.traits.unreserve_returns_early:
             self._runtime.point("Unreserve returned before cleaning up", pod=pod)
             return
-        if self.api.take_annotation(pod) != NONE:
+        if self.api.take_annotation(pod) != NO_ID:
             self.devices.leave_group(self.naming.group_of(pod), self.traits.padded_release)
 
     def pod_finished(self, pod: int) -> None:

@@ -17,7 +17,7 @@ from typing import ClassVar, TypeGuard
 from shmstress.api import Effect, Fields, Subject, Words
 from shmstress.trackers.common import bits
 from shmstress.trackers.device_group.api_server import PodState
-from shmstress.trackers.device_group.names import NONE, Naming
+from shmstress.trackers.device_group.names import NO_ID, Naming
 
 ALLOCATED = "allocated"
 BOUND = "bound"
@@ -121,7 +121,7 @@ class DeviceGroupWords(Words):
         found: list[Subject] = []
         node = fields.get("node")
         for key, value in fields.items():
-            if not isinstance(value, int) or isinstance(value, bool) or value == NONE:
+            if not isinstance(value, int) or isinstance(value, bool) or value == NO_ID:
                 continue
             if key == "node":
                 found.append(("node", value))

@@ -9,13 +9,13 @@ from __future__ import annotations
 import numpy as np
 
 from shmstress.api import Lock, Setup
-from shmstress.trackers.dra.names import NONE
+from shmstress.trackers.dra.names import NO_ID
 
 
 class AllocatedDevices:
     def __init__(self, setup: Setup, lock: Lock, devices: int) -> None:
         self.lock = lock
-        self.claim_of = setup.array("dra.allocated.claim", devices, NONE)
+        self.claim_of = setup.array("dra.allocated.claim", devices, NO_ID)
         self.revision_cell = setup.array("dra.allocated.revision", 1)
 
     def handle_event(self, claim: int, old: int, new: int) -> None:
@@ -24,9 +24,9 @@ class AllocatedDevices:
             return
         with self.lock.held("Observed device allocation", claim=claim, device=new, old=old):
             claim_of = self.claim_of.mv
-            if old != NONE:
-                claim_of[old] = NONE
-            if new != NONE:
+            if old != NO_ID:
+                claim_of[old] = NO_ID
+            if new != NO_ID:
                 claim_of[new] = claim
             self.revision_cell.mv[0] += 1
 

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 
 from shmstress.api import Lock, Runtime, Setup
 from shmstress.trackers.common import ApiConflict
-from shmstress.trackers.dra.names import NONE
+from shmstress.trackers.dra.names import NO_ID
 
 _RV = 0
 _EVENTS = 1
@@ -40,9 +40,9 @@ class ApiServer:
         self._runtime = runtime
         self.lock = lock
         self.claims = claims
-        self.device = setup.array("dra.api.device", claims, NONE)
+        self.device = setup.array("dra.api.device", claims, NO_ID)
         self.rv = setup.array("dra.api.rv", claims)
-        self.owner = setup.array("dra.api.owner", devices, NONE)
+        self.owner = setup.array("dra.api.owner", devices, NO_ID)
         self.counters = setup.array("dra.api.counters", 2)
         self.log_capacity = max(1024, 64 * claims)
         self.log_claim = setup.array("dra.api.log.claim", self.log_capacity)
@@ -63,9 +63,9 @@ class ApiServer:
             if self.rv.mv[claim] != expected_rv:
                 raise ApiConflict
             owner = self.owner.mv
-            if device != NONE:
+            if device != NO_ID:
                 holder = owner[device]
-                if holder not in (NONE, claim):
+                if holder not in (NO_ID, claim):
                     self._runtime.violation(
                         "no-double-allocation",
                         device=device,
@@ -74,9 +74,9 @@ class ApiServer:
                         worker=self._runtime.worker_id,
                     )
             old = self.device.mv[claim]
-            if old != NONE and owner[old] == claim:
-                owner[old] = NONE
-            if device != NONE:
+            if old != NO_ID and owner[old] == claim:
+                owner[old] = NO_ID
+            if device != NO_ID:
                 owner[device] = claim
             counters = self.counters.mv
             new_rv = counters[_RV] + 1

@@ -28,7 +28,7 @@ import numpy as np
 
 from shmstress.api import Lock, Runtime, Setup
 from shmstress.trackers.dra.coverage import Coverage
-from shmstress.trackers.dra.names import NONE
+from shmstress.trackers.dra.names import NO_ID
 
 _HEAD = 0
 _TAIL = 1
@@ -57,9 +57,9 @@ class AssumeCache:
         self._runtime = runtime
         self.lock = lock
         self.emit_lock = emit_lock
-        self.api_device = setup.array("dra.cache.api_device", claims, NONE)
+        self.api_device = setup.array("dra.cache.api_device", claims, NO_ID)
         self.api_rv = setup.array("dra.cache.api_rv", claims)
-        self.latest_device = setup.array("dra.cache.latest_device", claims, NONE)
+        self.latest_device = setup.array("dra.cache.latest_device", claims, NO_ID)
         self.latest_rv = setup.array("dra.cache.latest_rv", claims)
         self.queue_capacity = max(256, 8 * claims)
         self.q_claim = setup.array("dra.cache.q.claim", self.queue_capacity)
@@ -152,7 +152,7 @@ class AssumeCache:
     def unallocated(self) -> np.ndarray:
         """Bool per claim: not allocated in the latest object (the claim lister's view)."""
         with self.lock.held("list assumed claims"):
-            unallocated: np.ndarray = self.latest_device.np == NONE
+            unallocated: np.ndarray = self.latest_device.np == NO_ID
             return unallocated
 
     def get(self, claim: int) -> tuple[int, int]:

@@ -15,14 +15,14 @@ from __future__ import annotations
 
 import numpy as np
 
-from shmstress.api import NONE, Ghost
+from shmstress.api import NO_ID, Ghost
 
 
 class Coverage:
     def __init__(self, ghost: Ghost, devices: int) -> None:
         self.count = ghost.array("dra.count", devices)
         self.since = ghost.array("dra.since", devices)
-        self.claim = ghost.array("dra.claim", devices, NONE)
+        self.claim = ghost.array("dra.claim", devices, NO_ID)
         self._ghost = ghost
 
     def cover(self, device: int, claim: int) -> None:
@@ -38,12 +38,12 @@ class Coverage:
             self.count.mv[device] -= 1
 
     def changed(self, claim: int, old: int, new: int) -> None:
-        """A structure moved ``claim`` from device ``old`` to ``new`` (either may be NONE)."""
+        """A structure moved ``claim`` from device ``old`` to ``new`` (either may be NO_ID)."""
         if old == new:
             return
-        if new != NONE:
+        if new != NO_ID:
             self.cover(new, claim)
-        if old != NONE:
+        if old != NO_ID:
             self.uncover(old)
 
     def missed(self, seen: np.ndarray, start_seq: int) -> list[tuple[int, int]]:

@@ -12,7 +12,7 @@ import numpy as np
 
 from shmstress.api import Lock, Runtime, Setup
 from shmstress.trackers.dra.coverage import Coverage
-from shmstress.trackers.dra.names import NONE
+from shmstress.trackers.dra.names import NO_ID
 
 
 class InFlightClaims:
@@ -26,7 +26,7 @@ class InFlightClaims:
     ) -> None:
         self._runtime = runtime
         self.lock = lock
-        self.device = setup.array("dra.inflight.device", claims, NONE)
+        self.device = setup.array("dra.inflight.device", claims, NO_ID)
         self._coverage = coverage
 
     def store(self, claim: int, device: int) -> None:
@@ -38,15 +38,15 @@ class InFlightClaims:
     def remove(self, claim: int) -> bool:
         with self.lock.held("Removed in-flight claim", claim=claim):
             old = self.device.mv[claim]
-            if old == NONE:
+            if old == NO_ID:
                 return False
-            self.device.mv[claim] = NONE
-            self._coverage.changed(claim, old, NONE)
+            self.device.mv[claim] = NO_ID
+            self._coverage.changed(claim, old, NO_ID)
             return True
 
     def has(self, claim: int) -> bool:
         with self.lock.held("check pending allocation", claim=claim):
-            return self.device.mv[claim] != NONE
+            return self.device.mv[claim] != NO_ID
 
     def devices(self) -> np.ndarray:
         """Devices of every in-flight claim (the Range of upstream's gather)."""

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from shmstress.api import NONE
+from shmstress.api import NO_ID
 
-__all__ = ["DRIVER", "NAMESPACE", "NONE", "Naming"]
+__all__ = ["DRIVER", "NAMESPACE", "NO_ID", "Naming"]
 
 DRIVER = "driver.example.com"
 NAMESPACE = "shmstress"
@@ -23,7 +23,7 @@ class Naming:
         return f"worker-{device // self.devices_per_node}"
 
     def device(self, device: int) -> str:
-        if device == NONE:
+        if device == NO_ID:
             return "<none>"
         node = self.node(device)
         return f"{DRIVER}/{node}/{node}-device-{device % self.devices_per_node:03d}"

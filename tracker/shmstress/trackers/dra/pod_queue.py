@@ -12,7 +12,7 @@ import enum
 import numpy as np
 
 from shmstress.api import Lock, Setup
-from shmstress.trackers.dra.names import NONE
+from shmstress.trackers.dra.names import NO_ID
 
 
 class PodState(enum.IntEnum):
@@ -26,8 +26,8 @@ class PodQueue:
     def __init__(self, setup: Setup, lock: Lock, claims: int) -> None:
         self.lock = lock
         self.state = setup.array("dra.pods.state", claims, PodState.WAITING)
-        self.device = setup.array("dra.pods.device", claims, NONE)
-        self.binder = setup.array("dra.pods.binder", claims, NONE)
+        self.device = setup.array("dra.pods.device", claims, NO_ID)
+        self.binder = setup.array("dra.pods.binder", claims, NO_ID)
 
     def waiting(self) -> np.ndarray:
         with self.lock.held("pick pod"):
@@ -40,11 +40,11 @@ class PodQueue:
             self.device.mv[claim] = device
 
     def take(self, binder: int, start: int) -> tuple[int, int]:
-        """(claim, device) of a pod waiting for a binder, or (NONE, NONE)."""
+        """(claim, device) of a pod waiting for a binder, or (NO_ID, NO_ID)."""
         with self.lock.held("take pod to bind"):
             waiting = np.flatnonzero(self.state.np == PodState.TO_BIND)
             if waiting.size == 0:
-                return NONE, NONE
+                return NO_ID, NO_ID
             claim = int(waiting[start % waiting.size])
             self.state.mv[claim] = PodState.BINDING
             self.binder.mv[claim] = binder
@@ -54,8 +54,8 @@ class PodQueue:
         with self.lock.held("pod state", claim=claim, state=int(state)):
             self.state.mv[claim] = state
             if state == PodState.WAITING:
-                self.device.mv[claim] = NONE
-                self.binder.mv[claim] = NONE
+                self.device.mv[claim] = NO_ID
+                self.binder.mv[claim] = NO_ID
 
     def outstanding(self) -> bool:
         """Pods handed to binders and not yet bound or returned (read without a point)."""

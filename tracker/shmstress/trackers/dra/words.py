@@ -18,7 +18,7 @@ from collections.abc import Callable, Mapping
 from typing import ClassVar
 
 from shmstress.api import Effect, Fields, Raw, Subject, Words
-from shmstress.trackers.dra.names import NONE, Naming
+from shmstress.trackers.dra.names import NO_ID, Naming
 from shmstress.trackers.dra.pod_queue import PodState
 
 IN_FLIGHT = "in flight"
@@ -83,10 +83,10 @@ class DraWords(Words):
 
     def __init__(self, naming: Naming) -> None:
         self._names = naming
-        device = naming.device  # NONE reads "<none>"
+        device = naming.device  # NO_ID reads "<none>"
         self._namers: Mapping[str, Callable[[int], object]] = {
-            "claim": lambda claim: "<none>" if claim == NONE else naming.claim(claim),
-            "pod": lambda pod: "<none>" if pod == NONE else naming.pod(pod),
+            "claim": lambda claim: "<none>" if claim == NO_ID else naming.claim(claim),
+            "pod": lambda pod: "<none>" if pod == NO_ID else naming.pod(pod),
             "device": device, "old": device, "previous": device,  # previous: an event's old
             "resourceVersion": str,  # a string in Kubernetes, quoted in upstream's logs
             "state": lambda state: PodState(state).name.lower(),
@@ -95,18 +95,18 @@ class DraWords(Words):
     def event(self, label: str, fields: Fields) -> tuple[str, Fields]:
         values = dict(fields)
         if label == "Observed device allocation":
-            new, old = values.get("device", NONE), values.get("old", NONE)
-            claim = values.get("claim", NONE)
-            if new == NONE:
+            new, old = values.get("device", NO_ID), values.get("old", NO_ID)
+            claim = values.get("claim", NO_ID)
+            if new == NO_ID:
                 label, fields = "Observed device deallocation", (("device", old), ("claim", claim))
             else:
                 fields = (("device", new), ("claim", claim))
-                if old != NONE:
+                if old != NO_ID:
                     fields += (("previous", old),)
         elif label == "Attempting to bind pod to node":
-            device = values.get("device", NONE)
+            device = values.get("device", NO_ID)
             node = self._names.node(device) if isinstance(device, int) else str(device)
-            fields = (("pod", values.get("pod", NONE)), ("node", node))
+            fields = (("pod", values.get("pod", NO_ID)), ("node", node))
         elif label == "Claim stored in assume cache" and "claim" in values:
             fields = (("pod", values["claim"]), *fields)
         elif label == "Finished GatherAllocatedState":
@@ -125,7 +125,7 @@ class DraWords(Words):
         if label == "Observed device allocation":
             if "device" not in fields:  # known from the schedule tape only
                 return "delivers an event to allocated devices"
-            if fields["device"] == NONE:
+            if fields["device"] == NO_ID:
                 return "removes the device from allocated devices"
             return "adds the device to allocated devices"
         return _STEPS.get(label)
@@ -133,7 +133,7 @@ class DraWords(Words):
     def subjects(self, label: str, fields: Mapping[str, object]) -> tuple[Subject, ...]:
         found: list[Subject] = []
         for key, value in fields.items():
-            if not isinstance(value, int) or value == NONE:
+            if not isinstance(value, int) or value == NO_ID:
                 continue
             if key in ("claim", "pod"):
                 found.append(("claim", value))
@@ -152,13 +152,13 @@ class DraWords(Words):
             changes = fields.get("device") != fields.get("old")
             return (Effect(("claim", claim), UNDELIVERED, True),) if changes else ()
         if label == "Observed device allocation":
-            new, old = fields.get("device", NONE), fields.get("old", NONE)
+            new, old = fields.get("device", NO_ID), fields.get("old", NO_ID)
             effects = []
             if isinstance(claim, int):
                 effects.append(Effect(("claim", claim), UNDELIVERED, False))
-            if isinstance(old, int) and old != NONE:
+            if isinstance(old, int) and old != NO_ID:
                 effects.append(Effect(("device", old), OBSERVED, False))
-            if isinstance(new, int) and new != NONE:
+            if isinstance(new, int) and new != NO_ID:
                 effects.append(Effect(("device", new), OBSERVED, True))
             return tuple(effects)
         return ()

@@ -23,7 +23,7 @@ import os
 import numpy as np
 
 from shmstress.api import Lock, Runtime, Setup
-from shmstress.trackers.gpu_assignments.names import NONE
+from shmstress.trackers.gpu_assignments.names import NO_ID
 
 _CREATED = 0
 _PASSES = 1
@@ -43,7 +43,7 @@ class PodStore:
         self.phase = setup.array("gpu.pods.phase", pods, PodPhase.ABSENT)
         self.generation = setup.array("gpu.pods.generation", pods)
         self.created_at = setup.array("gpu.pods.created_at", pods)
-        self.admitted_by = setup.array("gpu.pods.admitted_by", pods, NONE)
+        self.admitted_by = setup.array("gpu.pods.admitted_by", pods, NO_ID)
         self.age = setup.array("gpu.pods.age", pods)
         self.deleted_pass = setup.array("gpu.pods.deleted_pass", pods)
         self.cleanups_seen = setup.array("gpu.pods.cleanups_seen", pods)
@@ -51,12 +51,12 @@ class PodStore:
 
     # -- the kubelet's side ---------------------------------------------------------------
     def next_candidate(self, kubelet: int) -> tuple[int, int]:
-        """(slot, generation) of the oldest pending pod no kubelet took yet, or (NONE, NONE)."""
+        """(slot, generation) of the oldest pending pod no kubelet took yet, or (NO_ID, NO_ID)."""
         with self.lock.held("List pending pods on node"):
             phase = self.phase.np
-            free = np.flatnonzero((phase == PodPhase.PENDING) & (self.admitted_by.np == NONE))
+            free = np.flatnonzero((phase == PodPhase.PENDING) & (self.admitted_by.np == NO_ID))
             if free.size == 0:
-                return NONE, NONE
+                return NO_ID, NO_ID
             slot = int(free[np.argmin(self.created_at.np[free])])
             self.admitted_by.mv[slot] = kubelet
             return slot, int(self.generation.mv[slot])
@@ -70,14 +70,14 @@ class PodStore:
     def list_phases(
         self, phases: tuple[PodPhase, ...], begins_pass: bool
     ) -> tuple[np.ndarray, int]:
-        """Generation per slot of pods in ``phases`` (NONE elsewhere), and the pass ordinal."""
+        """Generation per slot of pods in ``phases`` (NO_ID elsewhere), and the pass ordinal."""
         names = ",".join(phase.name.lower() for phase in phases)
         with self.lock.held("List pods on node", phase=names):
             ordinal = 0
             if begins_pass:
                 ordinal = self.counters.mv[_PASSES] + 1
                 self.counters.mv[_PASSES] = ordinal
-            listed = np.where(np.isin(self.phase.np, phases), self.generation.np, NONE)
+            listed = np.where(np.isin(self.phase.np, phases), self.generation.np, NO_ID)
         os.sched_yield()  # an API call: time passes while its response travels back
         return listed, ordinal
 
@@ -108,7 +108,7 @@ class PodStore:
                 self.generation.mv[slot] = generation + 1
                 self.created_at.mv[slot] = counters[_CREATED]
                 counters[_CREATED] += 1
-                self.admitted_by.mv[slot] = NONE
+                self.admitted_by.mv[slot] = NO_ID
                 self.cleanups_seen.mv[slot] = 0
                 self.phase.mv[slot] = PodPhase.PENDING
             elif phase == PodPhase.RUNNING and churn:

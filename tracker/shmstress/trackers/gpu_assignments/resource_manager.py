@@ -14,7 +14,7 @@ import numpy as np
 
 from shmstress.api import Lock, Runtime
 from shmstress.trackers.gpu_assignments.assignments import Assignments
-from shmstress.trackers.gpu_assignments.names import NONE
+from shmstress.trackers.gpu_assignments.names import NO_ID
 from shmstress.trackers.gpu_assignments.pod_store import PodStore
 from shmstress.trackers.gpu_assignments.variants import Traits
 
@@ -43,7 +43,7 @@ class ResourceManager:
         """Allocate must find what GetPreferredAllocation stored for this still-pending pod."""
         runtime = self._runtime
         found = self.assignments.lookup(slot, generation)
-        if found == NONE:
+        if found == NO_ID:
             runtime.point("Couldn't find allocation info from assignments", pod=slot,
                           generation=generation)
             runtime.violation(
@@ -65,14 +65,14 @@ class ResourceManager:
                 self._prune(keep, ordinal, since)
 
     def _list(self) -> tuple[np.ndarray, int]:
-        """Generation per slot of every pod the cleanup keeps (NONE: drop its assignment)."""
+        """Generation per slot of every pod the cleanup keeps (NO_ID: drop its assignment)."""
         phases = self._traits.phases
         if self._traits.list_under_mutex:  # the fix: one consistent list of every phase
             return self.pods.list_phases(phases, begins_pass=True)
         keep, ordinal = self.pods.list_phases(phases[:1], begins_pass=True)
         for phase in phases[1:]:
             listed, _ = self.pods.list_phases((phase,), begins_pass=False)
-            keep = np.where(listed != NONE, listed, keep)
+            keep = np.where(listed != NO_ID, listed, keep)
         return keep, ordinal
 
     def _prune(self, keep: np.ndarray, ordinal: int, since: int) -> None:

@@ -14,7 +14,7 @@ from typing import ClassVar
 
 from shmstress.api import Effect, Fields, Subject, Words
 from shmstress.trackers.gpu_assignments import names
-from shmstress.trackers.gpu_assignments.names import NONE
+from shmstress.trackers.gpu_assignments.names import NO_ID
 
 PENDING = "pending"
 ASSIGNED = "in assignments"
@@ -89,7 +89,7 @@ class GpuWords(Words):
 
     def subjects(self, label: str, fields: Mapping[str, object]) -> tuple[Subject, ...]:
         slot = fields.get("pod")
-        return (("pod", slot),) if isinstance(slot, int) and slot != NONE else ()
+        return (("pod", slot),) if isinstance(slot, int) and slot != NO_ID else ()
 
     def effects(self, label: str, fields: Mapping[str, object]) -> tuple[Effect, ...]:
         fact = _FACTS.get(label)

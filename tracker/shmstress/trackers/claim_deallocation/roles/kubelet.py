@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING
 
 from shmstress.api import Phase
 from shmstress.trackers.claim_deallocation.api_server import PodPhase
-from shmstress.trackers.claim_deallocation.names import NONE
+from shmstress.trackers.claim_deallocation.names import NO_ID
 
 if TYPE_CHECKING:
     from shmstress.trackers.claim_deallocation.tracker import ClaimDeallocationTracker
@@ -26,7 +26,7 @@ class Kubelet:
         t = self._t
         hold = t.hold_steps if phase is Phase.RUN else 0
         pod = t.api.age_running_pod(self._rng.randrange(1 << 30), hold)
-        if pod != NONE:
+        if pod != NO_ID:
             t.client.unreserve(pod)
             t.api.set_pod_phase(pod, PodPhase.WAITING)
             return True

@@ -16,7 +16,7 @@ import numpy as np
 from shmstress.api import Found, Invariant, Scope, Subject, Workers
 from shmstress.trackers.device_group.device_tracker import ReleaseProblem
 from shmstress.trackers.device_group.invariants.common import device_subject, naming, scope
-from shmstress.trackers.device_group.names import NONE
+from shmstress.trackers.device_group.names import NO_ID
 
 if TYPE_CHECKING:
     from shmstress.trackers.device_group.tracker import DeviceGroupTracker
@@ -36,12 +36,12 @@ class RollbackRestoresFree(Invariant):
         kind = fields["kind"]
         if kind == ReleaseProblem.NOT_HELD:
             holder = fields["holder"]
-            held = "it was already free" if holder == NONE else \
+            held = "it was already free" if holder == NO_ID else \
                 f"{names.group(holder)} held it"
             return (f"{who} released device {names.device(node, fields['device'])} for "
                     f"{group}, but {held}")
         if kind == ReleaseProblem.FREE_COUNT:
-            when = "at rest" if fields["worker"] == NONE else \
+            when = "at rest" if fields["worker"] == NO_ID else \
                 f"after {who} released {group}'s devices"
             return (f"{when}, {names.node(node)} counts {fields['free']} free devices but "
                     f"{fields['actual']} are free")
@@ -51,14 +51,14 @@ class RollbackRestoresFree(Invariant):
     def scope(self, fields: Mapping[str, int], params: Mapping[str, int]) -> Scope:
         node, group = fields["node"], fields["group"]
         subjects: tuple[Subject, ...]
-        if fields["device"] != NONE and fields["worker"] == NONE:
+        if fields["device"] != NO_ID and fields["worker"] == NO_ID:
             # A device leaked at rest: the story is its group's joins and leaves (a pod
             # names its group) since the allocation that leaked (``since``), not every
             # PreBind on the node.
             subjects = (("group", group), device_subject(params, node, fields["device"]))
         else:
             subjects = (("node", node), ("group", group))
-            if fields["device"] != NONE:
+            if fields["device"] != NO_ID:
                 subjects += (device_subject(params, node, fields["device"]),)
         return scope(subjects, fields)
 
@@ -66,7 +66,7 @@ class RollbackRestoresFree(Invariant):
         devices = tracker.devices
         per_node = devices.devices_per_node
         found: list[Found] = []
-        for slot in np.flatnonzero(devices.owner.np != NONE):
+        for slot in np.flatnonzero(devices.owner.np != NO_ID):
             group = int(devices.owner.np[slot])
             found.append(self._found(ReleaseProblem.LEAKED, int(slot) // per_node,
                                      device=int(slot) % per_node, group=group,
@@ -78,9 +78,9 @@ class RollbackRestoresFree(Invariant):
                                          actual=per_node))
         return found
 
-    def _found(self, kind: ReleaseProblem, node: int, device: int = NONE, group: int = NONE,
-               free: int = NONE, actual: int = NONE, since: int = NONE) -> Found:
+    def _found(self, kind: ReleaseProblem, node: int, device: int = NO_ID, group: int = NO_ID,
+               free: int = NO_ID, actual: int = NO_ID, since: int = NO_ID) -> Found:
         return Found(self.name, {
-            "kind": kind, "node": node, "device": device, "group": group, "holder": NONE,
-            "free": free, "actual": actual, "worker": NONE, "since": since,
+            "kind": kind, "node": node, "device": device, "group": group, "holder": NO_ID,
+            "free": free, "actual": actual, "worker": NO_ID, "since": since,
         })

@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING
 
 from shmstress.api import Phase
 from shmstress.trackers.device_group.api_server import PodState
-from shmstress.trackers.device_group.names import NONE
+from shmstress.trackers.device_group.names import NO_ID
 
 if TYPE_CHECKING:
     from shmstress.trackers.device_group.tracker import DeviceGroupTracker
@@ -25,7 +25,7 @@ class Binder:
     def step(self, phase: Phase) -> bool:
         t = self._t
         pod, node = t.api.take_scheduled(self._rng.randrange(1 << 30))
-        if pod == NONE:
+        if pod == NO_ID:
             if phase is Phase.STOP and \
                     t.api.count_in(PodState.SCHEDULED, PodState.BINDING) == 0:  # scheduler done
                 return False

@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING
 
 from shmstress.api import Phase
 from shmstress.trackers.device_group.api_server import PodState
-from shmstress.trackers.device_group.names import NONE
+from shmstress.trackers.device_group.names import NO_ID
 
 if TYPE_CHECKING:
     from shmstress.trackers.device_group.tracker import DeviceGroupTracker
@@ -26,7 +26,7 @@ class Kubelet:
         t = self._t
         hold = t.hold_steps if phase is Phase.RUN else 0
         pod = t.api.finished_pod(self._rng.randrange(1 << 30), hold)
-        if pod != NONE:
+        if pod != NO_ID:
             t.plugin.pod_finished(pod)
             t.api.set_state(pod, PodState.PENDING)
             return True

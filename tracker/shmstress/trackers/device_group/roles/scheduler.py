@@ -9,7 +9,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from shmstress.api import Phase
-from shmstress.trackers.device_group.names import NONE
+from shmstress.trackers.device_group.names import NO_ID
 
 if TYPE_CHECKING:
     from shmstress.trackers.device_group.tracker import DeviceGroupTracker
@@ -26,9 +26,9 @@ class Scheduler:
         t = self._t
         with t.scheduling_lock.held("Start scheduling cycle"):
             pod = t.api.pending_pod(self._rng.randrange(1 << 30))
-            if pod != NONE:
+            if pod != NO_ID:
                 node = t.plugin.filter(pod, self._rng)
-                if node != NONE:
+                if node != NO_ID:
                     t.api.schedule(pod, node)
                     return True
         return t.runtime.idle()  # nothing schedulable: let binders and the kubelet move

@@ -15,7 +15,7 @@ import numpy as np
 
 from shmstress.api import Found, Invariant, Scope, Subject, Workers
 from shmstress.trackers.dra.invariants.common import naming
-from shmstress.trackers.dra.names import NONE
+from shmstress.trackers.dra.names import NO_ID
 
 if TYPE_CHECKING:
     from shmstress.trackers.dra.tracker import DraTracker
@@ -64,39 +64,39 @@ class QuiescentAgreement(Invariant):
         if kind is Disagreement.CACHE:
             subjects += [("device", fields["a"]), ("device", fields["b"])]
         elif kind in (Disagreement.ALLOCATED, Disagreement.SHARED_DEVICE):
-            subjects += [("claim", fields["a"]), ("claim", fields.get("b", NONE))]
-        return Scope(subjects=tuple(s for s in subjects if s[1] != NONE))
+            subjects += [("claim", fields["a"]), ("claim", fields.get("b", NO_ID))]
+        return Scope(subjects=tuple(s for s in subjects if s[1] != NO_ID))
 
     def check_at_rest(self, tracker: DraTracker) -> list[Found]:
         found: list[Found] = []
 
-        def add(kind: Disagreement, claim: int = NONE, device: int = NONE, a: int = NONE,
-                b: int = NONE) -> None:
+        def add(kind: Disagreement, claim: int = NO_ID, device: int = NO_ID, a: int = NO_ID,
+                b: int = NO_ID) -> None:
             found.append(Found(
                 self.name, {"kind": kind, "claim": claim, "device": device, "a": a, "b": b}
             ))
 
         api_device = tracker.api.device.np
-        for claim in np.flatnonzero(tracker.in_flight.device.np != NONE):
+        for claim in np.flatnonzero(tracker.in_flight.device.np != NO_ID):
             add(Disagreement.IN_FLIGHT, int(claim), int(tracker.in_flight.device.np[claim]))
         cache_device = tracker.cache.latest_device.np
         for claim in np.flatnonzero(cache_device != api_device):
             add(Disagreement.CACHE, int(claim), a=int(cache_device[claim]),
                 b=int(api_device[claim]))
-        api_owner = np.full(tracker.devices, NONE, dtype=np.int64)
-        for claim in np.flatnonzero(api_device != NONE):
+        api_owner = np.full(tracker.devices, NO_ID, dtype=np.int64)
+        for claim in np.flatnonzero(api_device != NO_ID):
             dev = int(api_device[claim])
-            if api_owner[dev] != NONE:
+            if api_owner[dev] != NO_ID:
                 add(Disagreement.SHARED_DEVICE, int(claim), dev, a=int(api_owner[dev]))
             api_owner[dev] = claim
         held = tracker.allocated.claim_of.np
         for device in np.flatnonzero(held != api_owner):
             add(Disagreement.ALLOCATED, device=int(device), a=int(held[device]),
                 b=int(api_owner[device]))
-        for claim in np.flatnonzero(api_device == NONE):
+        for claim in np.flatnonzero(api_device == NO_ID):
             add(Disagreement.UNALLOCATED, int(claim))
         return found
 
 
 def _claim_or_none(name: Callable[[int], str], claim: int) -> str:
-    return "no claim" if claim == NONE else name(claim)
+    return "no claim" if claim == NO_ID else name(claim)

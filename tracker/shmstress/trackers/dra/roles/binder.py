@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING
 
 from shmstress.api import Phase
 from shmstress.trackers.common import ApiConflict
-from shmstress.trackers.dra.names import NONE
+from shmstress.trackers.dra.names import NO_ID
 from shmstress.trackers.dra.pod_queue import PodState
 
 if TYPE_CHECKING:
@@ -30,7 +30,7 @@ class Binder:
         t = self._t
         self._steps += 1
         claim, device = t.pods.take(t.runtime.worker_id, self._rng.randrange(1 << 30))
-        if claim != NONE:
+        if claim != NO_ID:
             self._bind(claim, device)
             return True
         if phase is Phase.RUN and self._held and self._held[0][0] <= self._steps:
@@ -56,7 +56,7 @@ class Binder:
         self._held.append((self._steps + t.hold_steps, claim))
 
     def _release(self, claim: int) -> None:
-        self._write(claim, NONE)
+        self._write(claim, NO_ID)
         self._t.pods.finish(claim, PodState.WAITING)
 
     def _write(self, claim: int, device: int) -> int:

@@ -13,7 +13,7 @@ from collections.abc import Mapping
 from shmstress.api import Invariant, Scope, Workers
 from shmstress.trackers.gpu_assignments import names
 from shmstress.trackers.gpu_assignments.invariants.common import pod_scope
-from shmstress.trackers.gpu_assignments.names import NONE
+from shmstress.trackers.gpu_assignments.names import NO_ID
 
 
 class AssignmentFound(Invariant):
@@ -25,7 +25,7 @@ class AssignmentFound(Invariant):
         self, fields: Mapping[str, int], workers: Workers, params: Mapping[str, int]
     ) -> str:
         remover = fields["remover"]
-        by = f"{workers.describe(remover)} removed it" if remover != NONE else \
+        by = f"{workers.describe(remover)} removed it" if remover != NO_ID else \
             "nobody is recorded as removing it"
         return (
             f"Allocate by {workers.describe(fields['kubelet'])} found no assignment for "

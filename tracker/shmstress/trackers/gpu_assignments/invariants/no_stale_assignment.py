@@ -14,7 +14,7 @@ import numpy as np
 from shmstress.api import Found, Invariant, Scope, Workers
 from shmstress.trackers.gpu_assignments import names
 from shmstress.trackers.gpu_assignments.invariants.common import pod_scope
-from shmstress.trackers.gpu_assignments.names import NONE
+from shmstress.trackers.gpu_assignments.names import NO_ID
 from shmstress.trackers.gpu_assignments.pod_store import PodPhase
 
 if TYPE_CHECKING:
@@ -29,7 +29,7 @@ class NoStaleAssignment(Invariant):
     def render(
         self, fields: Mapping[str, int], workers: Workers, params: Mapping[str, int]
     ) -> str:
-        seen = "at rest" if fields["cleanup"] == NONE else \
+        seen = "at rest" if fields["cleanup"] == NO_ID else \
             f"seen by {workers.describe(fields['cleanup'])}"
         return (
             f"assignment of deleted pod {names.pod(fields['pod'], fields['generation'])} "
@@ -45,7 +45,7 @@ class NoStaleAssignment(Invariant):
         """At rest: an entry whose pod incarnation is gone or terminating after two passes."""
         pods, entries = tracker.pods, tracker.assignments
         found = []
-        for slot in np.flatnonzero(entries.generation.np != NONE):
+        for slot in np.flatnonzero(entries.generation.np != NO_ID):
             generation = int(entries.generation.np[slot])
             alive = pods.generation.np[slot] == generation and pods.phase.np[slot] in (
                 PodPhase.PENDING, PodPhase.RUNNING)
@@ -54,6 +54,6 @@ class NoStaleAssignment(Invariant):
                               or pods.phase.np[slot] == PodPhase.ABSENT):
                 found.append(Found(self.name, {
                     "pod": int(slot), "generation": generation,
-                    "card": int(entries.card.np[slot]), "passes": passes, "cleanup": NONE,
+                    "card": int(entries.card.np[slot]), "passes": passes, "cleanup": NO_ID,
                 }))
         return found

@@ -13,7 +13,7 @@ import os
 from typing import TYPE_CHECKING
 
 from shmstress.api import Phase
-from shmstress.trackers.gpu_assignments.names import NONE
+from shmstress.trackers.gpu_assignments.names import NO_ID
 
 if TYPE_CHECKING:
     from shmstress.trackers.gpu_assignments.tracker import GpuAssignmentsTracker
@@ -27,7 +27,7 @@ class Kubelet:
     def step(self, phase: Phase) -> bool:
         t = self._t
         slot, generation = t.pods.next_candidate(t.runtime.worker_id)
-        if slot == NONE:
+        if slot == NO_ID:
             if phase is Phase.STOP:  # STOP: the controller is done, no pod will come
                 return False
             return t.runtime.idle()
