@@ -63,3 +63,17 @@ class ReplayDivergedError(ShmstressError):
     """A replay could not follow its recorded schedule, so it cannot stand for the recording."""
 
     exit_code = ExitCode.NOT_REPRODUCED
+
+
+class ScenarioError(ConfigError):
+    """A plain-code scenario cannot be loaded: no such file or function, or its import fails."""
+
+
+class PlainLimitError(ConfigError):
+    """A scenario started more processes, or made more shared objects, than its board holds."""
+
+
+class HostLostError(ShmstressError):
+    """The process that runs a scenario's executions died or stopped answering."""
+
+    exit_code = ExitCode.BROKEN

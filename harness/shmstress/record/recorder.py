@@ -165,6 +165,10 @@ class Recorder:
         frame = _caller(_getframe())
         return self._entry(text, os.path.basename(frame.f_code.co_filename), frame.f_lineno)
 
+    def intern_at(self, text: str, file: str, line: int) -> int:
+        """The shared id of ``text`` as a label at ``file``:``line`` (a site found elsewhere)."""
+        return self._entry(text, file, line)
+
     def _label_id(self, frame: FrameType, label: str) -> int:
         """The id of ``label`` at its call site, the first frame from ``frame`` out of the
         plumbing: identified by code object and instruction offset, resolved on first sight."""

@@ -1,0 +1,93 @@
+"""``shmstress test FILE.py:FUNCTION``: plain multiprocessing code under controlled scheduling."""
+
+from __future__ import annotations
+
+import argparse
+import random
+import textwrap
+from pathlib import Path
+
+from shmstress.cli.args import EPILOG
+from shmstress.controlled.strategies import EXPLORING, SPIN_RULES, StrategySpec
+from shmstress.core.config import OUT_ENV, default_out
+from shmstress.core.exit_reason import ExitCode
+from shmstress.plain.runner import Exploration, explore
+from shmstress.plain.scenario import ScenarioRef
+from shmstress.plain.session import PlainSpec
+from shmstress.render.plain_report import result_lines
+from shmstress.repro.plain_bundle import from_outcome, write_plain_bundle
+
+_DESCRIPTION = textwrap.dedent("""\
+    Run a scenario, an ordinary function that starts multiprocessing processes and
+    shares Values, Arrays and locks with them, under controlled scheduling: one
+    process runs at a time and a strategy picks who takes each step (every lock
+    operation, every read and write of a Value or Array element, every start and
+    join). An exception or failed assert in any process, a deadlock, or a wait
+    nobody can end is a failure: it is printed as a short interleaving and saved as
+    a bundle that `shmstress replay` reruns step for step.
+
+    examples:
+      shmstress test examples/plain/counter.py:racy
+      shmstress test tests/scenarios.py:transfer --strategy random_walk --executions 5000
+      shmstress test mymodule:scenario --seed 7
+    """)
+
+
+def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    parser = sub.add_parser(
+        "test", help="run plain multiprocessing code under controlled scheduling",
+        description=_DESCRIPTION, epilog=EPILOG,
+        formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("scenario", metavar="FILE.py:FUNCTION",
+                        help="the scenario: a function in a file (or MODULE:FUNCTION)")
+    parser.add_argument("--strategy", choices=EXPLORING, default="pct",
+                        help="how to pick who goes next (default pct)")
+    parser.add_argument("--depth", type=int, default=3,
+                        help="PCT's bug depth: orderings a bug needs, plus one (default 3)")
+    parser.add_argument("--spin", choices=SPIN_RULES, default="demote",
+                        help="PCT: what a process that sleeps or yields does (default demote)")
+    parser.add_argument("--bound", type=int, default=2,
+                        help="exhaustive: preemptions allowed per execution (default 2)")
+    parser.add_argument("--executions", type=int, default=1000, metavar="N",
+                        help="executions to try before calling it clean (default 1000)")
+    parser.add_argument("--seed", type=int, help="seed of the search (default: random, printed)")
+    parser.add_argument("--max-steps", type=int, default=PlainSpec.max_steps, metavar="N",
+                        help=f"steps per execution (default {PlainSpec.max_steps:,})")
+    parser.add_argument("--max-processes", type=int, default=PlainSpec.max_processes - 1,
+                        metavar="N", help="processes a scenario may start "
+                        f"(default {PlainSpec.max_processes - 1})")
+    parser.add_argument("--stop-timeout", type=float, default=PlainSpec.stop_timeout,
+                        metavar="S", help="seconds a process may run without reaching its "
+                        f"next point before it is reported hung (default "
+                        f"{PlainSpec.stop_timeout:g})")
+    parser.add_argument("--out", default=None, metavar="DIR",
+                        help=f"where a failure's bundle goes (default ${OUT_ENV} or "
+                        "shmstress-out)")
+    parser.add_argument("--quiet", action="store_true", help="no progress line")
+    parser.set_defaults(handler=_cmd_test)
+
+
+def _cmd_test(args: argparse.Namespace) -> int:
+    from shmstress.core.errors import ConfigError
+
+    for flag, value, least in (("--max-steps", args.max_steps, 1),
+                               ("--max-processes", args.max_processes, 1),
+                               ("--executions", args.executions, 1),
+                               ("--depth", args.depth, 1), ("--bound", args.bound, 0)):
+        if value < least:
+            raise ConfigError(f"{flag} must be at least {least}, got {value}")
+    if not args.stop_timeout > 0:
+        raise ConfigError(f"--stop-timeout must be above 0, got {args.stop_timeout}")
+    spec = PlainSpec(ScenarioRef.parse(args.scenario), max_processes=args.max_processes + 1,
+                     max_steps=args.max_steps, stop_timeout=args.stop_timeout)
+    seed = args.seed if args.seed is not None else random.SystemRandom().randrange(1 << 31)
+    exploration = Exploration(StrategySpec(args.strategy, depth=args.depth, bound=args.bound,
+                                           spin=args.spin), seed, args.executions)
+    result = explore(spec, exploration)
+    bundle_path = None
+    if result.failing is not None and result.failing.failed:
+        bundle = from_outcome(args.scenario, spec, exploration.strategy, seed,
+                              result.failing_index, result.failing)
+        bundle_path = write_plain_bundle(bundle, Path(args.out or default_out()))
+    print("\n".join(result_lines(result, args.scenario, bundle_path)))
+    return int(result.exit_code if result.exit_code is not ExitCode.CLEAN else 0)

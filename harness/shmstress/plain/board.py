@@ -1,0 +1,180 @@
+"""The shared memory of a plain-code session: process slots, objects, schedule, failure.
+
+The coordinator builds the board before it forks the host, so every process of
+every execution (the host's forked ``main`` and the processes it starts) maps
+the same arrays. In controlled mode one process runs at a time, so no field is
+guarded by a lock: whoever runs owns the board until it parks.
+"""
+
+from __future__ import annotations
+
+import enum
+from dataclasses import dataclass
+from multiprocessing.synchronize import Semaphore as MpSemaphore
+
+import numpy as np
+
+from shmstress.core.control import FORK
+from shmstress.core.shm import Arena, SharedArray
+
+ARRAY_PREFIX = "plain."
+NOBODY = -1
+HOST = -2  # the owner of a lock taken outside any execution (at import, in the host)
+
+# per-slot fields (a slot is one process of the execution; slot 0 is main)
+P_STATE = 0
+P_LABEL = 1  # label id of the point the process is parked at
+P_WAIT = 2  # Wait: what the point waits for
+P_OBJ = 3  # ... on which object (or, for JOIN, which slot)
+P_ARG = 4  # ... with which argument (a barrier's generation)
+P_TIMED = 5  # the wait has a timeout: the point can be taken even if its wait is not over
+P_YIELDED = 6  # the process yielded (sleep, sched_yield, a timed-out wait) since its last step
+P_LEASE = 7  # further steps the process may take before it must ask again
+P_NAME = 8  # string id of the process's name ("increment #2")
+P_PID = 9
+P_EXITCODE = 10
+P_COND = 11  # the condition the process waits to be notified on, or NOBODY
+P_TICKET = 12  # its place in that condition's queue
+P_NOTIFIED = 13
+P_FAMILY = 14  # string id of the name before its number ("increment")
+P_STRIDE = 16
+
+# per-object fields
+O_KIND = 0
+O_NAME = 1  # string id of its name ("counter", "locks#2")
+O_OWNER = 2  # the slot holding a lock, or NOBODY
+O_COUNT = 3  # a semaphore's value, an RLock's depth, an event's flag, a barrier's arrivals
+O_LIMIT = 4  # a bounded semaphore's bound, a barrier's parties
+O_GENERATION = 5  # a barrier's generation
+O_BROKEN = 6  # a barrier that was aborted
+O_FAMILY = 7  # string id of the name it was created under, before a "#2" told it apart
+O_STRIDE = 8
+
+# globals
+G_STEP = 0  # index of the next step
+G_SEED = 1  # the execution seed (each process's ``random`` derives from it)
+G_ABORT = 2  # the execution is over: every process unwinds at its next point
+G_WAKE = 3  # something may have become runnable since the last grant: ask before going on
+G_SLOTS = 4  # slots handed out in this execution
+G_OBJECTS = 5  # objects created (those created at import survive every execution)
+G_FAILED = 6  # 1 + the slot whose process raised, or 0
+G_FAIL_STEP = 7  # the step after which it raised
+G_FAIL_LEN = 8  # bytes of the failure text
+G_TICKETS = 9  # condition queue tickets handed out
+G_HOST_EXIT = 10  # tells the host to leave instead of running another execution
+G_STEP_LIMIT = 11  # no step at or past it is granted
+G_ACCESSES = 12  # accesses to shared data (reads and writes) in this execution
+_GLOBALS = 16
+
+FAILURE_BYTES = 16384
+
+
+class State(enum.IntEnum):
+    """Where a slot's process is (0: the slot is not in use)."""
+
+    UNUSED = 0
+    PARKED = 1  # at a point, waiting for a grant
+    RUNNING = 2
+    FINISHED = 3
+
+
+class Wait(enum.IntEnum):
+    """What a point waits for before it can be taken."""
+
+    NOTHING = 0
+    LOCK = 1  # a Lock or RLock to be free (or, for an RLock, held by the waiter)
+    SEMAPHORE = 2  # a semaphore's value to be above zero
+    EVENT = 3  # an event to be set
+    NOTIFY = 4  # a notify on the condition the process waits on
+    BARRIER = 5  # the barrier's generation to move past P_ARG
+    JOIN = 6  # the process in slot P_OBJ to finish
+
+
+class Kind(enum.IntEnum):
+    """What an object of the board is."""
+
+    LOCK = 1
+    RLOCK = 2
+    SEMAPHORE = 3
+    BOUNDED_SEMAPHORE = 4
+    CONDITION = 5
+    EVENT = 6
+    BARRIER = 7
+    VALUE = 8
+    ARRAY = 9
+
+
+@dataclass
+class Board:
+    """The arrays and semaphores above; built by the coordinator before any fork."""
+
+    slots: SharedArray
+    objects: SharedArray
+    globals: SharedArray
+    step_label: SharedArray
+    step_slot: SharedArray
+    step_index: SharedArray  # an array element's index, or -1
+    step_value: SharedArray  # what a read saw or a write stored (see step_kind)
+    step_kind: SharedArray  # ValueKind of step_value
+    failure: SharedArray
+    grants: list[MpSemaphore]
+    report: MpSemaphore
+    host_go: MpSemaphore
+    host_done: MpSemaphore
+    max_slots: int
+    max_objects: int
+    max_steps: int
+
+    @classmethod
+    def build(cls, arena: Arena, max_slots: int, max_objects: int, max_steps: int) -> Board:
+        def array(name: str, length: int, fill: int = 0) -> SharedArray:
+            return arena.array(ARRAY_PREFIX + name, length, fill)
+
+        return cls(
+            slots=array("slots", max_slots * P_STRIDE),
+            objects=array("objects", max_objects * O_STRIDE),
+            globals=array("globals", _GLOBALS),
+            step_label=array("step_label", max_steps + 1),
+            step_slot=array("step_slot", max_steps + 1),
+            step_index=array("step_index", max_steps + 1, fill=-1),
+            step_value=array("step_value", max_steps + 1),
+            step_kind=array("step_kind", max_steps + 1),
+            failure=array("failure", FAILURE_BYTES // 8),
+            grants=[FORK.Semaphore(0) for _ in range(max_slots)],
+            report=FORK.Semaphore(0),
+            host_go=FORK.Semaphore(0),
+            host_done=FORK.Semaphore(0),
+            max_slots=max_slots,
+            max_objects=max_objects,
+            max_steps=max_steps,
+        )
+
+    def slot(self, slot: int, field: int) -> int:
+        return int(self.slots.mv[slot * P_STRIDE + field])
+
+    def set_slot(self, slot: int, field: int, value: int) -> None:
+        self.slots.mv[slot * P_STRIDE + field] = value
+
+    def obj(self, obj: int, field: int) -> int:
+        return int(self.objects.mv[obj * O_STRIDE + field])
+
+    def set_obj(self, obj: int, field: int, value: int) -> None:
+        self.objects.mv[obj * O_STRIDE + field] = value
+
+    def write_failure(self, text: str) -> None:
+        data = text.encode("utf-8", "replace")[:FAILURE_BYTES]
+        self.failure.np.view(np.uint8)[: len(data)] = np.frombuffer(data, dtype=np.uint8)
+        self.globals.mv[G_FAIL_LEN] = len(data)
+
+    def failure_text(self) -> str:
+        length = int(self.globals.mv[G_FAIL_LEN])
+        return bytes(self.failure.np.view(np.uint8)[:length]).decode("utf-8", "replace")
+
+
+class ValueKind(enum.IntEnum):
+    """How a step's value word reads back."""
+
+    ABSENT = 0  # the step read or wrote no value
+    INT = 1
+    FLOAT = 2  # the IEEE 754 bits
+    BOOL = 3

@@ -1,0 +1,83 @@
+"""The host: one process per session that imports the scenario and forks each execution.
+
+Importing once and forking a fresh ``main`` per execution gives every
+execution the same starting state for free (module globals, objects made at
+import), and objects made at import keep their identity in every execution.
+Their shared bytes are the one thing a fork does not reset: the host restores
+them from its manifest before each fork. The host is the subreaper of the
+execution's processes, so when it reports an execution done, none is left.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import ctypes
+import gc
+import importlib
+import os
+import traceback
+from collections.abc import Callable
+from multiprocessing.connection import Connection
+
+from shmstress.core.errors import ScenarioError
+from shmstress.core.processes import become_worker
+from shmstress.plain.board import G_HOST_EXIT
+from shmstress.plain.patch import install
+from shmstress.plain.runtime import PlainRuntime
+from shmstress.plain.scenario import ScenarioRef
+from shmstress.plain.sync.process import run_main
+
+_PR_SET_CHILD_SUBREAPER = 36
+_WARM = ("multiprocessing.heap", "multiprocessing.connection", "multiprocessing.queues",
+         "tempfile", "traceback", "linecache", "threading")
+
+
+def host_main(
+    runtime: PlainRuntime, scenario: ScenarioRef, ready: Connection, coordinator: int
+) -> None:
+    become_worker(coordinator)
+    ctypes.CDLL(None, use_errno=True).prctl(_PR_SET_CHILD_SUBREAPER, 1)
+    try:
+        install(runtime)
+        for module in _WARM:  # imported once here, not again in every execution
+            importlib.import_module(module)
+        function = scenario.load()
+        runtime.manifest.snapshot()
+    except ScenarioError as exc:
+        ready.send(("error", str(exc)))
+        return
+    except BaseException as exc:  # whatever it is, the coordinator says it
+        ready.send(("error", f"loading {scenario.describe()} failed: {type(exc).__name__}: "
+                    f"{exc}\n{traceback.format_exc()}"))
+        return
+    ready.send(("ready", ""))
+    gc.freeze()  # a fork's child then copies only the pages it writes, not every object GC visits
+    board = runtime.board
+    main, go = _prefork(runtime, function)
+    while True:
+        board.host_go.acquire()
+        if board.globals.mv[G_HOST_EXIT]:
+            os.close(go)  # the waiting main reads the end of the pipe and leaves
+            os.waitpid(main, 0)
+            return
+        runtime.manifest.restore()
+        os.write(go, b"!")
+        os.close(go)
+        with contextlib.suppress(ChildProcessError):
+            while True:
+                os.waitpid(-main, 0)  # main, and every process of its group left behind
+        board.host_done.release()
+        main, go = _prefork(runtime, function)  # forked while the coordinator wraps up
+
+
+def _prefork(runtime: PlainRuntime, function: Callable[[], object]) -> tuple[int, int]:
+    """The next execution's ``main``, forked ahead and waiting for a byte on a pipe (the
+    fork costs milliseconds, and the other CPU is idle while an execution runs)."""
+    host = os.getpid()
+    read_end, write_end = os.pipe()
+    main = os.fork()
+    if main == 0:
+        os.close(write_end)
+        run_main(runtime, host, function, read_end)
+    os.close(read_end)
+    return main, write_end

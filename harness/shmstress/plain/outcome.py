@@ -1,0 +1,86 @@
+"""What one plain-code execution produced: data only, rendered elsewhere."""
+
+from __future__ import annotations
+
+import enum
+from dataclasses import dataclass
+
+from shmstress.controlled.strategies.base import ScheduleDiverged
+from shmstress.core.trace import Step
+
+
+class PlainEnd(enum.Enum):
+    FINISHED = "finished"  # every process ended; nothing raised
+    FAILED = "failed"  # a process raised (an assert, an exception)
+    DEADLOCK = "deadlock"  # processes wait for each other in a cycle
+    NO_PROGRESS = "no-progress"  # processes wait for something nobody left can give
+    STEP_BOUND = "step-bound"  # --max-steps reached first
+    HUNG = "hung"  # a process did not reach its next point in time (code outside control)
+    DIVERGED = "diverged"  # a replay left its recorded schedule
+    SCHEDULE_END = "schedule-end"  # a replay took every recorded step and processes still wait
+
+
+FAILURES = (PlainEnd.FAILED, PlainEnd.DEADLOCK, PlainEnd.NO_PROGRESS)
+
+
+@dataclass(frozen=True)
+class PlainStep:
+    """One step: who took which point, where in the code, and what it read or wrote."""
+
+    worker: int
+    label: str
+    file: str
+    line: int
+    index: int = -1  # the element of an array, or -1
+    value: object = None  # what a read saw or a write stored; None: the step has no value
+    has_value: bool = False
+
+    @property
+    def step(self) -> Step:
+        return Step(self.worker, self.label)
+
+    @property
+    def what(self) -> str:
+        """The label with the element it touched: ``read counts[3]``."""
+        return self.label.replace("[]", f"[{self.index}]") if self.index >= 0 else self.label
+
+
+@dataclass(frozen=True)
+class Waiting:
+    """A process that can no longer go on, and why."""
+
+    worker: int
+    label: str  # the point it waits at
+    reason: str  # "waits for lock_b, held by worker #2"
+    holder: int = -1  # the process it waits for, when one does
+    held: tuple[str, ...] = ()  # the locks it holds
+
+
+@dataclass(frozen=True)
+class PlainFailure:
+    """Why the execution failed, in one line and in full."""
+
+    end: PlainEnd
+    worker: int  # who raised, or the first process in the cycle, or -1
+    message: str  # one line: "AssertionError: assert 1 == 2", "deadlock: ..."
+    details: str  # the traceback, or one line per waiting process
+    step: int  # the steps taken before it
+    waiting: tuple[Waiting, ...] = ()
+
+
+@dataclass(frozen=True)
+class PlainOutcome:
+    end: PlainEnd
+    execution_seed: int
+    steps: tuple[PlainStep, ...]
+    processes: tuple[str, ...]  # slot -> name ("main", "increment #1")
+    preemptions: int
+    failure: PlainFailure | None = None
+    divergence: ScheduleDiverged | None = None
+
+    @property
+    def failed(self) -> bool:
+        return self.end in FAILURES
+
+    def who(self, worker: int) -> str:
+        return self.processes[worker] if 0 <= worker < len(self.processes) else f"#{worker}"

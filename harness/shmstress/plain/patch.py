@@ -1,0 +1,82 @@
+"""Put the instrumented primitives where ``multiprocessing`` code looks them up.
+
+Only in the host process (and so in every execution forked from it), before
+the scenario's module is imported: the module attributes of
+``multiprocessing.synchronize``, ``sharedctypes`` and the ``Popen`` modules,
+which every way in (``multiprocessing.Lock``, a context's ``Lock``, ``from
+multiprocessing.synchronize import Lock`` at import) resolves through. The
+classes themselves are not touched, so objects made before (the harness's own
+semaphores) keep working as they are. ``time.sleep`` and ``os.sched_yield``
+become points at which the process says it waits for the others.
+"""
+
+from __future__ import annotations
+
+import importlib
+import os
+import time
+from dataclasses import dataclass
+from typing import Any, SupportsIndex
+
+from shmstress.plain.runtime import PlainRuntime
+from shmstress.plain.sync.barrier import Barrier
+from shmstress.plain.sync.condition import Condition
+from shmstress.plain.sync.event import Event
+from shmstress.plain.sync.lock import Lock, RLock
+from shmstress.plain.sync.process import PlainPopen
+from shmstress.plain.sync.semaphore import BoundedSemaphore, Semaphore
+from shmstress.plain.sync.value import SharedData
+
+PLUMBING = True
+
+_POPEN_MODULES = ("multiprocessing.popen_fork", "multiprocessing.popen_spawn_posix",
+                  "multiprocessing.popen_forkserver")
+
+
+@dataclass(frozen=True)
+class Bound:
+    """The instrumented classes and factories of one runtime."""
+
+    classes: dict[str, type]
+    data: SharedData
+    popen: type
+
+
+def bind(runtime: PlainRuntime) -> Bound:
+    """Subclasses that carry ``runtime``, so no module global has to."""
+    classes: dict[str, type] = {}
+    for base in (Lock, RLock, Semaphore, BoundedSemaphore, Event, Barrier, Condition):
+        classes[base.__name__] = type(base.__name__, (base,), {"_runtime": runtime})
+    rlock = classes["RLock"]
+    classes["Condition"]._new_lock = staticmethod(rlock)  # type: ignore[attr-defined]
+    popen = type("Popen", (PlainPopen,), {"_runtime": runtime})
+    return Bound(classes, SharedData(runtime, rlock), popen)
+
+
+def install(runtime: PlainRuntime) -> Bound:
+    bound = bind(runtime)
+    synchronize = importlib.import_module("multiprocessing.synchronize")
+    for name, cls in bound.classes.items():
+        setattr(synchronize, name, cls)
+    sharedctypes = importlib.import_module("multiprocessing.sharedctypes")
+    data = bound.data
+    factories: dict[str, Any] = {"RawValue": data.raw_value, "RawArray": data.raw_array,
+                                 "Value": data.value, "Array": data.array}
+    for name, factory in factories.items():
+        setattr(sharedctypes, name, factory)
+    for module in _POPEN_MODULES:
+        try:
+            vars(importlib.import_module(module))["Popen"] = bound.popen
+        except ImportError:  # popen_forkserver needs fd passing; not everywhere
+            continue
+
+    def sleep(seconds: float | SupportsIndex) -> None:
+        runtime.pause("sleep") if runtime.scheduled else real_sleep(seconds)
+
+    def sched_yield() -> None:
+        runtime.pause("yield") if runtime.scheduled else None
+
+    real_sleep = time.sleep
+    time.sleep = sleep
+    os.sched_yield = sched_yield
+    return bound

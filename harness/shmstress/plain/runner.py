@@ -1,0 +1,107 @@
+"""Explore a plain-code scenario, execution after execution; replay one execution.
+
+Exploring stops at the first failing execution (a process raised, a deadlock,
+no progress). Every execution is recorded as it runs (a step costs a few
+words on the board), so the failing one needs no re-run to be explained; the
+caller writes its bundle, and a replay of that bundle follows its steps.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+
+from shmstress.controlled.strategies import Replay, exploring_strategy
+from shmstress.controlled.strategies.base import StrategySpec
+from shmstress.core.errors import ConfigError
+from shmstress.core.exit_reason import ExitCode
+from shmstress.core.shm import sweep_stale_segments
+from shmstress.core.signals import interruptible
+from shmstress.core.trace import Step
+from shmstress.plain.outcome import PlainEnd, PlainOutcome
+from shmstress.plain.session import PlainSession, PlainSpec
+
+Progress = Callable[[int, dict[str, int]], None]
+"""Called after each execution with (executions so far, ends so far)."""
+
+
+@dataclass(frozen=True)
+class Exploration:
+    """How to search: a strategy, a seed and a budget of executions."""
+
+    strategy: StrategySpec = field(default_factory=lambda: StrategySpec("pct"))
+    seed: int = 0
+    executions: int = 1000
+
+    def validate(self) -> None:
+        if self.executions < 1:
+            raise ConfigError(f"--executions must be at least 1, got {self.executions}")
+
+
+@dataclass(frozen=True)
+class PlainResult:
+    """Every execution's end, counted, and the first failing execution if there was one."""
+
+    spec: PlainSpec
+    exploration: Exploration
+    executions: int
+    ends: dict[str, int]
+    steps: int  # over every execution
+    elapsed_s: float
+    exhausted: bool  # the strategy had nothing left to try
+    failing: PlainOutcome | None = None
+    failing_index: int = -1  # 0-based among the executions
+
+    @property
+    def exit_code(self) -> ExitCode:
+        if self.failing is not None and self.failing.failed:
+            return ExitCode.FAILURE
+        if self.ends.get(PlainEnd.HUNG.value):
+            return ExitCode.BROKEN
+        return ExitCode.CLEAN
+
+    @property
+    def executions_per_s(self) -> float:
+        return self.executions / self.elapsed_s if self.elapsed_s > 0 else 0.0
+
+
+def explore(spec: PlainSpec, exploration: Exploration,
+            progress: Progress | None = None) -> PlainResult:
+    """Run executions until one fails, the budget is spent or the strategy runs out."""
+    exploration.validate()
+    strategy = exploring_strategy(exploration.strategy, exploration.seed, spec.max_processes,
+                                  spec.max_steps)
+    sweep_stale_segments()
+    ends: dict[str, int] = {}
+    steps = 0
+    started = time.monotonic()
+    failing: PlainOutcome | None = None
+    exhausted = False
+    executions = 0
+    with interruptible(), PlainSession(spec) as session:
+        while executions < exploration.executions:
+            if not strategy.new_execution():
+                exhausted = True
+                break
+            outcome = session.execute(strategy, strategy.next_u64())
+            executions += 1
+            ends[outcome.end.value] = ends.get(outcome.end.value, 0) + 1
+            steps += len(outcome.steps)
+            if progress is not None:
+                progress(executions, ends)
+            if outcome.failed or outcome.end is PlainEnd.HUNG:
+                failing = outcome
+                break
+    return PlainResult(spec, exploration, executions, ends, steps,
+                       time.monotonic() - started, exhausted, failing,
+                       executions - 1 if failing is not None else -1)
+
+
+def replay(spec: PlainSpec, steps: Sequence[Step], execution_seed: int) -> PlainOutcome:
+    """Run one execution that takes exactly ``steps`` (it stops where it cannot)."""
+    sweep_stale_segments()
+    strategy = Replay(steps, execution_seed)
+    strategy.new_execution()
+    with interruptible(), PlainSession(spec) as session:
+        return session.execute(strategy, execution_seed)

@@ -1,0 +1,304 @@
+"""What an instrumented primitive calls: one point per operation, the object table, names.
+
+One ``PlainRuntime`` is built by the coordinator before it forks the host and
+is inherited by every process of every execution; each process then says which
+slot it is (``become``). In the host, outside any execution (the scenario's
+module being imported), the slot is ``NOBODY`` and operations happen at once,
+with no point: nothing else runs there.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import linecache
+import os
+import random
+import re
+import sys
+from dataclasses import dataclass, field
+from types import FrameType
+
+from shmstress.core.errors import PlainLimitError
+from shmstress.plain.board import (
+    G_ABORT,
+    G_FAIL_STEP,
+    G_FAILED,
+    G_OBJECTS,
+    G_SEED,
+    G_SLOTS,
+    G_STEP,
+    G_WAKE,
+    NOBODY,
+    O_FAMILY,
+    O_KIND,
+    O_NAME,
+    O_STRIDE,
+    P_EXITCODE,
+    P_FAMILY,
+    P_LABEL,
+    P_LEASE,
+    P_NAME,
+    P_OBJ,
+    P_PID,
+    P_STATE,
+    P_STRIDE,
+    P_TIMED,
+    P_WAIT,
+    P_YIELDED,
+    Board,
+    Kind,
+    State,
+    ValueKind,
+    Wait,
+)
+from shmstress.plain.waits import wait_over
+from shmstress.record.recorder import Recorder
+
+PLUMBING = True
+"""Point plumbing: a point's call site is the first frame outside such modules."""
+
+_ASSIGNED = re.compile(r"^\s*(?:self\.)?([A-Za-z_]\w*)\s*(?::[^=]*)?=(?!=)")
+_INT64 = (-(1 << 63), (1 << 63) - 1)
+
+
+class Abort(BaseException):
+    """The execution is over (a failure elsewhere, a deadlock, the step bound): unwind."""
+
+
+def _user_frame(frame: FrameType | None) -> FrameType | None:
+    """The first frame outside the plumbing and outside ``multiprocessing`` itself."""
+    while frame is not None and (
+        frame.f_globals.get("PLUMBING") is True
+        or str(frame.f_globals.get("__name__", "")).startswith("multiprocessing")
+    ):
+        frame = frame.f_back
+    return frame
+
+
+@dataclass
+class Manifest:
+    """Shared buffers created outside any execution: restored before each execution."""
+
+    buffers: list[tuple[int, int]] = field(default_factory=list)  # (address, size)
+    saved: list[bytes] = field(default_factory=list)
+
+    def add(self, address: int, size: int) -> None:
+        self.buffers.append((address, size))
+
+    def snapshot(self) -> None:
+        self.saved = [ctypes.string_at(address, size) for address, size in self.buffers]
+
+    def restore(self) -> None:
+        for (address, size), data in zip(self.buffers, self.saved, strict=True):
+            ctypes.memmove(address, data, size)
+
+
+class PlainRuntime:
+    """This process's handle on the board: its slot, its lease, and the string table."""
+
+    def __init__(self, board: Board, recorder: Recorder) -> None:
+        self.board = board
+        self.recorder = recorder
+        self.slot = NOBODY
+        self.lease = 0
+        self.yielded = 0
+        self.manifest = Manifest()
+        self._sites: dict[tuple[int, int, str], int] = {}
+        self._globals = board.globals.mv
+        self._slots = board.slots.mv
+
+    @property
+    def scheduled(self) -> bool:
+        """Inside an execution (every operation is a point), not in the host."""
+        return self.slot != NOBODY
+
+    # -- points ---------------------------------------------------------------------------
+    def point(
+        self, text: str, wait: Wait = Wait.NOTHING, obj: int = NOBODY, arg: int = 0,
+        timed: bool = False,
+    ) -> int:
+        """Take one step ``text``, once what it waits for is there (or, ``timed``, when the
+        strategy lets it time out); returns the step's index, -1 outside an execution."""
+        slot = self.slot
+        if slot == NOBODY:
+            return -1
+        globals_ = self._globals
+        if globals_[G_ABORT]:
+            raise self._aborted()
+        ident = self._site_id(text)
+        board = self.board
+        if (self.lease and not self.yielded and not globals_[G_WAKE]
+                and wait_over(board, slot, wait, obj, arg)):
+            self.lease -= 1
+            step = globals_[G_STEP]
+            board.step_label.mv[step] = ident
+            board.step_slot.mv[step] = slot
+            board.step_index.mv[step] = -1
+            board.step_kind.mv[step] = ValueKind.ABSENT
+            globals_[G_STEP] = step + 1
+            return int(step)
+        slots = self._slots
+        base = slot * P_STRIDE
+        slots[base + P_LABEL] = ident
+        slots[base + P_WAIT] = wait
+        slots[base + P_OBJ] = obj
+        slots[base + 4] = arg  # P_ARG
+        slots[base + P_TIMED] = int(timed)
+        slots[base + P_YIELDED] = self.yielded
+        self.yielded = 0
+        slots[base + P_STATE] = State.PARKED
+        board.report.release()
+        self._granted()
+        return int(globals_[G_STEP]) - 1
+
+    def _granted(self) -> None:
+        self.board.grants[self.slot].acquire()
+        if self._globals[G_ABORT]:
+            raise self._aborted()
+        self.lease = int(self._slots[self.slot * P_STRIDE + P_LEASE])
+
+    def _aborted(self) -> Abort:
+        """The execution is over: this process unwinds, and what it prints on the way out
+        (the traceback ``multiprocessing`` prints for an exception in ``run``) is noise."""
+        if sys.stderr is not None and not getattr(sys.stderr, "_shm_silenced", False):
+            silenced = open(os.devnull, "w")  # noqa: SIM115 - lives as long as the process
+            silenced._shm_silenced = True  # type: ignore[attr-defined]
+            sys.stderr = silenced
+        return Abort()
+
+    def note(self, step: int, value: object, index: int = -1) -> None:
+        """What step ``step`` read or wrote (and at which index of an array)."""
+        if step < 0:
+            return
+        board = self.board
+        kind, word = ValueKind.ABSENT, 0
+        if isinstance(value, bool):
+            kind, word = ValueKind.BOOL, int(value)
+        elif isinstance(value, int) and _INT64[0] <= value <= _INT64[1]:
+            kind, word = ValueKind.INT, value
+        elif isinstance(value, float):
+            kind = ValueKind.FLOAT
+            word = int.from_bytes(ctypes.c_double(value), sys.byteorder, signed=True)
+        board.step_kind.mv[step] = kind
+        board.step_value.mv[step] = word
+        board.step_index.mv[step] = index
+
+    def wake(self) -> None:
+        """Someone parked may be able to go on now: end the lease at the next point."""
+        if self.slot != NOBODY:
+            self._globals[G_WAKE] = 1
+
+    def pause(self, text: str) -> None:
+        """A sleep or a yield: a point at which the process says it waits for others."""
+        self.yielded = 1
+        self.point(text)
+
+    def _site_id(self, text: str) -> int:
+        frame = _user_frame(sys._getframe(2))
+        if frame is None:
+            return self.recorder.intern_at(text, "", 0)
+        code = frame.f_code
+        key = (id(code), frame.f_lasti, text)
+        found = self._sites.get(key)
+        if found is None:
+            found = self._sites[key] = self.recorder.intern_at(
+                text, os.path.basename(code.co_filename), frame.f_lineno)
+        return found
+
+    def name_of(self, ident: int) -> str:
+        return self.recorder.label(ident).text
+
+    # -- objects and processes ------------------------------------------------------------
+    def new_object(self, kind: Kind, word: str, name: str | None = None) -> tuple[int, str]:
+        """A new row of the object table, named ``name`` or after the variable the caller
+        assigns it to (``counter = Value(...)`` is "counter"); returns (row, name)."""
+        globals_ = self._globals
+        obj = int(globals_[G_OBJECTS])
+        if obj >= self.board.max_objects:
+            raise PlainLimitError(f"the scenario created more than {self.board.max_objects} "
+                                  "locks, values and other shared objects")
+        base_name = name or inferred_name(_user_frame(sys._getframe(1)), word)
+        family = self.recorder.intern(base_name)
+        objects = self.board.objects.mv
+        same = sum(1 for other in range(obj) if objects[other * O_STRIDE + O_FAMILY] == family)
+        name = base_name if not same else f"{base_name}#{same + 1}"
+        objects[obj * O_STRIDE: (obj + 1) * O_STRIDE] = memoryview(
+            bytes(O_STRIDE * 8)).cast("q")
+        objects[obj * O_STRIDE + O_KIND] = kind
+        objects[obj * O_STRIDE + O_NAME] = self.recorder.intern(name)
+        objects[obj * O_STRIDE + O_FAMILY] = family
+        objects[obj * O_STRIDE + 2] = NOBODY  # O_OWNER
+        globals_[G_OBJECTS] = obj + 1
+        return obj, name
+
+    def new_slot(self, word: str) -> tuple[int, str]:
+        """The slot of a process about to be started, parked at its first point."""
+        globals_ = self._globals
+        slot = int(globals_[G_SLOTS])
+        board = self.board
+        if slot >= board.max_slots:
+            raise PlainLimitError(f"the scenario started more than {board.max_slots - 1} "
+                                  "processes (see --max-processes)")
+        family = self.recorder.intern(word)
+        slots = self._slots
+        same = sum(1 for other in range(slot) if slots[other * P_STRIDE + P_FAMILY] == family)
+        name = f"{word} #{same + 1}"
+        self.claim_slot(slot, name, family)
+        globals_[G_SLOTS] = slot + 1
+        self.wake()
+        return slot, name
+
+    def claim_slot(self, slot: int, name: str, family: int) -> None:
+        base = slot * P_STRIDE
+        slots = self._slots
+        slots[base: base + P_STRIDE] = memoryview(bytes(P_STRIDE * 8)).cast("q")
+        slots[base + P_NAME] = self.recorder.intern(name)
+        slots[base + P_FAMILY] = family
+        slots[base + P_OBJ] = NOBODY
+        slots[base + 11] = NOBODY  # P_COND
+        slots[base + P_LABEL] = self.recorder.intern_at(f"begin {name}", "", 0)
+        slots[base + P_STATE] = State.PARKED
+
+    def become(self, slot: int) -> None:
+        """First thing in a forked process of the execution: take ``slot`` and wait to be
+        scheduled. Its ``random`` is seeded from (execution seed, slot), so a replay draws
+        what the run drew."""
+        self.slot = slot
+        self.lease = 0
+        self.yielded = 0
+        self._slots[slot * P_STRIDE + P_PID] = os.getpid()
+        random.seed(f"shmstress:{int(self._globals[G_SEED])}:{slot}")
+        self._granted()
+
+    def fail(self, text: str) -> None:
+        """The process raised: the execution's failure (the first one counts)."""
+        globals_ = self._globals
+        if not globals_[G_FAILED] and not globals_[G_ABORT]:
+            self.board.write_failure(text)
+            globals_[G_FAIL_STEP] = globals_[G_STEP]
+            globals_[G_FAILED] = self.slot + 1
+
+    def finish(self, exitcode: int) -> None:
+        """The process is done: joiners may go on; the coordinator hears of it."""
+        if self.slot == NOBODY:
+            return
+        base = self.slot * P_STRIDE
+        self._slots[base + P_EXITCODE] = exitcode
+        self._slots[base + P_STATE] = State.FINISHED
+        self._globals[G_WAKE] = 1
+        self.board.report.release()
+
+    def kind_of(self, obj: int) -> Kind:
+        return Kind(self.board.objects.mv[obj * O_STRIDE + O_KIND])
+
+
+def inferred_name(frame: FrameType | None, word: str) -> str:
+    """The variable a new object is assigned to on its creation line, else ``word`` and
+    the line (``lock@counter.py:12``)."""
+    if frame is None:
+        return word
+    line = linecache.getline(frame.f_code.co_filename, frame.f_lineno)
+    match = _ASSIGNED.match(line)
+    if match:
+        return match.group(1)
+    return f"{word}@{os.path.basename(frame.f_code.co_filename)}:{frame.f_lineno}"

@@ -1,0 +1,459 @@
+"""The plain-code coordinator: one host, one execution at a time, one step at a time.
+
+Every execution starts from the same state: the board as it was once the
+scenario's module was imported, and a ``main`` freshly forked by the host.
+Exactly one process of the execution runs; when it parks (at its next point)
+or finishes, the coordinator asks the strategy who goes next among the
+processes whose wait is over. When nobody can go on and somebody has not
+finished, the execution is stuck: a cycle of lock holders is a deadlock, any
+other wait no process left can end (a lost notify) is no progress.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import signal
+import struct
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass
+from multiprocessing.process import BaseProcess
+from types import TracebackType
+
+from shmstress.controlled.strategies.base import (
+    SEED_MASK,
+    ScheduleDiverged,
+    ScheduleEnded,
+    Strategy,
+)
+from shmstress.core.control import FORK
+from shmstress.core.errors import HostLostError, ScenarioError
+from shmstress.core.processes import reap
+from shmstress.core.shm import Arena
+from shmstress.core.signals import shielded
+from shmstress.plain.board import (
+    ARRAY_PREFIX,
+    G_ABORT,
+    G_FAIL_STEP,
+    G_FAILED,
+    G_HOST_EXIT,
+    G_SEED,
+    G_SLOTS,
+    G_STEP,
+    G_WAKE,
+    HOST,
+    O_COUNT,
+    O_KIND,
+    O_LIMIT,
+    O_NAME,
+    O_OWNER,
+    P_LABEL,
+    P_LEASE,
+    P_NAME,
+    P_OBJ,
+    P_PID,
+    P_STATE,
+    P_STRIDE,
+    P_WAIT,
+    P_YIELDED,
+    Board,
+    Kind,
+    State,
+    ValueKind,
+    Wait,
+)
+from shmstress.plain.host import host_main
+from shmstress.plain.outcome import PlainEnd, PlainFailure, PlainOutcome, PlainStep, Waiting
+from shmstress.plain.runtime import PlainRuntime
+from shmstress.plain.scenario import ScenarioRef
+from shmstress.plain.waits import can_go
+from shmstress.record.recorder import Recorder
+
+_WAIT_SLICE_S = 0.1
+_RESTORED = tuple(ARRAY_PREFIX + name for name in ("slots", "objects", "globals"))
+_DOUBLE = struct.Struct("<d")
+_INT64 = struct.Struct("<q")
+
+
+@dataclass(frozen=True)
+class PlainSpec:
+    """A plain-code session: the scenario and the bounds of its board."""
+
+    scenario: ScenarioRef
+    max_processes: int = 16  # main included
+    max_steps: int = 20_000
+    max_objects: int = 256
+    stop_timeout: float = 10.0  # for a process to reach its next point
+    load_timeout: float = 60.0  # for the scenario's module to import
+
+
+class _View:
+    """The strategy's window on the execution (``strategies.base.SchedulerView``)."""
+
+    def __init__(self, session: PlainSession) -> None:
+        self._session = session
+        self.step = 0
+        self.current = -1
+        self.runnable: list[int] = []
+        self.current_can_continue = False
+        self.workers = session.spec.max_processes
+
+    def label(self, worker: int) -> str:
+        return self._session.text(self._session.board.slot(worker, P_LABEL))
+
+    def who(self, worker: int) -> str:
+        return self._session.who(worker)
+
+    def describe(self, worker: int) -> str:
+        return self._session.describe(worker)
+
+
+class PlainSession:
+    """A host with the scenario imported; ``execute`` runs one execution under a strategy."""
+
+    def __init__(self, spec: PlainSpec) -> None:
+        self.spec = spec
+        self._arena = Arena()
+        self._host: BaseProcess | None = None
+        self._texts: dict[int, str] = {}
+        self._healthy = True
+        try:
+            self._build()
+        except BaseException:
+            self._healthy = False
+            self.close()
+            raise
+
+    def _build(self) -> None:
+        spec = self.spec
+        if spec.max_processes < 2:
+            raise ScenarioError(f"--max-processes must be at least 2, got {spec.max_processes}")
+        self.board = Board.build(self._arena, spec.max_processes, spec.max_objects,
+                                 spec.max_steps)
+        self.recorder = Recorder(self._arena, 1, 16, 1, max_strings=16384)
+        self.runtime = PlainRuntime(self.board, self.recorder)
+        self._arena.freeze()
+        receive, send = FORK.Pipe(duplex=False)
+        self._host = FORK.Process(
+            target=host_main, name="shmstress-plain-host",
+            args=(self.runtime, spec.scenario, send, os.getpid()),
+        )
+        self._host.start()
+        send.close()
+        with receive:
+            if not receive.poll(spec.load_timeout):
+                raise ScenarioError(f"importing {spec.scenario.describe()} did not finish within "
+                                    f"{spec.load_timeout:g} s")
+            try:
+                kind, text = receive.recv()
+            except EOFError:
+                raise ScenarioError(f"the process importing {spec.scenario.describe()} died "
+                                    f"(exit code {self._host.exitcode})") from None
+        if kind == "error":
+            raise ScenarioError(text.splitlines()[0])
+        self._snapshot = self._arena.snapshot(lambda name: name in _RESTORED)
+        self._main = self.recorder.intern("main")
+
+    def close(self) -> None:
+        """Let the host go, reap it, free the board."""
+        with shielded():
+            host = self._host
+            if host is not None:
+                if self._healthy and hasattr(self, "board"):
+                    self.board.globals.mv[G_HOST_EXIT] = 1
+                    self.board.host_go.release()
+                reap([host], grace=2.0 if self._healthy else 0.2)
+                with contextlib.suppress(ValueError):
+                    host.close()
+                self._host = None
+            if hasattr(self, "recorder"):
+                self.recorder.release()
+            self._arena.close()
+
+    def __enter__(self) -> PlainSession:
+        return self
+
+    def __exit__(
+        self, kind: type[BaseException] | None, value: BaseException | None,
+        traceback: TracebackType | None,
+    ) -> None:
+        if value is not None:
+            self._healthy = False
+        self.close()
+
+    # -- names ----------------------------------------------------------------------------
+    def text(self, ident: int) -> str:
+        found = self._texts.get(ident)
+        if found is None:
+            found = self._texts[ident] = self.recorder.label(ident).text
+        return found
+
+    def who(self, worker: int) -> str:
+        return self.text(self.board.slot(worker, P_NAME))
+
+    def object_name(self, obj: int) -> str:
+        return self.text(self.board.obj(obj, O_NAME))
+
+    def describe(self, worker: int) -> str:
+        board = self.board
+        state = board.slot(worker, P_STATE)
+        who = self.who(worker) if state != State.UNUSED else f"process #{worker}"
+        if state == State.FINISHED:
+            return f"{who} has finished"
+        if state != State.PARKED:
+            return f"{who} has not started" if state == State.UNUSED else f"{who} is running"
+        label = self.text(board.slot(worker, P_LABEL))
+        if can_go(board, worker):
+            return f"{who} is at {label!r}"
+        return f"{who} {self._waiting(worker).reason}"
+
+    # -- one execution --------------------------------------------------------------------
+    def execute(self, strategy: Strategy, execution_seed: int) -> PlainOutcome:
+        """Run one execution to its end; the session is ready for the next one afterwards."""
+        if not self._healthy:
+            raise HostLostError("the scenario's host was lost in an earlier execution")
+        try:
+            return self._execute(strategy, execution_seed & SEED_MASK)
+        except BaseException:
+            self._healthy = False
+            self._kill_execution()
+            raise
+
+    def _execute(self, strategy: Strategy, seed: int) -> PlainOutcome:
+        board = self.board
+        self._arena.restore(self._snapshot)
+        globals_ = board.globals.mv
+        globals_[G_SEED] = seed
+        for field in (G_STEP, G_ABORT, G_WAKE, G_FAILED):
+            globals_[field] = 0
+        globals_[G_SLOTS] = 1
+        self.runtime.claim_slot(0, "main", self._main)
+        board.host_go.release()
+        end, divergence, preemptions = self._schedule(strategy)
+        failure = self._failure(end)
+        outcome = PlainOutcome(
+            end=end, execution_seed=seed, steps=self._steps(),
+            processes=tuple(self.who(s) for s in range(int(globals_[G_SLOTS]))),
+            preemptions=preemptions, failure=failure, divergence=divergence,
+        )
+        self._unwind(end is PlainEnd.HUNG)
+        return outcome
+
+    def _schedule(self, strategy: Strategy) -> tuple[PlainEnd, ScheduleDiverged | None, int]:
+        board = self.board
+        globals_ = board.globals.mv
+        slots = board.slots.mv
+        view = _View(self)
+        max_steps = self.spec.max_steps
+        current = -1
+        preemptions = 0
+        while True:
+            if globals_[G_FAILED]:
+                return PlainEnd.FAILED, None, preemptions
+            in_use = int(globals_[G_SLOTS])
+            runnable = [s for s in range(in_use)
+                        if slots[s * P_STRIDE + P_STATE] == State.PARKED and can_go(board, s)]
+            if not runnable:
+                if all(slots[s * P_STRIDE + P_STATE] == State.FINISHED for s in range(in_use)):
+                    return PlainEnd.FINISHED, None, preemptions
+                return self._stuck(), None, preemptions
+            step = int(globals_[G_STEP])
+            if step >= max_steps:
+                return PlainEnd.STEP_BOUND, None, preemptions
+            can_continue = current in runnable and not slots[current * P_STRIDE + P_YIELDED]
+            view.step, view.current, view.runnable = step, current, runnable
+            view.current_can_continue = can_continue
+            try:
+                chosen, lease = strategy.next_task(view)
+            except ScheduleEnded:
+                return PlainEnd.SCHEDULE_END, None, preemptions
+            except ScheduleDiverged as diverged:
+                return PlainEnd.DIVERGED, diverged, preemptions
+            if can_continue and chosen != current:
+                preemptions += 1
+            base = chosen * P_STRIDE
+            board.step_label.mv[step] = slots[base + P_LABEL]
+            board.step_slot.mv[step] = chosen
+            board.step_index.mv[step] = -1
+            board.step_kind.mv[step] = ValueKind.ABSENT
+            globals_[G_STEP] = step + 1
+            slots[base + P_LEASE] = max(0, min(lease, max_steps - step) - 1)
+            slots[base + P_STATE] = State.RUNNING
+            globals_[G_WAKE] = 0
+            board.grants[chosen].release()
+            if not self._wait(chosen):
+                self._hung = chosen
+                return PlainEnd.HUNG, None, preemptions
+            current = chosen
+
+    def _wait(self, worker: int) -> bool:
+        """Wait for the running process to park or finish; False if it does not in time."""
+        report = self.board.report
+        if report.acquire(True, _WAIT_SLICE_S):
+            return True
+        deadline = time.monotonic() + self.spec.stop_timeout
+        while not report.acquire(True, _WAIT_SLICE_S):
+            if self._host is None or not self._host.is_alive():
+                raise HostLostError(f"the scenario's host died (exit code "
+                                    f"{self._host.exitcode if self._host else None})")
+            if time.monotonic() > deadline:
+                pid = self.board.slot(worker, P_PID)
+                if pid > 0:
+                    with contextlib.suppress(ProcessLookupError):
+                        os.kill(pid, signal.SIGUSR1)  # faulthandler: its stack on stderr
+                    time.sleep(0.2)
+                return False
+        return True
+
+    def _unwind(self, hung: bool) -> None:
+        """End the execution: every parked process unwinds; the host reaps them all."""
+        board = self.board
+        globals_ = board.globals.mv
+        globals_[G_ABORT] = 1
+        if hung:
+            self._kill_execution()
+        for slot in range(int(globals_[G_SLOTS])):
+            if board.slot(slot, P_STATE) == State.PARKED:
+                board.set_slot(slot, P_STATE, State.RUNNING)
+                board.grants[slot].release()
+        if not board.host_done.acquire(True, self.spec.stop_timeout):
+            self._kill_execution()
+            if not board.host_done.acquire(True, self.spec.stop_timeout):
+                raise HostLostError("the scenario's processes did not exit after the execution")
+        while board.report.acquire(False):
+            pass
+        for grant in board.grants:
+            while grant.acquire(False):
+                pass
+
+    def _kill_execution(self) -> None:
+        main = self.board.slot(0, P_PID) if hasattr(self, "board") else 0
+        if main > 0:
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.killpg(main, signal.SIGKILL)
+
+    # -- what happened ----------------------------------------------------------------------
+    def _steps(self) -> tuple[PlainStep, ...]:
+        board = self.board
+        count = int(board.globals.mv[G_STEP])
+        labels = board.step_label.np[:count].tolist()
+        workers = board.step_slot.np[:count].tolist()
+        indexes = board.step_index.np[:count].tolist()
+        values = board.step_value.np[:count].tolist()
+        kinds = board.step_kind.np[:count].tolist()
+        out = []
+        for label, worker, index, word, kind in zip(labels, workers, indexes, values, kinds,
+                                                    strict=True):
+            site = self.recorder.label(label)
+            out.append(PlainStep(worker, site.text, site.file, site.line, index,
+                                 _decoded(kind, word), kind != ValueKind.ABSENT))
+        return tuple(out)
+
+    def _failure(self, end: PlainEnd) -> PlainFailure | None:
+        board = self.board
+        globals_ = board.globals.mv
+        if end is PlainEnd.FAILED:
+            text = board.failure_text()
+            lines = [line for line in text.strip().splitlines() if line.strip()]
+            message = lines[-1].strip() if lines else "the process raised"
+            return PlainFailure(end, int(globals_[G_FAILED]) - 1, message, text,
+                                int(globals_[G_FAIL_STEP]))
+        if end is PlainEnd.HUNG:
+            worker = self._hung
+            return PlainFailure(end, worker, (
+                f"{self.who(worker)} did not reach its next point within "
+                f"{self.spec.stop_timeout:g} s (it blocks or loops in code shmstress does not "
+                "control); its stack is above"), "", int(globals_[G_STEP]))
+        if end in (PlainEnd.DEADLOCK, PlainEnd.NO_PROGRESS):
+            waiting = tuple(self._waiting(s) for s in range(int(globals_[G_SLOTS]))
+                            if board.slot(s, P_STATE) == State.PARKED)
+            return PlainFailure(end, *self._verdict(end, waiting), int(globals_[G_STEP]),
+                                waiting)
+        return None
+
+    def _stuck(self) -> PlainEnd:
+        board = self.board
+        waiting = [self._waiting(s) for s in range(int(board.globals.mv[G_SLOTS]))
+                   if board.slot(s, P_STATE) == State.PARKED]
+        return PlainEnd.DEADLOCK if _cycle(waiting) else PlainEnd.NO_PROGRESS
+
+    def _waiting(self, worker: int) -> Waiting:
+        board = self.board
+        wait = board.slot(worker, P_WAIT)
+        obj = board.slot(worker, P_OBJ)
+        label = self.text(board.slot(worker, P_LABEL))
+        held = tuple(self.object_name(o) for o in range(_objects(board))
+                     if board.obj(o, O_KIND) in (Kind.LOCK, Kind.RLOCK)
+                     and board.obj(o, O_OWNER) == worker)
+        holder = -1
+        if wait == Wait.LOCK:
+            holder = board.obj(obj, O_OWNER)
+            owner = ("since the scenario's module was imported" if holder == HOST
+                     else f"by {self.who(holder)}")
+            reason = f"waits for {self.object_name(obj)}, held {owner}"
+            holder = holder if holder >= 0 else -1
+        elif wait == Wait.JOIN:
+            holder = obj
+            reason = f"waits to join {self.who(obj)}"
+        elif wait == Wait.NOTIFY:
+            reason = f"waits on {self.object_name(obj)} for a notify"
+        elif wait == Wait.EVENT:
+            reason = f"waits for {self.object_name(obj)} to be set"
+        elif wait == Wait.SEMAPHORE:
+            reason = f"waits for {self.object_name(obj)}, which is at zero"
+        elif wait == Wait.BARRIER:
+            reason = (f"waits at {self.object_name(obj)} ({board.obj(obj, O_COUNT)} of "
+                      f"{board.obj(obj, O_LIMIT)} arrived)")
+        else:
+            reason = f"is at {label!r}"
+        return Waiting(worker, label, reason, holder, held)
+
+    def _verdict(self, end: PlainEnd, waiting: Sequence[Waiting]) -> tuple[int, str, str]:
+        """(first process, one-line message, one line per waiting process)."""
+        lines = []
+        for w in waiting:
+            holds = f" (holds {', '.join(w.held)})" if w.held else ""
+            lines.append(f"{self.who(w.worker)}{holds} {w.reason}, at {w.label!r}")
+        details = "\n".join(lines)
+        if end is PlainEnd.DEADLOCK:
+            cycle = _cycle(waiting)
+            parts = [f"{self.who(w.worker)} holds {', '.join(w.held) or 'nothing'} and "
+                     f"{w.reason.split(', held')[0]}" for w in cycle]
+            return cycle[0].worker, "deadlock: " + "; ".join(parts), details
+        roots = [w for w in waiting if w.holder < 0] or list(waiting)
+        root = roots[0]
+        return root.worker, (f"no progress: {self.who(root.worker)} {root.reason}, and no "
+                             "process that could end the wait is left running"), details
+
+
+def _objects(board: Board) -> int:
+    from shmstress.plain.board import G_OBJECTS
+
+    return int(board.globals.mv[G_OBJECTS])
+
+
+def _cycle(waiting: Sequence[Waiting]) -> list[Waiting]:
+    """The waiters that wait for each other in a cycle (lock holders and joins), if any."""
+    by_worker = {w.worker: w for w in waiting}
+    for start in waiting:
+        seen: list[Waiting] = []
+        current: Waiting | None = start
+        while current is not None and current not in seen:
+            seen.append(current)
+            current = by_worker.get(current.holder)
+        if current is not None:
+            return seen[seen.index(current):]
+    return []
+
+
+def _decoded(kind: int, word: int) -> object:
+    if kind == ValueKind.INT:
+        return word
+    if kind == ValueKind.BOOL:
+        return bool(word)
+    if kind == ValueKind.FLOAT:
+        return _DOUBLE.unpack(_INT64.pack(word))[0]
+    return None
+
+

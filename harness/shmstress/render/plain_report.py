@@ -1,0 +1,127 @@
+"""A plain-code run in words: the summary, the interleaving, what went wrong, how to replay."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from shmstress.analysis.plain_story import PlainStory, plain_story
+from shmstress.plain.outcome import PlainEnd, PlainOutcome, PlainStep
+from shmstress.plain.runner import PlainResult
+from shmstress.repro.bundle import replay_command
+
+_TRACEBACK_LINES = 8
+
+
+def _value(step: PlainStep) -> str:
+    return f" = {step.value!r}" if step.has_value else ""
+
+
+def step_text(outcome: PlainOutcome, step: PlainStep) -> str:
+    if step.label.startswith("start ") and isinstance(step.value, int):
+        return f"start {outcome.who(step.value)}"  # the value is the slot it got
+    return f"{step.what}{_value(step)}"
+
+
+def interleaving_lines(outcome: PlainOutcome, story: PlainStory) -> list[str]:
+    """One line per shown step: its number, who, what it did, where; gaps say how many."""
+    width = max((len(outcome.who(outcome.steps[i].worker)) for i in story.shown), default=4)
+    lines = []
+    previous = -1
+    for index in story.shown:
+        step = outcome.steps[index]
+        skipped = sum(1 for i in range(previous + 1, index)
+                      if not outcome.steps[i].label.startswith(("begin ", "check on ")))
+        if skipped:
+            lines.append(f"  {'':>5}  ... {skipped} more step{'s' if skipped != 1 else ''}")
+        site = f"{step.file}:{step.line}" if step.line > 0 else ""
+        what = step_text(outcome, step)
+        lines.append(f"  {index:>5}  {outcome.who(step.worker):<{width}}  {what:<40} {site}"
+                     .rstrip())
+        previous = index
+    return lines
+
+
+def explanation_lines(outcome: PlainOutcome, story: PlainStory) -> list[str]:
+    """The bug in a sentence or two, from the patterns the story found."""
+    who = outcome.who
+    steps = outcome.steps
+    lines = []
+    for update in story.lost_updates:
+        read, other, write = (steps[update.read_step], steps[update.other_step],
+                              steps[update.write_step])
+        lines.append(
+            f"lost update of {update.what}: {who(update.worker)} read {read.value!r} (step "
+            f"{update.read_step}), {who(update.other)} wrote {other.value!r} (step "
+            f"{update.other_step}), then {who(update.worker)} wrote {write.value!r} (step "
+            f"{update.write_step}), computed from what it had read: {who(update.other)}'s "
+            "write is lost")
+    for notify in story.lost_notifies:
+        lines.append(
+            f"lost notify: {who(notify.notifier)} notified {notify.condition} at step "
+            f"{notify.notify_step}, before {who(notify.waiter)} began to wait on it at step "
+            f"{notify.wait_step}; nothing notifies it again")
+    failure = outcome.failure
+    if failure is not None and failure.end in (PlainEnd.DEADLOCK, PlainEnd.NO_PROGRESS):
+        lines.extend(failure.details.splitlines())
+    return lines
+
+
+def _traceback_tail(text: str) -> list[str]:
+    lines = [line for line in text.rstrip().splitlines() if line.strip()]
+    if len(lines) > _TRACEBACK_LINES:
+        lines = ["...", *lines[-_TRACEBACK_LINES:]]
+    return lines
+
+
+def outcome_lines(outcome: PlainOutcome) -> list[str]:
+    """The failing execution: its interleaving, what went wrong, and the process's traceback."""
+    failure = outcome.failure
+    assert failure is not None
+    story = plain_story(outcome)
+    shown = len(story.shown)
+    total = len(outcome.steps)
+    lines = [f"  the interleaving ({total} steps, {outcome.preemptions} preemption"
+             f"{'s' if outcome.preemptions != 1 else ''}"
+             f"{f'; {shown} shown' if shown < total else ''}):"]
+    lines += interleaving_lines(outcome, story)
+    explained = explanation_lines(outcome, story)
+    if explained:
+        lines.append("  what went wrong:")
+        lines += [f"    {line}" for line in explained]
+    if failure.end is PlainEnd.FAILED and failure.details:
+        lines.append(f"  {outcome.who(failure.worker)} raised, after step {failure.step - 1}:")
+        lines += [f"    {line}" for line in _traceback_tail(failure.details)]
+    return lines
+
+
+def _ends(ends: dict[str, int]) -> str:
+    return ", ".join(f"{count:,} {end}" for end, count in sorted(ends.items()))
+
+
+def result_lines(result: PlainResult, named: str, bundle: Path | None) -> list[str]:
+    """The whole report of ``shmstress test``."""
+    exploration = result.exploration
+    lines = [f"shmstress test {named}: controlled, {exploration.strategy.describe()}, "
+             f"seed {exploration.seed}",
+             f"  executions: {result.executions:,} ({_ends(result.ends)}) in "
+             f"{result.elapsed_s:.1f} s ({result.executions_per_s:,.0f} executions/s)"]
+    failing = result.failing
+    if failing is None:
+        bound = result.ends.get(PlainEnd.STEP_BOUND.value, 0)
+        lines.append("  failures: none" + (" (the search is complete)" if result.exhausted
+                                           else ""))
+        if bound:
+            lines.append(f"  note: {bound:,} execution{'s' if bound != 1 else ''} reached "
+                         f"--max-steps {result.spec.max_steps:,} before every process ended: "
+                         "what comes after was not explored")
+        return lines
+    failure = failing.failure
+    assert failure is not None
+    lines.append(f"  failure in execution {result.failing_index + 1}: {failure.message}")
+    if failing.end is PlainEnd.HUNG:
+        return lines
+    lines += outcome_lines(failing)
+    if bundle is not None:
+        lines.append(f"  bundle: {bundle}")
+        lines.append(f"  replay it: {replay_command(bundle)}")
+    return lines

@@ -1,0 +1,190 @@
+"""The repro bundle of a plain-code failure: where the scenario is, and its steps.
+
+A plain bundle names the scenario (as the user gave it, and resolved), the
+bounds of the board, the execution seed (every process's ``random`` derives
+from it) and the schedule: for each step, which process took which point.
+Replaying it runs the scenario once, taking exactly those steps. Its layout
+is a msgspec Struct, so a wrong field is one line naming it.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Literal
+
+import msgspec
+
+from shmstress.controlled.strategies.base import StrategySpec
+from shmstress.core.errors import BundleError, ScenarioError
+from shmstress.core.files import write_text_atomically
+from shmstress.core.trace import Step
+from shmstress.plain.outcome import PlainEnd, PlainOutcome
+from shmstress.plain.scenario import ScenarioRef
+from shmstress.plain.session import PlainSpec
+from shmstress.reports.decoding import describe_error
+from shmstress.repro.bundle import package_version, path_safe
+from shmstress.repro.bundle_schema import StrategyDoc
+
+FORMAT = "shmstress-plain-bundle"
+FORMAT_VERSION = 1
+FailureEnd = Literal["failed", "deadlock", "no-progress"]
+
+
+class FailureDoc(msgspec.Struct, kw_only=True):
+    end: FailureEnd
+    worker: int
+    message: str
+
+
+class LimitsDoc(msgspec.Struct, kw_only=True):
+    max_processes: int
+    max_steps: int
+    max_objects: int
+
+
+class PlainBundleDoc(msgspec.Struct, kw_only=True):
+    format: str
+    format_version: int
+    shmstress_version: str = "unknown"
+    scenario: str  # as the user named it (a path relative to where they ran it)
+    scenario_path: str  # resolved when it was found
+    limits: LimitsDoc
+    strategy: StrategyDoc
+    seed: int
+    execution: int  # 0-based among the run's executions
+    execution_seed: int
+    preemptions: int
+    failure: FailureDoc
+    processes: list[str]
+    labels: list[str]
+    steps: list[tuple[int, int]]
+
+
+@dataclass(frozen=True)
+class PlainBundle:
+    """Everything a replay needs, decoded."""
+
+    scenario: str
+    scenario_path: str
+    limits: LimitsDoc
+    strategy: StrategySpec
+    seed: int
+    execution: int
+    execution_seed: int
+    preemptions: int
+    failure: FailureDoc
+    processes: tuple[str, ...]
+    steps: tuple[Step, ...]
+
+    def spec(self) -> PlainSpec:
+        """The session to replay in; the scenario is looked for as named, then resolved."""
+        for candidate in (self.scenario, self.scenario_path):
+            try:
+                ref = ScenarioRef.parse(candidate)
+            except ScenarioError:
+                continue
+            return PlainSpec(ref, max_processes=self.limits.max_processes,
+                             max_steps=max(self.limits.max_steps, len(self.steps) + 1),
+                             max_objects=self.limits.max_objects)
+        raise BundleError(f"the bundle's scenario {self.scenario} is not here (nor at "
+                          f"{self.scenario_path})")
+
+
+def from_outcome(named: str, spec: PlainSpec, strategy: StrategySpec, seed: int,
+                 execution: int, outcome: PlainOutcome) -> PlainBundle:
+    failure = outcome.failure
+    assert failure is not None and outcome.failed
+    return PlainBundle(
+        scenario=named, scenario_path=spec.scenario.describe(),
+        limits=LimitsDoc(max_processes=spec.max_processes, max_steps=spec.max_steps,
+                         max_objects=spec.max_objects),
+        strategy=strategy, seed=seed, execution=execution,
+        execution_seed=outcome.execution_seed, preemptions=outcome.preemptions,
+        failure=FailureDoc(end=failure.end.value,  # type: ignore[arg-type]
+                           worker=failure.worker, message=failure.message),
+        processes=outcome.processes,
+        steps=tuple(step.step for step in outcome.steps),
+    )
+
+
+def expected_end(bundle: PlainBundle) -> PlainEnd:
+    return PlainEnd(bundle.failure.end)
+
+
+def to_json(bundle: PlainBundle) -> dict[str, Any]:
+    labels: dict[str, int] = {}
+    steps = [(step.worker, labels.setdefault(step.label, len(labels))) for step in bundle.steps]
+    strategy = bundle.strategy
+    doc = PlainBundleDoc(
+        format=FORMAT, format_version=FORMAT_VERSION, shmstress_version=package_version(),
+        scenario=bundle.scenario, scenario_path=bundle.scenario_path, limits=bundle.limits,
+        strategy=StrategyDoc(
+            name=strategy.name,
+            depth=strategy.depth if strategy.name == "pct" else msgspec.UNSET,
+            spin=strategy.spin if strategy.name == "pct" else msgspec.UNSET,
+            bound=strategy.bound if strategy.name == "exhaustive" else msgspec.UNSET),
+        seed=bundle.seed, execution=bundle.execution, execution_seed=bundle.execution_seed,
+        preemptions=bundle.preemptions, failure=bundle.failure,
+        processes=list(bundle.processes), labels=list(labels), steps=steps,
+    )
+    data = msgspec.to_builtins(doc)
+    assert isinstance(data, dict)
+    return data
+
+
+def is_plain(data: object) -> bool:
+    return isinstance(data, dict) and data.get("format") == FORMAT
+
+
+def from_json(data: object) -> PlainBundle:
+    if not is_plain(data):
+        raise BundleError(f"not a plain-code bundle (format is not {FORMAT!r})")
+    assert isinstance(data, dict)
+    if data.get("format_version") != FORMAT_VERSION:
+        raise BundleError(f"plain bundle format version {data.get('format_version')!r} is not "
+                          f"the one this shmstress reads ({FORMAT_VERSION})")
+    try:
+        doc = msgspec.convert(data, PlainBundleDoc)
+    except msgspec.ValidationError as exc:
+        raise BundleError(describe_error(exc, data, PlainBundleDoc)) from None
+    for index, (worker, label) in enumerate(doc.steps):
+        if not 0 <= label < len(doc.labels) or not 0 <= worker < doc.limits.max_processes:
+            raise BundleError(f"step {index} names no known process or label: "
+                              f"[{worker}, {label}]")
+    strategy = doc.strategy
+    spec = StrategySpec(strategy.name)
+    for knob in ("depth", "spin", "bound"):
+        value = getattr(strategy, knob)
+        if value is not msgspec.UNSET:
+            spec = StrategySpec(**{**spec.__dict__, knob: value})
+    return PlainBundle(
+        scenario=doc.scenario, scenario_path=doc.scenario_path, limits=doc.limits,
+        strategy=spec, seed=doc.seed, execution=doc.execution,
+        execution_seed=doc.execution_seed, preemptions=doc.preemptions, failure=doc.failure,
+        processes=tuple(doc.processes),
+        steps=tuple(Step(worker, doc.labels[label]) for worker, label in doc.steps),
+    )
+
+
+def render_json(bundle: PlainBundle) -> str:
+    """Indented JSON with one step per line."""
+    data = to_json(bundle)
+    steps = data.pop("steps")
+    head = json.dumps(data, indent=1)
+    lines = ",\n".join(f"  [{worker}, {label}]" for worker, label in steps)
+    return f'{head[:-2]},\n "steps": [\n{lines}\n ]\n}}\n'
+
+
+def bundle_name(bundle: PlainBundle) -> str:
+    where, _, function = bundle.scenario.rpartition(":")
+    stem = path_safe(Path(where).stem if where.endswith(".py") else where, "_")
+    return (f"{stem}-{path_safe(function, '_')}-plain-seed{bundle.seed}-"
+            f"e{bundle.execution + 1}.json")
+
+
+def write_plain_bundle(bundle: PlainBundle, path: Path) -> Path:
+    """Write ``bundle`` into directory ``path`` (or as file ``path`` if it ends in .json)."""
+    target = path if path.suffix == ".json" else path / bundle_name(bundle)
+    return write_text_atomically(target, render_json(bundle), "the repro bundle")

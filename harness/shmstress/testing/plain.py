@@ -1,0 +1,89 @@
+"""Plain multiprocessing code as a test, in the style of Fray's ``@ConcurrencyTest`` and
+Shuttle's ``check_random``: the function is the scenario, shmstress runs it under
+controlled scheduling, and a failure raises with the interleaving and the replay command.
+
+    from shmstress.testing.plain import concurrency_test
+
+    @concurrency_test(executions=500)
+    def test_counter():
+        counter = multiprocessing.Value("i", 0)
+        ...
+
+The function must be importable by name from its module (a module-level function): each
+session imports the module afresh in a process of its own, with the instrumented
+primitives in place, so objects the module makes at import are under control too.
+"""
+
+from __future__ import annotations
+
+import functools
+import sys
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any, TypeVar
+
+from shmstress.controlled.strategies.base import StrategySpec
+from shmstress.core.config import default_out
+from shmstress.core.errors import ScenarioError
+from shmstress.plain.runner import Exploration, PlainResult, explore
+from shmstress.plain.scenario import SCENARIO_ATTRIBUTE, ScenarioRef
+from shmstress.plain.session import PlainSpec
+from shmstress.render.plain_report import result_lines
+from shmstress.repro.plain_bundle import from_outcome, write_plain_bundle
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+class ConcurrencyFailure(AssertionError):  # noqa: N818 - a test outcome, not a harness error
+    """A plain-code scenario failed under controlled scheduling; the message says how."""
+
+
+def scenario_of(function: Callable[..., Any]) -> ScenarioRef:
+    """Where ``function`` lives, as a scenario the host can import."""
+    module = sys.modules.get(function.__module__)
+    path = getattr(module, "__file__", None)
+    name = function.__qualname__
+    if path is None or "<locals>" in name:
+        raise ScenarioError(f"{name} must be a module-level function of a file, so that "
+                            "shmstress can import it in a process of its own")
+    return ScenarioRef(str(Path(path).resolve()), name)
+
+
+def check(function: Callable[..., Any], *, executions: int = 1000, strategy: str = "pct",
+          seed: int = 0, depth: int = 3, max_steps: int = PlainSpec.max_steps,
+          max_processes: int = PlainSpec.max_processes - 1) -> PlainResult:
+    """Run ``function`` under controlled scheduling; raise ``ConcurrencyFailure`` if an
+    execution fails (its bundle is written where failing runs write, ``$SHMSTRESS_OUT``)."""
+    __tracebackhide__ = True
+    ref = scenario_of(function)
+    spec = PlainSpec(ref, max_processes=max_processes + 1, max_steps=max_steps)
+    exploration = Exploration(StrategySpec(strategy, depth=depth), seed, executions)
+    result = explore(spec, exploration)
+    named = f"{ref.module}:{ref.function}"
+    if result.failing is not None:
+        bundle = None
+        if result.failing.failed:
+            bundle = write_plain_bundle(
+                from_outcome(named, spec, exploration.strategy, seed, result.failing_index,
+                             result.failing), Path(default_out()))
+        raise ConcurrencyFailure("\n".join(result_lines(result, named, bundle)))
+    return result
+
+
+def concurrency_test(*, executions: int = 1000, strategy: str = "pct", seed: int = 0,
+                     depth: int = 3, max_steps: int = PlainSpec.max_steps,
+                     max_processes: int = PlainSpec.max_processes - 1) -> Callable[[F], F]:
+    """Decorate a test: it passes when ``executions`` controlled executions all do."""
+
+    def decorate(function: F) -> F:
+        @functools.wraps(function)
+        def test() -> None:
+            __tracebackhide__ = True
+            check(function, executions=executions, strategy=strategy, seed=seed, depth=depth,
+                  max_steps=max_steps, max_processes=max_processes)
+
+        setattr(test, SCENARIO_ATTRIBUTE, function)
+        del test.__wrapped__  # pytest must see a test without arguments, not the scenario
+        return test  # type: ignore[return-value]
+
+    return decorate

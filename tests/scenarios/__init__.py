@@ -1,0 +1,1 @@
+"""Plain-code scenarios the tests run under ``shmstress.plain`` (ordinary multiprocessing code)."""
