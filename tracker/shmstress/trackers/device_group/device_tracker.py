@@ -10,7 +10,8 @@ unbinds the group. ``bound`` says BindGroup ran for the group's current
 allocation.
 
 The three invariants are checked where the state changes: ``allocate``
-(no device in two groups), ``bind_group`` (one node per group) and
+(no device allocated while held, by another group or by another PreBind of
+the same group), ``bind_group`` (one node per group) and
 ``release`` (a release gives back exactly what the group held, and the
 free count agrees with the devices actually free). A violation raised in
 a PreBind (``allocate``, ``bind_group``) carries where it began (``since``):
@@ -103,12 +104,18 @@ class DeviceTracker:
             return sum(1 << int(d) for d in free[:count])
 
     def allocate_devices(self, node: int, mask: int, group: int, since: int) -> None:
-        """Mark the devices the group's; the allocating pod is the group's first user."""
+        """Mark the devices the group's; the allocating pod is the group's first user.
+
+        Only a free device may be allocated. One already held by the same group is a
+        double allocation too: two PreBinds of the group both found it unbound and
+        selected the same devices, and each allocation counts the device out of the
+        node's free count, which is then short (the next release there would report the
+        free count, far from this cause)."""
         with self.lock.held("Allocate devices", node=node, group=group, devices=mask):
             for device in bits(mask):
                 slot = node * self.devices_per_node + device
                 holder = int(self.owner.mv[slot])
-                if holder not in (NO_ID, group):
+                if holder != NO_ID:
                     self._runtime.violation(
                         "no-shared-device", node=node, device=device, group=group,
                         other=holder, worker=self._runtime.worker_id, since=since,
