@@ -48,11 +48,14 @@ class PlainStory:
     lost_notifies: tuple[LostNotify, ...]
 
 
-def _subject(step: PlainStep, verb: str) -> str | None:
-    """What a read or write step touched (``counter.value``, ``counts[3]``), else None."""
-    if not step.label.startswith(verb + " "):
+def accessed(step: PlainStep) -> tuple[str, str] | None:
+    """(how, what) of a step that reads or writes shared data: ``("read", "counter.value")``;
+    a traced line that uses an object counts as a read of it (``"used"``). An element of
+    unknown index (``buf[]``) stands for the whole object."""
+    verb, _, what = step.what.partition(" ")
+    if verb not in ("read", "write", "use") or not what:
         return None
-    return step.what[len(verb) + 1:]
+    return {"read": "read", "write": "wrote", "use": "used"}[verb], what.removesuffix("[]")
 
 
 def lost_updates(steps: tuple[PlainStep, ...]) -> list[LostUpdate]:
@@ -61,21 +64,21 @@ def lost_updates(steps: tuple[PlainStep, ...]) -> list[LostUpdate]:
     last_write: dict[str, tuple[int, int]] = {}  # what -> (step, worker) of the latest write
     seen: set[str] = set()
     for index, step in enumerate(steps):
-        read = _subject(step, "read")
-        if read is not None:
-            last_read[(step.worker, read)] = index
+        access = accessed(step)
+        if access is None:
             continue
-        written = _subject(step, "write")
-        if written is None:
+        how, what = access
+        if how != "wrote":
+            last_read[(step.worker, what)] = index
             continue
-        read_at = last_read.pop((step.worker, written), None)
-        previous = last_write.get(written)
+        read_at = last_read.pop((step.worker, what), None)
+        previous = last_write.get(what)
         if (read_at is not None and previous is not None and previous[1] != step.worker
-                and previous[0] > read_at and written not in seen):
-            seen.add(written)
-            found.append(LostUpdate(written, step.worker, read_at, previous[1], previous[0],
+                and previous[0] > read_at and what not in seen):
+            seen.add(what)
+            found.append(LostUpdate(what, step.worker, read_at, previous[1], previous[0],
                                     index))
-        last_write[written] = (index, step.worker)
+        last_write[what] = (index, step.worker)
     return found
 
 

@@ -30,6 +30,7 @@ _DESCRIPTION = textwrap.dedent("""\
       shmstress test examples/plain/counter.py:racy
       shmstress test tests/scenarios.py:transfer --strategy random_walk --executions 5000
       shmstress test mymodule:scenario --seed 7
+      shmstress test examples/plain/numpy_counts.py:racy --trace examples/plain/numpy_counts.py
     """)
 
 
@@ -40,6 +41,10 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("scenario", metavar="FILE.py:FUNCTION",
                         help="the scenario: a function in a file (or MODULE:FUNCTION)")
+    parser.add_argument("--trace", action="append", default=[], metavar="CODE[,CODE]",
+                        help="also make points of the shared-memory accesses in this code: a "
+                        "module, package, file or folder (repeatable); numpy arrays over "
+                        "SharedMemory, libraries from site-packages")
     parser.add_argument("--strategy", choices=EXPLORING, default="pct",
                         help="how to pick who goes next (default pct)")
     parser.add_argument("--depth", type=int, default=3,
@@ -78,8 +83,11 @@ def _cmd_test(args: argparse.Namespace) -> int:
             raise ConfigError(f"{flag} must be at least {least}, got {value}")
     if not args.stop_timeout > 0:
         raise ConfigError(f"--stop-timeout must be above 0, got {args.stop_timeout}")
+    trace = tuple(item for given in args.trace for item in given.split(",") if item)
+    if any(not item for given in args.trace for item in given.split(",")):
+        raise ConfigError("--trace has an empty item; name a module, package, file or folder")
     spec = PlainSpec(ScenarioRef.parse(args.scenario), max_processes=args.max_processes + 1,
-                     max_steps=args.max_steps, stop_timeout=args.stop_timeout)
+                     max_steps=args.max_steps, stop_timeout=args.stop_timeout, trace=trace)
     seed = args.seed if args.seed is not None else random.SystemRandom().randrange(1 << 31)
     exploration = Exploration(StrategySpec(args.strategy, depth=args.depth, bound=args.bound,
                                            spin=args.spin), seed, args.executions)

@@ -63,8 +63,15 @@ G_FAIL_LEN = 8  # bytes of the failure text
 G_TICKETS = 9  # condition queue tickets handed out
 G_HOST_EXIT = 10  # tells the host to leave instead of running another execution
 G_STEP_LIMIT = 11  # no step at or past it is granted
-G_ACCESSES = 12  # accesses to shared data (reads and writes) in this execution
+G_SEGMENTS = 12  # named shared-memory segments in the segment table
+G_HOST_SEGMENTS = 13  # ... of which the first ones were created at import, in the host
 _GLOBALS = 16
+MAX_SEGMENTS = 256
+
+# per-segment fields: every named segment the scenario creates, to unlink when it is done
+S_NAME = 0  # string id of its name
+S_UNLINKED = 1
+S_STRIDE = 2
 
 FAILURE_BYTES = 16384
 
@@ -117,6 +124,7 @@ class Board:
     step_value: SharedArray  # what a read saw or a write stored (see step_kind)
     step_kind: SharedArray  # ValueKind of step_value
     failure: SharedArray
+    segments: SharedArray
     grants: list[MpSemaphore]
     report: MpSemaphore
     host_go: MpSemaphore
@@ -140,6 +148,7 @@ class Board:
             step_value=array("step_value", max_steps + 1),
             step_kind=array("step_kind", max_steps + 1),
             failure=array("failure", FAILURE_BYTES // 8),
+            segments=array("segments", MAX_SEGMENTS * S_STRIDE),
             grants=[FORK.Semaphore(0) for _ in range(max_slots)],
             report=FORK.Semaphore(0),
             host_go=FORK.Semaphore(0),

@@ -21,19 +21,22 @@ from multiprocessing.connection import Connection
 
 from shmstress.core.errors import ScenarioError
 from shmstress.core.processes import become_worker
-from shmstress.plain.board import G_HOST_EXIT
+from shmstress.plain.board import G_HOST_EXIT, G_HOST_SEGMENTS
 from shmstress.plain.patch import install
 from shmstress.plain.runtime import PlainRuntime
 from shmstress.plain.scenario import ScenarioRef
 from shmstress.plain.sync.process import run_main
+from shmstress.plain.trace import Tracer, trace_roots
 
 _PR_SET_CHILD_SUBREAPER = 36
+_SHM_UNLINK: Callable[[str], None] = importlib.import_module("_posixshmem").shm_unlink
 _WARM = ("multiprocessing.heap", "multiprocessing.connection", "multiprocessing.queues",
          "tempfile", "traceback", "linecache", "threading")
 
 
 def host_main(
-    runtime: PlainRuntime, scenario: ScenarioRef, ready: Connection, coordinator: int
+    runtime: PlainRuntime, scenario: ScenarioRef, trace: tuple[str, ...], ready: Connection,
+    coordinator: int,
 ) -> None:
     become_worker(coordinator)
     ctypes.CDLL(None, use_errno=True).prctl(_PR_SET_CHILD_SUBREAPER, 1)
@@ -41,6 +44,8 @@ def host_main(
         install(runtime)
         for module in _WARM:  # imported once here, not again in every execution
             importlib.import_module(module)
+        if trace:
+            runtime.tracer = Tracer(runtime, trace_roots(trace)).install
         function = scenario.load()
         runtime.manifest.snapshot()
     except ScenarioError as exc:
@@ -59,6 +64,7 @@ def host_main(
         if board.globals.mv[G_HOST_EXIT]:
             os.close(go)  # the waiting main reads the end of the pipe and leaves
             os.waitpid(main, 0)
+            _unlink(runtime.segments_left(0))
             return
         runtime.manifest.restore()
         os.write(go, b"!")
@@ -66,8 +72,16 @@ def host_main(
         with contextlib.suppress(ChildProcessError):
             while True:
                 os.waitpid(-main, 0)  # main, and every process of its group left behind
+        _unlink(runtime.segments_left(int(board.globals.mv[G_HOST_SEGMENTS])))
         board.host_done.release()
         main, go = _prefork(runtime, function)  # forked while the coordinator wraps up
+
+
+def _unlink(names: list[str]) -> None:
+    """Remove the named segments the scenario left (one may be gone already)."""
+    for name in names:
+        with contextlib.suppress(OSError):
+            _SHM_UNLINK(name)
 
 
 def _prefork(runtime: PlainRuntime, function: Callable[[], object]) -> tuple[int, int]:
@@ -79,5 +93,8 @@ def _prefork(runtime: PlainRuntime, function: Callable[[], object]) -> tuple[int
     if main == 0:
         os.close(write_end)
         run_main(runtime, host, function, read_end)
+    # the group exists before the host waits for it (the child sets it too: whichever
+    # runs first), or waitpid(-main) would find no such group and return at once
+    os.setpgid(main, main)
     os.close(read_end)
     return main, write_end

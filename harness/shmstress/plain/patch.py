@@ -25,6 +25,7 @@ from shmstress.plain.sync.event import Event
 from shmstress.plain.sync.lock import Lock, RLock
 from shmstress.plain.sync.process import PlainPopen
 from shmstress.plain.sync.semaphore import BoundedSemaphore, Semaphore
+from shmstress.plain.sync.shared_memory import ShareableList, SharedMemory
 from shmstress.plain.sync.value import SharedData
 
 PLUMBING = True
@@ -45,7 +46,9 @@ class Bound:
 def bind(runtime: PlainRuntime) -> Bound:
     """Subclasses that carry ``runtime``, so no module global has to."""
     classes: dict[str, type] = {}
-    for base in (Lock, RLock, Semaphore, BoundedSemaphore, Event, Barrier, Condition):
+    bases: tuple[type, ...] = (Lock, RLock, Semaphore, BoundedSemaphore, Event, Barrier,
+                               Condition, SharedMemory, ShareableList)
+    for base in bases:
         classes[base.__name__] = type(base.__name__, (base,), {"_runtime": runtime})
     rlock = classes["RLock"]
     classes["Condition"]._new_lock = staticmethod(rlock)  # type: ignore[attr-defined]
@@ -56,8 +59,21 @@ def bind(runtime: PlainRuntime) -> Bound:
 def install(runtime: PlainRuntime) -> Bound:
     bound = bind(runtime)
     synchronize = importlib.import_module("multiprocessing.synchronize")
+    shared_memory = importlib.import_module("multiprocessing.shared_memory")
     for name, cls in bound.classes.items():
-        setattr(synchronize, name, cls)
+        setattr(shared_memory if name in ("SharedMemory", "ShareableList") else synchronize,
+                name, cls)
+    tracker = importlib.import_module("multiprocessing.resource_tracker")
+    register, unregister = tracker.register, tracker.unregister
+
+    def untracked(call: Any) -> Any:
+        def wrapped(name: str, rtype: str) -> None:
+            if rtype != "shared_memory":  # the board's segment table cleans those up
+                call(name, rtype)
+        return wrapped
+
+    vars(tracker)["register"] = untracked(register)
+    vars(tracker)["unregister"] = untracked(unregister)
     sharedctypes = importlib.import_module("multiprocessing.sharedctypes")
     data = bound.data
     factories: dict[str, Any] = {"RawValue": data.raw_value, "RawArray": data.raw_array,

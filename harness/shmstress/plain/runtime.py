@@ -15,6 +15,7 @@ import os
 import random
 import re
 import sys
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from types import FrameType
 
@@ -23,11 +24,14 @@ from shmstress.plain.board import (
     G_ABORT,
     G_FAIL_STEP,
     G_FAILED,
+    G_HOST_SEGMENTS,
     G_OBJECTS,
     G_SEED,
+    G_SEGMENTS,
     G_SLOTS,
     G_STEP,
     G_WAKE,
+    MAX_SEGMENTS,
     NOBODY,
     O_FAMILY,
     O_KIND,
@@ -45,6 +49,9 @@ from shmstress.plain.board import (
     P_TIMED,
     P_WAIT,
     P_YIELDED,
+    S_NAME,
+    S_STRIDE,
+    S_UNLINKED,
     Board,
     Kind,
     State,
@@ -103,6 +110,8 @@ class PlainRuntime:
         self.lease = 0
         self.yielded = 0
         self.manifest = Manifest()
+        self.shared_ranges: list[tuple[int, int]] = []  # [start, end) of shared buffers here
+        self.tracer: Callable[[], None] | None = None  # installs --trace in a new process
         self._sites: dict[tuple[int, int, str], int] = {}
         self._globals = board.globals.mv
         self._slots = board.slots.mv
@@ -269,6 +278,8 @@ class PlainRuntime:
         self._slots[slot * P_STRIDE + P_PID] = os.getpid()
         random.seed(f"shmstress:{int(self._globals[G_SEED])}:{slot}")
         self._granted()
+        if self.tracer is not None:
+            self.tracer()
 
     def fail(self, text: str) -> None:
         """The process raised: the execution's failure (the first one counts)."""
@@ -287,6 +298,45 @@ class PlainRuntime:
         self._slots[base + P_STATE] = State.FINISHED
         self._globals[G_WAKE] = 1
         self.board.report.release()
+
+    # -- shared memory ------------------------------------------------------------------------
+    def register_buffer(self, address: int, size: int) -> None:
+        """A shared buffer mapped in this process (and in the processes it forks after)."""
+        self.shared_ranges.append((address, address + size))
+        if not self.scheduled:
+            self.manifest.add(address, size)
+
+    def is_shared(self, start: int, end: int) -> bool:
+        return any(start < high and low < end for low, high in self.shared_ranges)
+
+    def created_segment(self, name: str) -> None:
+        """A named segment the scenario created: unlinked after the execution (after the
+        session, if created at import) unless the scenario unlinks it itself."""
+        globals_ = self._globals
+        count = int(globals_[G_SEGMENTS])
+        if count >= MAX_SEGMENTS:
+            raise PlainLimitError(f"the scenario created more than {MAX_SEGMENTS} shared "
+                                  "memory segments")
+        segments = self.board.segments.mv
+        segments[count * S_STRIDE + S_NAME] = self.recorder.intern(name)
+        segments[count * S_STRIDE + S_UNLINKED] = 0
+        globals_[G_SEGMENTS] = count + 1
+        if not self.scheduled:
+            globals_[G_HOST_SEGMENTS] = count + 1
+
+    def unlinked_segment(self, name: str) -> None:
+        ident = self.recorder.intern(name)
+        segments = self.board.segments.mv
+        for index in range(int(self._globals[G_SEGMENTS])):
+            if segments[index * S_STRIDE + S_NAME] == ident:
+                segments[index * S_STRIDE + S_UNLINKED] = 1
+
+    def segments_left(self, since: int) -> list[str]:
+        """Names of the segments created from table entry ``since`` on, not unlinked."""
+        segments = self.board.segments.mv
+        return [self.name_of(int(segments[index * S_STRIDE + S_NAME]))
+                for index in range(since, int(self._globals[G_SEGMENTS]))
+                if not segments[index * S_STRIDE + S_UNLINKED]]
 
     def kind_of(self, obj: int) -> Kind:
         return Kind(self.board.objects.mv[obj * O_STRIDE + O_KIND])

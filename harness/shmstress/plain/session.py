@@ -71,7 +71,7 @@ from shmstress.plain.waits import can_go
 from shmstress.record.recorder import Recorder
 
 _WAIT_SLICE_S = 0.1
-_RESTORED = tuple(ARRAY_PREFIX + name for name in ("slots", "objects", "globals"))
+_RESTORED = tuple(ARRAY_PREFIX + name for name in ("slots", "objects", "globals", "segments"))
 _DOUBLE = struct.Struct("<d")
 _INT64 = struct.Struct("<q")
 
@@ -84,6 +84,7 @@ class PlainSpec:
     max_processes: int = 16  # main included
     max_steps: int = 20_000
     max_objects: int = 256
+    trace: tuple[str, ...] = ()  # --trace: code whose shared-memory accesses are points
     stop_timeout: float = 10.0  # for a process to reach its next point
     load_timeout: float = 60.0  # for the scenario's module to import
 
@@ -137,7 +138,7 @@ class PlainSession:
         receive, send = FORK.Pipe(duplex=False)
         self._host = FORK.Process(
             target=host_main, name="shmstress-plain-host",
-            args=(self.runtime, spec.scenario, send, os.getpid()),
+            args=(self.runtime, spec.scenario, spec.trace, send, os.getpid()),
         )
         self._host.start()
         send.close()

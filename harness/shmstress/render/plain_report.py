@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from shmstress.analysis.plain_story import PlainStory, plain_story
+from shmstress.analysis.plain_story import PlainStory, accessed, plain_story
 from shmstress.plain.outcome import PlainEnd, PlainOutcome, PlainStep
 from shmstress.plain.runner import PlainResult
 from shmstress.repro.bundle import replay_command
@@ -14,6 +14,16 @@ _TRACEBACK_LINES = 8
 
 def _value(step: PlainStep) -> str:
     return f" = {step.value!r}" if step.has_value else ""
+
+
+def _how(step: PlainStep) -> str:
+    access = accessed(step)
+    return access[0] if access is not None else "read"
+
+
+def _seen(step: PlainStep) -> str:
+    """`` 0`` when the step recorded the value it read or wrote, else ``" it"``."""
+    return f" {step.value!r}" if step.has_value else " it"
 
 
 def step_text(outcome: PlainOutcome, step: PlainStep) -> str:
@@ -49,12 +59,12 @@ def explanation_lines(outcome: PlainOutcome, story: PlainStory) -> list[str]:
     for update in story.lost_updates:
         read, other, write = (steps[update.read_step], steps[update.other_step],
                               steps[update.write_step])
+        reader, writer = who(update.worker), who(update.other)
         lines.append(
-            f"lost update of {update.what}: {who(update.worker)} read {read.value!r} (step "
-            f"{update.read_step}), {who(update.other)} wrote {other.value!r} (step "
-            f"{update.other_step}), then {who(update.worker)} wrote {write.value!r} (step "
-            f"{update.write_step}), computed from what it had read: {who(update.other)}'s "
-            "write is lost")
+            f"lost update of {update.what}: {reader} {_how(read)}{_seen(read)} (step "
+            f"{update.read_step}), {writer} wrote{_seen(other)} (step {update.other_step}), "
+            f"then {reader} wrote{_seen(write)} (step {update.write_step}), computed from "
+            f"what it had read: {writer}'s write is lost")
     for notify in story.lost_notifies:
         lines.append(
             f"lost notify: {who(notify.notifier)} notified {notify.condition} at step "

@@ -42,6 +42,7 @@ class LimitsDoc(msgspec.Struct, kw_only=True):
     max_processes: int
     max_steps: int
     max_objects: int
+    trace: list[str] = msgspec.field(default_factory=list)  # --trace, resolved
 
 
 class PlainBundleDoc(msgspec.Struct, kw_only=True):
@@ -87,7 +88,8 @@ class PlainBundle:
                 continue
             return PlainSpec(ref, max_processes=self.limits.max_processes,
                              max_steps=max(self.limits.max_steps, len(self.steps) + 1),
-                             max_objects=self.limits.max_objects)
+                             max_objects=self.limits.max_objects,
+                             trace=tuple(self.limits.trace))
         raise BundleError(f"the bundle's scenario {self.scenario} is not here (nor at "
                           f"{self.scenario_path})")
 
@@ -99,7 +101,9 @@ def from_outcome(named: str, spec: PlainSpec, strategy: StrategySpec, seed: int,
     return PlainBundle(
         scenario=named, scenario_path=spec.scenario.describe(),
         limits=LimitsDoc(max_processes=spec.max_processes, max_steps=spec.max_steps,
-                         max_objects=spec.max_objects),
+                         max_objects=spec.max_objects,
+                         trace=[str(Path(item).resolve()) if Path(item).exists() else item
+                                for item in spec.trace]),
         strategy=strategy, seed=seed, execution=execution,
         execution_seed=outcome.execution_seed, preemptions=outcome.preemptions,
         failure=FailureDoc(end=failure.end.value,  # type: ignore[arg-type]

@@ -96,8 +96,7 @@ class SharedData:
         """A traced view of the freshly made ctypes object ``plain``, named and registered."""
         runtime = self._runtime
         _, name = runtime.new_object(kind, word)
-        if not runtime.scheduled:
-            runtime.manifest.add(ctypes.addressof(plain), ctypes.sizeof(plain))
+        runtime.register_buffer(ctypes.addressof(plain), ctypes.sizeof(plain))
         traced_type = self._traced_type(type(plain))
         if traced_type is None:
             return plain

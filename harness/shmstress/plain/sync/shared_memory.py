@@ -1,0 +1,65 @@
+"""``shared_memory.SharedMemory`` and ``ShareableList`` made known to the run.
+
+A ``SharedMemory`` is the real one, with two additions: its mapping is
+registered as shared (so ``--trace`` makes points of the accesses to it, and a
+segment created at import is restored before every execution), and its name
+goes into the board's segment table, so a segment the scenario leaves behind
+is unlinked after the execution instead of piling up in ``/dev/shm``. The
+resource tracker is not involved: it would start a helper process in every
+execution, and the segment table does its job.
+
+``ShareableList`` item reads and writes are points, like an ``Array``'s.
+"""
+
+from __future__ import annotations
+
+import ctypes
+from multiprocessing import shared_memory
+from typing import Any, ClassVar
+
+from shmstress.plain.board import Kind
+from shmstress.plain.runtime import PlainRuntime
+
+PLUMBING = True
+
+
+class SharedMemory(shared_memory.SharedMemory):
+    _runtime: ClassVar[PlainRuntime]
+
+    def __init__(self, name: str | None = None, create: bool = False, size: int = 0) -> None:
+        super().__init__(name, create, size)
+        runtime = self._runtime
+        # a name the code chose is stable; one made up for it is random, so then its variable
+        _, self._shm_label = runtime.new_object(Kind.VALUE, "segment",
+                                                self.name if name is not None else None)
+        if self.size:
+            mapping = getattr(self, "_mmap")  # noqa: B009 - private in the stubs
+            runtime.register_buffer(ctypes.addressof(ctypes.c_char.from_buffer(mapping)),
+                                    self.size)
+        if create:
+            runtime.created_segment(self._name)  # type: ignore[attr-defined]
+
+    def unlink(self) -> None:
+        self._runtime.point(f"unlink {self._shm_label}")
+        super().unlink()
+        self._runtime.unlinked_segment(self._name)  # type: ignore[attr-defined]
+
+
+class ShareableList(shared_memory.ShareableList[Any]):
+    _runtime: ClassVar[PlainRuntime]
+
+    def __init__(self, sequence: Any = None, *, name: str | None = None) -> None:
+        super().__init__(sequence, name=name)
+        _, self._shm_name = self._runtime.new_object(Kind.ARRAY, "list")
+        self._shm_list = True
+
+    def __getitem__(self, position: int) -> Any:
+        step = self._runtime.point(f"read {self._shm_name}[]")
+        value = super().__getitem__(position)
+        self._runtime.note(step, value, position)
+        return value
+
+    def __setitem__(self, position: int, value: Any) -> None:
+        step = self._runtime.point(f"write {self._shm_name}[]")
+        super().__setitem__(position, value)
+        self._runtime.note(step, value, position)
