@@ -21,6 +21,8 @@ from shmstress.repro.plain_bundle import from_json, from_outcome, to_json
 from shmstress.repro.plain_replay import replay_plain
 from shmstress.repro.replay import Verdict
 
+pytest_plugins = ["pytester"]
+
 ROOT = Path(__file__).resolve().parents[1]
 EXAMPLES = ROOT / "examples" / "plain"
 PRIMITIVES = Path(__file__).resolve().parent / "scenarios" / "primitives.py"
@@ -208,9 +210,82 @@ def test_the_cli_finds_writes_a_bundle_and_prints_the_replay_command(tmp_path: P
     assert "lost update of counter.value" in done.stdout
     (bundle,) = tmp_path.glob("*.json")
     assert f"replay it: shmstress replay {bundle}" in done.stdout
+    assert bundle.with_suffix(".log").read_text().count("read counter.value") >= 2
+    replayed = _shmstress("replay", str(bundle), cwd=tmp_path)
+    assert replayed.returncode == 1, replayed.stdout + replayed.stderr
+    assert "reproduced: AssertionError: 2 increments, counter is 1" in replayed.stdout
+    assert "lost update of counter.value" in replayed.stdout
     clean = _shmstress("test", str(EXAMPLES / "counter.py") + ":locked", "--executions", "50",
                        cwd=tmp_path)
     assert clean.returncode == 0, clean.stdout + clean.stderr
     assert "failures: none" in clean.stdout
     bad = _shmstress("test", "nowhere.py:f", cwd=tmp_path)
     assert bad.returncode == 2 and bad.stderr.count("\n") == 1, bad.stderr
+
+
+def test_the_failing_execution_is_logged_in_klog_lines() -> None:
+    from shmstress.render.klog import parse_line
+    from shmstress.render.plain_log import log_lines
+
+    result = search(EXAMPLES / "counter.py", "racy", 20)
+    failing = result.failing
+    assert failing is not None
+    parsed = [parse_line(line) for line in log_lines(failing)]
+    reads = [p for p in parsed if p.message == "read counter.value" and p.logger != "main"]
+    assert [p.fields["value"] for p in reads] == [0, 0]  # both increments read 0
+    assert {p.pid for p in reads} == {failing.pids[s.worker] for s in failing.steps
+                                      if s.label == "read counter.value" and s.worker != 0}
+    assert all(p.file == "counter.py" for p in reads)
+    last = parsed[-1]
+    assert last.level == "E" and last.logger == "main"
+    assert last.message.startswith("raised: AssertionError: 2 increments")
+    starts = [p.message for p in parsed if p.message.startswith("start ")]
+    assert starts == ["start increment #1", "start increment #2"]
+
+
+DECORATED = '''
+import multiprocessing as mp
+
+from shmstress.testing.plain import concurrency_test
+
+
+def increment(counter):
+    counter.value += 1
+
+
+def increment_locked(counter):
+    with counter.get_lock():
+        counter.value += 1
+
+
+def _run(target):
+    counter = mp.Value("i", 0)
+    workers = [mp.Process(target=target, args=(counter,)) for _ in range(2)]
+    for worker in workers:
+        worker.start()
+    for worker in workers:
+        worker.join()
+    assert counter.value == 2, counter.value
+
+
+@concurrency_test(executions=100)
+def test_racy():
+    _run(increment)
+
+
+@concurrency_test(executions=50, strategy="random_walk")
+def test_locked():
+    _run(increment_locked)
+'''
+
+
+def test_the_pytest_decorator_fails_with_the_interleaving_and_the_replay_command(
+        pytester: pytest.Pytester) -> None:
+    pytester.makepyfile(test_plain_user=DECORATED)
+    result = pytester.runpytest_subprocess("-p", "no:cacheprovider", "--strict-markers")
+    result.assert_outcomes(passed=1, failed=1)
+    out = result.stdout.str()
+    assert "ConcurrencyFailure" in out
+    assert "lost update of counter.value" in out
+    assert "replay it: shmstress replay " in out
+    assert "harness/shmstress" not in out.split("ConcurrencyFailure", 1)[1]

@@ -15,9 +15,11 @@ from collections.abc import Iterator
 from pathlib import Path
 
 from shmstress.cli.log import add_log_options, validate_log_options
+from shmstress.cli.test import replay_plain_bundle
 from shmstress.core.errors import BundleError, ReplayDivergedError
 from shmstress.render.failure import failure_report, report_lines
 from shmstress.repro.bundle import Bundle, load_bundle, replay_command, write_bundle
+from shmstress.repro.plain_bundle import peek_plain
 from shmstress.repro.replay import ReplayReport, Verdict, replay_bundle
 from shmstress.repro.shrink import ShrinkOptions, ShrinkReport, shrink_bundle
 
@@ -65,6 +67,9 @@ def _about(path: Path) -> Iterator[None]:
 def _cmd_replay(args: argparse.Namespace) -> int:
     validate_log_options(args)
     path = Path(args.bundle)
+    plain = peek_plain(path)
+    if plain is not None:  # plain multiprocessing code (``shmstress test``)
+        return replay_plain_bundle(path, plain, args.log)
     bundle = load_bundle(path)
     with _about(path):
         report = replay_bundle(bundle, pin=not args.no_pin)

@@ -11,11 +11,14 @@ from shmstress.cli.args import EPILOG
 from shmstress.controlled.strategies import EXPLORING, SPIN_RULES, StrategySpec
 from shmstress.core.config import OUT_ENV, default_out
 from shmstress.core.exit_reason import ExitCode
+from shmstress.core.files import write_text_atomically
 from shmstress.plain.runner import Exploration, explore
 from shmstress.plain.scenario import ScenarioRef
 from shmstress.plain.session import PlainSpec
-from shmstress.render.plain_report import result_lines
-from shmstress.repro.plain_bundle import from_outcome, write_plain_bundle
+from shmstress.render.plain_log import log_lines
+from shmstress.render.plain_report import outcome_lines, result_lines
+from shmstress.repro.plain_bundle import PlainBundle, from_outcome, write_plain_bundle
+from shmstress.repro.plain_replay import replay_plain
 
 _DESCRIPTION = textwrap.dedent("""\
     Run a scenario, an ordinary function that starts multiprocessing processes and
@@ -72,6 +75,23 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     parser.set_defaults(handler=_cmd_test)
 
 
+def replay_plain_bundle(path: Path, bundle: PlainBundle, log: str | None) -> int:
+    """``shmstress replay`` of a plain bundle: the verdict, and the interleaving again."""
+    report = replay_plain(bundle)
+    print(f"shmstress replay: {path}")
+    print(f"  scenario {bundle.scenario}; {len(bundle.steps):,} steps, found by "
+          f"{bundle.strategy.describe()} in execution {bundle.execution + 1} of seed "
+          f"{bundle.seed}")
+    print(f"  {report.verdict.value}: {report.detail}")
+    if report.outcome.failure is not None and report.outcome.failed:
+        print("\n".join(outcome_lines(report.outcome)))
+        if log:
+            written = write_text_atomically(Path(log), "\n".join(log_lines(report.outcome))
+                                            + "\n", "the log")
+            print(f"  log: {written}")
+    return int(report.exit_code)
+
+
 def _cmd_test(args: argparse.Namespace) -> int:
     from shmstress.core.errors import ConfigError
 
@@ -93,9 +113,13 @@ def _cmd_test(args: argparse.Namespace) -> int:
                                            spin=args.spin), seed, args.executions)
     result = explore(spec, exploration)
     bundle_path = None
+    lines: list[str] = []
     if result.failing is not None and result.failing.failed:
         bundle = from_outcome(args.scenario, spec, exploration.strategy, seed,
                               result.failing_index, result.failing)
         bundle_path = write_plain_bundle(bundle, Path(args.out or default_out()))
-    print("\n".join(result_lines(result, args.scenario, bundle_path)))
+        log = write_text_atomically(bundle_path.with_suffix(".log"),
+                                    "\n".join(log_lines(result.failing)) + "\n", "the log")
+        lines.append(f"  log: {log}")
+    print("\n".join(result_lines(result, args.scenario, bundle_path) + lines))
     return int(result.exit_code if result.exit_code is not ExitCode.CLEAN else 0)

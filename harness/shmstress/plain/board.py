@@ -123,6 +123,7 @@ class Board:
     step_index: SharedArray  # an array element's index, or -1
     step_value: SharedArray  # what a read saw or a write stored (see step_kind)
     step_kind: SharedArray  # ValueKind of step_value
+    step_time: SharedArray  # monotonic ns at which the process took the step
     failure: SharedArray
     segments: SharedArray
     grants: list[MpSemaphore]
@@ -147,6 +148,7 @@ class Board:
             step_index=array("step_index", max_steps + 1, fill=-1),
             step_value=array("step_value", max_steps + 1),
             step_kind=array("step_kind", max_steps + 1),
+            step_time=array("step_time", max_steps + 1),
             failure=array("failure", FAILURE_BYTES // 8),
             segments=array("segments", MAX_SEGMENTS * S_STRIDE),
             grants=[FORK.Semaphore(0) for _ in range(max_slots)],

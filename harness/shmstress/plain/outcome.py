@@ -34,6 +34,7 @@ class PlainStep:
     index: int = -1  # the element of an array, or -1
     value: object = None  # what a read saw or a write stored; None: the step has no value
     has_value: bool = False
+    t_ns: int = 0  # monotonic
 
     @property
     def step(self) -> Step:
@@ -75,6 +76,8 @@ class PlainOutcome:
     steps: tuple[PlainStep, ...]
     processes: tuple[str, ...]  # slot -> name ("main", "increment #1")
     preemptions: int
+    pids: tuple[int, ...] = ()  # slot -> pid in this execution
+    clock: tuple[int, int] = (0, 0)  # (monotonic ns, wall ns) read together at its start
     failure: PlainFailure | None = None
     divergence: ScheduleDiverged | None = None
 

@@ -15,6 +15,7 @@ import os
 import random
 import re
 import sys
+import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from types import FrameType
@@ -144,6 +145,7 @@ class PlainRuntime:
             board.step_slot.mv[step] = slot
             board.step_index.mv[step] = -1
             board.step_kind.mv[step] = ValueKind.ABSENT
+            board.step_time.mv[step] = time.monotonic_ns()
             globals_[G_STEP] = step + 1
             return int(step)
         slots = self._slots
@@ -164,6 +166,7 @@ class PlainRuntime:
         self.board.grants[self.slot].acquire()
         if self._globals[G_ABORT]:
             raise self._aborted()
+        self.board.step_time.mv[self._globals[G_STEP] - 1] = time.monotonic_ns()
         self.lease = int(self._slots[self.slot * P_STRIDE + P_LEASE])
 
     def _aborted(self) -> Abort:

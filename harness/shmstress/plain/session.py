@@ -230,6 +230,7 @@ class PlainSession:
             globals_[field] = 0
         globals_[G_SLOTS] = 1
         self.runtime.claim_slot(0, "main", self._main)
+        clock = (time.monotonic_ns(), time.time_ns())
         board.host_go.release()
         end, divergence, preemptions = self._schedule(strategy)
         failure = self._failure(end)
@@ -237,6 +238,8 @@ class PlainSession:
             end=end, execution_seed=seed, steps=self._steps(),
             processes=tuple(self.who(s) for s in range(int(globals_[G_SLOTS]))),
             preemptions=preemptions, failure=failure, divergence=divergence,
+            pids=tuple(board.slot(s, P_PID) for s in range(int(globals_[G_SLOTS]))),
+            clock=clock,
         )
         self._unwind(end is PlainEnd.HUNG)
         return outcome
@@ -343,12 +346,13 @@ class PlainSession:
         indexes = board.step_index.np[:count].tolist()
         values = board.step_value.np[:count].tolist()
         kinds = board.step_kind.np[:count].tolist()
+        times = board.step_time.np[:count].tolist()
         out = []
-        for label, worker, index, word, kind in zip(labels, workers, indexes, values, kinds,
-                                                    strict=True):
+        for label, worker, index, word, kind, t_ns in zip(labels, workers, indexes, values,
+                                                          kinds, times, strict=True):
             site = self.recorder.label(label)
             out.append(PlainStep(worker, site.text, site.file, site.line, index,
-                                 _decoded(kind, word), kind != ValueKind.ABSENT))
+                                 _decoded(kind, word), kind != ValueKind.ABSENT, t_ns))
         return tuple(out)
 
     def _failure(self, end: PlainEnd) -> PlainFailure | None:

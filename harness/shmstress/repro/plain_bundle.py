@@ -142,6 +142,21 @@ def is_plain(data: object) -> bool:
     return isinstance(data, dict) and data.get("format") == FORMAT
 
 
+def peek_plain(path: Path) -> PlainBundle | None:
+    """The plain bundle at ``path``, or None if it is none (or unreadable: the tracker
+    bundle reader says why); a plain bundle with a bad field is one ``BundleError`` line."""
+    try:
+        data = json.loads(path.read_bytes())
+    except (OSError, ValueError):
+        return None
+    if not is_plain(data):
+        return None
+    try:
+        return from_json(data)
+    except BundleError as exc:
+        raise BundleError(f"{path}: {exc}") from None
+
+
 def from_json(data: object) -> PlainBundle:
     if not is_plain(data):
         raise BundleError(f"not a plain-code bundle (format is not {FORMAT!r})")

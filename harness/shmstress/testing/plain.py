@@ -50,13 +50,15 @@ def scenario_of(function: Callable[..., Any]) -> ScenarioRef:
 
 
 def check(function: Callable[..., Any], *, executions: int = 1000, strategy: str = "pct",
-          seed: int = 0, depth: int = 3, max_steps: int = PlainSpec.max_steps,
+          seed: int = 0, depth: int = 3, trace: tuple[str, ...] = (),
+          max_steps: int = PlainSpec.max_steps,
           max_processes: int = PlainSpec.max_processes - 1) -> PlainResult:
     """Run ``function`` under controlled scheduling; raise ``ConcurrencyFailure`` if an
     execution fails (its bundle is written where failing runs write, ``$SHMSTRESS_OUT``)."""
     __tracebackhide__ = True
     ref = scenario_of(function)
-    spec = PlainSpec(ref, max_processes=max_processes + 1, max_steps=max_steps)
+    spec = PlainSpec(ref, max_processes=max_processes + 1, max_steps=max_steps,
+                     trace=tuple(trace))
     exploration = Exploration(StrategySpec(strategy, depth=depth), seed, executions)
     result = explore(spec, exploration)
     named = f"{ref.module}:{ref.function}"
@@ -71,16 +73,18 @@ def check(function: Callable[..., Any], *, executions: int = 1000, strategy: str
 
 
 def concurrency_test(*, executions: int = 1000, strategy: str = "pct", seed: int = 0,
-                     depth: int = 3, max_steps: int = PlainSpec.max_steps,
+                     depth: int = 3, trace: tuple[str, ...] = (),
+                     max_steps: int = PlainSpec.max_steps,
                      max_processes: int = PlainSpec.max_processes - 1) -> Callable[[F], F]:
-    """Decorate a test: it passes when ``executions`` controlled executions all do."""
+    """Decorate a test: it passes when ``executions`` controlled executions all do;
+    ``trace`` names code whose shared-memory accesses are points (``--trace``)."""
 
     def decorate(function: F) -> F:
         @functools.wraps(function)
         def test() -> None:
             __tracebackhide__ = True
             check(function, executions=executions, strategy=strategy, seed=seed, depth=depth,
-                  max_steps=max_steps, max_processes=max_processes)
+                  trace=trace, max_steps=max_steps, max_processes=max_processes)
 
         setattr(test, SCENARIO_ATTRIBUTE, function)
         del test.__wrapped__  # pytest must see a test without arguments, not the scenario
