@@ -14,7 +14,7 @@ from shmstress.core.exit_reason import ExitCode
 from shmstress.core.files import write_text_atomically
 from shmstress.plain.runner import Exploration, explore
 from shmstress.plain.scenario import ScenarioRef
-from shmstress.plain.session import PlainSpec
+from shmstress.plain.session import FreeSpec, PlainSpec
 from shmstress.render.plain_log import log_lines
 from shmstress.render.plain_report import outcome_lines, result_lines
 from shmstress.repro.plain_bundle import PlainBundle, from_outcome, write_plain_bundle
@@ -33,6 +33,7 @@ _DESCRIPTION = textwrap.dedent("""\
       shmstress test examples/plain/counter.py:racy
       shmstress test tests/scenarios.py:transfer --strategy random_walk --executions 5000
       shmstress test mymodule:scenario --seed 7
+      shmstress test examples/plain/counter.py:racy --mode free --noise 0.2
       shmstress test examples/plain/numpy_counts.py:racy --trace examples/plain/numpy_counts.py
     """)
 
@@ -48,13 +49,23 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
                         help="also make points of the shared-memory accesses in this code: a "
                         "module, package, file or folder (repeatable); numpy arrays over "
                         "SharedMemory, libraries from site-packages")
-    parser.add_argument("--strategy", choices=EXPLORING, default="pct",
+    parser.add_argument("--mode", choices=("controlled", "free"), default="controlled",
+                        help="controlled: a strategy picks who takes each step (default); "
+                        "free: the processes run on their own, one step at a time, in the "
+                        "order the OS gives them, with noise at each point")
+    parser.add_argument("--noise", type=float, default=None, metavar="P",
+                        help="free mode: probability of a yield or a short sleep at a point "
+                        "(default 0.1)")
+    parser.add_argument("--max-sleep-us", type=float, default=None, metavar="US",
+                        help="free mode: longest sleep of the noise, in microseconds "
+                        "(default 100)")
+    parser.add_argument("--strategy", choices=EXPLORING, default=None,
                         help="how to pick who goes next (default pct)")
-    parser.add_argument("--depth", type=int, default=3,
+    parser.add_argument("--depth", type=int, default=None,
                         help="PCT's bug depth: orderings a bug needs, plus one (default 3)")
-    parser.add_argument("--spin", choices=SPIN_RULES, default="demote",
+    parser.add_argument("--spin", choices=SPIN_RULES, default=None,
                         help="PCT: what a process that sleeps or yields does (default demote)")
-    parser.add_argument("--bound", type=int, default=2,
+    parser.add_argument("--bound", type=int, default=None,
                         help="exhaustive: preemptions allowed per execution (default 2)")
     parser.add_argument("--executions", type=int, default=1000, metavar="N",
                         help="executions to try before calling it clean (default 1000)")
@@ -95,10 +106,22 @@ def replay_plain_bundle(path: Path, bundle: PlainBundle, log: str | None) -> int
 def _cmd_test(args: argparse.Namespace) -> int:
     from shmstress.core.errors import ConfigError
 
+    free = args.mode == "free"
+    misplaced = [flag for flag, value, wanted in (
+        ("--strategy", args.strategy, False), ("--depth", args.depth, False),
+        ("--spin", args.spin, False), ("--bound", args.bound, False),
+        ("--noise", args.noise, True), ("--max-sleep-us", args.max_sleep_us, True))
+        if value is not None and wanted != free]
+    if misplaced:
+        raise ConfigError(f"{', '.join(misplaced)} only appl{'ies' if len(misplaced) == 1 else 'y'}"
+                          f" with --mode {'controlled' if free else 'free'}")
+    strategy = StrategySpec("free") if free else StrategySpec(
+        args.strategy or "pct", depth=3 if args.depth is None else args.depth,
+        bound=2 if args.bound is None else args.bound, spin=args.spin or "demote")
     for flag, value, least in (("--max-steps", args.max_steps, 1),
                                ("--max-processes", args.max_processes, 1),
                                ("--executions", args.executions, 1),
-                               ("--depth", args.depth, 1), ("--bound", args.bound, 0)):
+                               ("--depth", strategy.depth, 1), ("--bound", strategy.bound, 0)):
         if value < least:
             raise ConfigError(f"{flag} must be at least {least}, got {value}")
     if not args.stop_timeout > 0:
@@ -106,11 +129,15 @@ def _cmd_test(args: argparse.Namespace) -> int:
     trace = tuple(item for given in args.trace for item in given.split(",") if item)
     if any(not item for given in args.trace for item in given.split(",")):
         raise ConfigError("--trace has an empty item; name a module, package, file or folder")
+    free_spec = FreeSpec(0.1 if args.noise is None else args.noise,
+                         100.0 if args.max_sleep_us is None else args.max_sleep_us)
+    if free:
+        free_spec.validate()
     spec = PlainSpec(ScenarioRef.parse(args.scenario), max_processes=args.max_processes + 1,
-                     max_steps=args.max_steps, stop_timeout=args.stop_timeout, trace=trace)
+                     max_steps=args.max_steps, stop_timeout=args.stop_timeout, trace=trace,
+                     free=free_spec if free else None)
     seed = args.seed if args.seed is not None else random.SystemRandom().randrange(1 << 31)
-    exploration = Exploration(StrategySpec(args.strategy, depth=args.depth, bound=args.bound,
-                                           spin=args.spin), seed, args.executions)
+    exploration = Exploration(strategy, seed, args.executions)
     result = explore(spec, exploration)
     bundle_path = None
     lines: list[str] = []

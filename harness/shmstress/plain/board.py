@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import enum
 from dataclasses import dataclass
+from multiprocessing.synchronize import Lock as MpLock
 from multiprocessing.synchronize import Semaphore as MpSemaphore
 
 import numpy as np
@@ -127,6 +128,7 @@ class Board:
     failure: SharedArray
     segments: SharedArray
     grants: list[MpSemaphore]
+    step_lock: MpLock  # free mode: held from a point to the next one
     report: MpSemaphore
     host_go: MpSemaphore
     host_done: MpSemaphore
@@ -152,6 +154,7 @@ class Board:
             failure=array("failure", FAILURE_BYTES // 8),
             segments=array("segments", MAX_SEGMENTS * S_STRIDE),
             grants=[FORK.Semaphore(0) for _ in range(max_slots)],
+            step_lock=FORK.Lock(),
             report=FORK.Semaphore(0),
             host_go=FORK.Semaphore(0),
             host_done=FORK.Semaphore(0),

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import enum
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from shmstress.controlled.strategies.base import ScheduleDiverged
 from shmstress.core.trace import Step
@@ -34,7 +34,7 @@ class PlainStep:
     index: int = -1  # the element of an array, or -1
     value: object = None  # what a read saw or a write stored; None: the step has no value
     has_value: bool = False
-    t_ns: int = 0  # monotonic
+    t_ns: int = field(default=0, compare=False)  # monotonic; a replay's differ, not its steps
 
     @property
     def step(self) -> Step:
@@ -75,7 +75,7 @@ class PlainOutcome:
     execution_seed: int
     steps: tuple[PlainStep, ...]
     processes: tuple[str, ...]  # slot -> name ("main", "increment #1")
-    preemptions: int
+    preemptions: int  # -1 in free mode: no strategy chose, the OS did
     pids: tuple[int, ...] = ()  # slot -> pid in this execution
     clock: tuple[int, int] = (0, 0)  # (monotonic ns, wall ns) read together at its start
     failure: PlainFailure | None = None

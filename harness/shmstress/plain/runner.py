@@ -13,7 +13,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
 from shmstress.controlled.strategies import Replay, exploring_strategy
-from shmstress.controlled.strategies.base import StrategySpec
+from shmstress.controlled.strategies.base import StrategySpec, seeded_rng
 from shmstress.core.errors import ConfigError
 from shmstress.core.exit_reason import ExitCode
 from shmstress.core.shm import sweep_stale_segments
@@ -70,8 +70,9 @@ def explore(spec: PlainSpec, exploration: Exploration,
             progress: Progress | None = None) -> PlainResult:
     """Run executions until one fails, the budget is spent or the strategy runs out."""
     exploration.validate()
-    strategy = exploring_strategy(exploration.strategy, exploration.seed, spec.max_processes,
-                                  spec.max_steps)
+    strategy = None if spec.free is not None else exploring_strategy(
+        exploration.strategy, exploration.seed, spec.max_processes, spec.max_steps)
+    seeds = seeded_rng(exploration.seed, "free")
     sweep_stale_segments()
     ends: dict[str, int] = {}
     steps = 0
@@ -81,10 +82,11 @@ def explore(spec: PlainSpec, exploration: Exploration,
     executions = 0
     with interruptible(), PlainSession(spec) as session:
         while executions < exploration.executions:
-            if not strategy.new_execution():
+            if strategy is not None and not strategy.new_execution():
                 exhausted = True
                 break
-            outcome = session.execute(strategy, strategy.next_u64())
+            seed = strategy.next_u64() if strategy is not None else seeds.getrandbits(63)
+            outcome = session.execute(strategy, seed)
             executions += 1
             ends[outcome.end.value] = ends.get(outcome.end.value, 0) + 1
             steps += len(outcome.steps)

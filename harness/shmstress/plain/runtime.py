@@ -67,6 +67,8 @@ PLUMBING = True
 
 _ASSIGNED = re.compile(r"^\s*(?:self\.)?([A-Za-z_]\w*)\s*(?::[^=]*)?=(?!=)")
 _INT64 = (-(1 << 63), (1 << 63) - 1)
+_REAL_SLEEP = time.sleep  # the scenario's processes get a sleep that is a point instead
+_REAL_YIELD = os.sched_yield
 
 
 class Abort(BaseException):
@@ -101,6 +103,31 @@ class Manifest:
             ctypes.memmove(address, data, size)
 
 
+class FreeNoise:
+    """Free mode's perturbation: at a point, with probability ``probability``, let the
+    other processes have the step lock for a yield or a short sleep; a waiter backs off
+    longer the longer it waits. Drawn from the process's own RNG (not the program's)."""
+
+    def __init__(self, probability: float, max_sleep_s: float) -> None:
+        self.probability = probability
+        self.max_sleep_s = max_sleep_s
+        self._rng = random.Random(0)
+
+    def seed(self, execution_seed: int, slot: int) -> None:
+        self._rng = random.Random(f"shmstress:noise:{execution_seed}:{slot}")
+
+    def noise(self) -> bool:
+        return bool(self.probability) and self._rng.random() < self.probability
+
+    def pause(self, backoff: int) -> None:
+        if backoff:
+            _REAL_SLEEP(min(self.max_sleep_s * backoff, 0.001))
+        elif self._rng.random() < 0.5:
+            _REAL_YIELD()
+        else:
+            _REAL_SLEEP(self._rng.random() * self.max_sleep_s)
+
+
 class PlainRuntime:
     """This process's handle on the board: its slot, its lease, and the string table."""
 
@@ -111,6 +138,8 @@ class PlainRuntime:
         self.lease = 0
         self.yielded = 0
         self.manifest = Manifest()
+        self.free: FreeNoise | None = None  # free mode: no coordinator, a step lock
+        self.holding = False  # free mode: this process holds the step lock
         self.shared_ranges: list[tuple[int, int]] = []  # [start, end) of shared buffers here
         self.tracer: Callable[[], None] | None = None  # installs --trace in a new process
         self._sites: dict[tuple[int, int, str], int] = {}
@@ -125,10 +154,11 @@ class PlainRuntime:
     # -- points ---------------------------------------------------------------------------
     def point(
         self, text: str, wait: Wait = Wait.NOTHING, obj: int = NOBODY, arg: int = 0,
-        timed: bool = False,
+        timeout: float | None = None,
     ) -> int:
-        """Take one step ``text``, once what it waits for is there (or, ``timed``, when the
-        strategy lets it time out); returns the step's index, -1 outside an execution."""
+        """Take one step ``text``, once what it waits for is there (or, with a ``timeout``,
+        when it runs out: in controlled mode whenever the strategy says so); returns the
+        step's index, -1 outside an execution."""
         slot = self.slot
         if slot == NOBODY:
             return -1
@@ -136,6 +166,9 @@ class PlainRuntime:
         if globals_[G_ABORT]:
             raise self._aborted()
         ident = self._site_id(text)
+        if self.free is not None:
+            return self._free_step(ident, wait, obj, arg, timeout)
+        timed = timeout is not None
         board = self.board
         if (self.lease and not self.yielded and not globals_[G_WAKE]
                 and wait_over(board, slot, wait, obj, arg)):
@@ -162,6 +195,61 @@ class PlainRuntime:
         self._granted()
         return int(globals_[G_STEP]) - 1
 
+    # -- free mode ------------------------------------------------------------------------
+    def _free_step(self, ident: int, wait: int, obj: int, arg: int,
+                   timeout: float | None) -> int:
+        """Free mode: a process holds the board's step lock from one of its points to the
+        next, so the code between two points runs alone and the step order recorded is
+        the order in which shared state really changed: a replay takes the same steps and
+        sees the same values. Which process gets the lock next is up to the OS (and the
+        noise); one whose wait is not over lets go and backs off."""
+        free = self.free
+        assert free is not None
+        board = self.board
+        globals_ = self._globals
+        slot = self.slot
+        base = slot * P_STRIDE
+        slots = self._slots
+        self._let_go(free.noise())
+        deadline = None if timeout is None else time.monotonic() + max(timeout, 0.0)
+        backoff = 0
+        while True:
+            if not self.holding:
+                board.step_lock.acquire()
+                self.holding = True
+            if globals_[G_ABORT]:
+                raise self._aborted()
+            if wait_over(board, slot, wait, obj, arg) or (
+                    deadline is not None and time.monotonic() >= deadline):
+                slots[base + P_STATE] = State.RUNNING
+                step = int(globals_[G_STEP])
+                if step >= board.max_steps:
+                    globals_[G_ABORT] = 1  # the coordinator reports the step bound
+                    raise self._aborted()
+                board.step_label.mv[step] = ident
+                board.step_slot.mv[step] = slot
+                board.step_index.mv[step] = -1
+                board.step_kind.mv[step] = ValueKind.ABSENT
+                board.step_time.mv[step] = time.monotonic_ns()
+                globals_[G_STEP] = step + 1
+                return step
+            slots[base + P_LABEL] = ident  # what it waits for, for the coordinator to see
+            slots[base + P_WAIT] = wait
+            slots[base + P_OBJ] = obj
+            slots[base + 4] = arg  # P_ARG
+            slots[base + P_TIMED] = int(deadline is not None)  # it will go on: not stuck
+            slots[base + P_STATE] = State.PARKED
+            self._let_go(True, backoff)
+            backoff = min(backoff + 1, 10)
+
+    def _let_go(self, pause: bool, backoff: int = 0) -> None:
+        """Free mode: release the step lock (and, asked to, give the CPU away a while)."""
+        if self.holding:
+            self.holding = False
+            self.board.step_lock.release()
+        if pause and self.free is not None:
+            self.free.pause(backoff)
+
     def _granted(self) -> None:
         self.board.grants[self.slot].acquire()
         if self._globals[G_ABORT]:
@@ -172,6 +260,7 @@ class PlainRuntime:
     def _aborted(self) -> Abort:
         """The execution is over: this process unwinds, and what it prints on the way out
         (the traceback ``multiprocessing`` prints for an exception in ``run``) is noise."""
+        self._let_go(False)
         if sys.stderr is not None and not getattr(sys.stderr, "_shm_silenced", False):
             silenced = open(os.devnull, "w")  # noqa: SIM115 - lives as long as the process
             silenced._shm_silenced = True  # type: ignore[attr-defined]
@@ -204,6 +293,7 @@ class PlainRuntime:
         """A sleep or a yield: a point at which the process says it waits for others."""
         self.yielded = 1
         self.point(text)
+        self._let_go(True)
 
     def _site_id(self, text: str) -> int:
         frame = _user_frame(sys._getframe(2))
@@ -280,7 +370,13 @@ class PlainRuntime:
         self.yielded = 0
         self._slots[slot * P_STRIDE + P_PID] = os.getpid()
         random.seed(f"shmstress:{int(self._globals[G_SEED])}:{slot}")
-        self._granted()
+        if self.free is not None:
+            self.holding = False  # a forked child does not hold its parent's step lock
+            self.free.seed(int(self._globals[G_SEED]), slot)
+            self._free_step(int(self._slots[slot * P_STRIDE + P_LABEL]), Wait.NOTHING,
+                            NOBODY, 0, None)
+        else:
+            self._granted()
         if self.tracer is not None:
             self.tracer()
 
@@ -300,7 +396,10 @@ class PlainRuntime:
         self._slots[base + P_EXITCODE] = exitcode
         self._slots[base + P_STATE] = State.FINISHED
         self._globals[G_WAKE] = 1
-        self.board.report.release()
+        if self.free is not None:
+            self._let_go(False)  # the coordinator polls in free mode
+        else:
+            self.board.report.release()
 
     # -- shared memory ------------------------------------------------------------------------
     def register_buffer(self, address: int, size: int) -> None:

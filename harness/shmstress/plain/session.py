@@ -28,7 +28,7 @@ from shmstress.controlled.strategies.base import (
     Strategy,
 )
 from shmstress.core.control import FORK
-from shmstress.core.errors import HostLostError, ScenarioError
+from shmstress.core.errors import ConfigError, HostLostError, ScenarioError
 from shmstress.core.processes import reap
 from shmstress.core.shm import Arena
 from shmstress.core.signals import shielded
@@ -65,15 +65,33 @@ from shmstress.plain.board import (
 )
 from shmstress.plain.host import host_main
 from shmstress.plain.outcome import PlainEnd, PlainFailure, PlainOutcome, PlainStep, Waiting
-from shmstress.plain.runtime import PlainRuntime
+from shmstress.plain.runtime import FreeNoise, PlainRuntime
 from shmstress.plain.scenario import ScenarioRef
 from shmstress.plain.waits import can_go
 from shmstress.record.recorder import Recorder
 
 _WAIT_SLICE_S = 0.1
+_POLL_S = 0.0005  # free mode: how often the coordinator looks
+_STUCK_S = 0.05  # free mode: no step for this long, every process waiting: stuck
 _RESTORED = tuple(ARRAY_PREFIX + name for name in ("slots", "objects", "globals", "segments"))
 _DOUBLE = struct.Struct("<d")
 _INT64 = struct.Struct("<q")
+
+
+@dataclass(frozen=True)
+class FreeSpec:
+    """Free mode: the processes run on their own, one step at a time, in the order the OS
+    gives them the step lock, perturbed by noise at each point."""
+
+    noise: float = 0.1  # probability of a yield or a short sleep at a point
+    max_sleep_us: float = 100.0
+
+    def validate(self) -> None:
+        if not 0.0 <= self.noise <= 1.0:
+            raise ConfigError(f"--noise must be a probability in [0, 1], got {self.noise}")
+        if not 0.0 <= self.max_sleep_us <= 1e6:
+            raise ConfigError("--max-sleep-us must be between 0 and 1,000,000, got "
+                              f"{self.max_sleep_us}")
 
 
 @dataclass(frozen=True)
@@ -85,6 +103,7 @@ class PlainSpec:
     max_steps: int = 20_000
     max_objects: int = 256
     trace: tuple[str, ...] = ()  # --trace: code whose shared-memory accesses are points
+    free: FreeSpec | None = None  # None: controlled mode
     stop_timeout: float = 10.0  # for a process to reach its next point
     load_timeout: float = 60.0  # for the scenario's module to import
 
@@ -134,6 +153,9 @@ class PlainSession:
                                  spec.max_steps)
         self.recorder = Recorder(self._arena, 1, 16, 1, max_strings=16384)
         self.runtime = PlainRuntime(self.board, self.recorder)
+        if spec.free is not None:
+            spec.free.validate()
+            self.runtime.free = FreeNoise(spec.free.noise, spec.free.max_sleep_us / 1e6)
         self._arena.freeze()
         receive, send = FORK.Pipe(duplex=False)
         self._host = FORK.Process(
@@ -210,7 +232,7 @@ class PlainSession:
         return f"{who} {self._waiting(worker).reason}"
 
     # -- one execution --------------------------------------------------------------------
-    def execute(self, strategy: Strategy, execution_seed: int) -> PlainOutcome:
+    def execute(self, strategy: Strategy | None, execution_seed: int) -> PlainOutcome:
         """Run one execution to its end; the session is ready for the next one afterwards."""
         if not self._healthy:
             raise HostLostError("the scenario's host was lost in an earlier execution")
@@ -221,7 +243,7 @@ class PlainSession:
             self._kill_execution()
             raise
 
-    def _execute(self, strategy: Strategy, seed: int) -> PlainOutcome:
+    def _execute(self, strategy: Strategy | None, seed: int) -> PlainOutcome:
         board = self.board
         self._arena.restore(self._snapshot)
         globals_ = board.globals.mv
@@ -232,7 +254,10 @@ class PlainSession:
         self.runtime.claim_slot(0, "main", self._main)
         clock = (time.monotonic_ns(), time.time_ns())
         board.host_go.release()
-        end, divergence, preemptions = self._schedule(strategy)
+        if strategy is None:
+            end, divergence, preemptions = self._watch(), None, -1  # -1: nobody chose
+        else:
+            end, divergence, preemptions = self._schedule(strategy)
         failure = self._failure(end)
         outcome = PlainOutcome(
             end=end, execution_seed=seed, steps=self._steps(),
@@ -290,6 +315,40 @@ class PlainSession:
                 self._hung = chosen
                 return PlainEnd.HUNG, None, preemptions
             current = chosen
+
+    def _watch(self) -> PlainEnd:
+        """Free mode: watch the execution run on its own until it ends or gets stuck."""
+        board = self.board
+        globals_ = board.globals.mv
+        slots = board.slots.mv
+        last_step, last_change = -1, time.monotonic()
+        while True:
+            time.sleep(_POLL_S)
+            if globals_[G_FAILED]:
+                return PlainEnd.FAILED
+            in_use = int(globals_[G_SLOTS])
+            states = [slots[s * P_STRIDE + P_STATE] for s in range(in_use)]
+            if all(state == State.FINISHED for state in states):
+                return PlainEnd.FINISHED
+            if globals_[G_ABORT]:
+                return PlainEnd.STEP_BOUND  # only a process at the step bound aborts
+            step, now = int(globals_[G_STEP]), time.monotonic()
+            if step != last_step:
+                last_step, last_change = step, now
+                continue
+            waiting = [s for s in range(in_use) if states[s] != State.FINISHED]
+            if now - last_change > _STUCK_S and all(
+                    states[s] == State.PARKED and not can_go(board, s) for s in waiting):
+                return self._stuck()
+            if now - last_change > self.spec.stop_timeout:
+                running = [s for s in waiting if states[s] != State.PARKED] or waiting
+                self._hung = running[0]
+                pid = board.slot(self._hung, P_PID)
+                if pid > 0:
+                    with contextlib.suppress(ProcessLookupError):
+                        os.kill(pid, signal.SIGUSR1)
+                    time.sleep(0.2)
+                return PlainEnd.HUNG
 
     def _wait(self, worker: int) -> bool:
         """Wait for the running process to park or finish; False if it does not in time."""

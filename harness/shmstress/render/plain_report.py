@@ -5,6 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from shmstress.analysis.plain_story import PlainStory, accessed, plain_story
+from shmstress.core.plurals import counted
 from shmstress.plain.outcome import PlainEnd, PlainOutcome, PlainStep
 from shmstress.plain.runner import PlainResult
 from shmstress.repro.bundle import replay_command
@@ -90,8 +91,13 @@ def outcome_lines(outcome: PlainOutcome) -> list[str]:
     story = plain_story(outcome)
     shown = len(story.shown)
     total = len(outcome.steps)
-    lines = [f"  the interleaving ({total} steps, {outcome.preemptions} preemption"
-             f"{'s' if outcome.preemptions != 1 else ''}"
+    if outcome.preemptions >= 0:
+        choices = counted(outcome.preemptions, "preemption")
+    else:  # free mode: how often the OS switched between processes
+        switches = sum(1 for before, after in zip(outcome.steps, outcome.steps[1:], strict=False)
+                       if before.worker != after.worker)
+        choices = f"{switches} switch{'es' if switches != 1 else ''} between processes"
+    lines = [f"  the interleaving ({total} steps, {choices}"
              f"{f'; {shown} shown' if shown < total else ''}):"]
     lines += interleaving_lines(outcome, story)
     explained = explanation_lines(outcome, story)
@@ -111,8 +117,10 @@ def _ends(ends: dict[str, int]) -> str:
 def result_lines(result: PlainResult, named: str, bundle: Path | None) -> list[str]:
     """The whole report of ``shmstress test``."""
     exploration = result.exploration
-    lines = [f"shmstress test {named}: controlled, {exploration.strategy.describe()}, "
-             f"seed {exploration.seed}",
+    free = result.spec.free
+    mode = (f"free, noise p={free.noise:g}" if free is not None else
+            f"controlled, {exploration.strategy.describe()}")
+    lines = [f"shmstress test {named}: {mode}, seed {exploration.seed}",
              f"  executions: {result.executions:,} ({_ends(result.ends)}) in "
              f"{result.elapsed_s:.1f} s ({result.executions_per_s:,.0f} executions/s)"]
     failing = result.failing

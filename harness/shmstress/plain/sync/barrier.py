@@ -41,7 +41,7 @@ class Barrier(Primitive):
         self._set(O_COUNT, index + 1)
         timeout = self._timeout if timeout is None else timeout
         runtime.point(f"pass {self.name}", Wait.BARRIER, self._obj, arg=generation,
-                      timed=timeout is not None)
+                      timeout=timeout)
         if self._get(O_GENERATION) == generation:  # timed out, or broken meanwhile
             self._set(O_BROKEN, 1)
             runtime.wake()

@@ -72,7 +72,7 @@ class Condition(Primitive):
         slots[base + P_TICKET] = globals_[G_TICKETS]
         globals_[G_TICKETS] += 1
         slots[base + P_NOTIFIED] = 0
-        runtime.point(f"wake on {self.name}", Wait.NOTIFY, self._obj, timed=timeout is not None)
+        runtime.point(f"wake on {self.name}", Wait.NOTIFY, self._obj, timeout=timeout)
         notified = bool(slots[base + P_NOTIFIED])
         slots[base + P_COND] = NOBODY
         slots[base + P_NOTIFIED] = 0

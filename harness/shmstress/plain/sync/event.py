@@ -32,7 +32,7 @@ class Event(Primitive):
 
     def wait(self, timeout: float | None = None) -> bool:
         runtime = self._runtime
-        runtime.point(f"wait for {self.name}", Wait.EVENT, self._obj, timed=timeout is not None)
+        runtime.point(f"wait for {self.name}", Wait.EVENT, self._obj, timeout=timeout)
         flag = bool(self._get(O_COUNT))
         if not flag:
             if timeout is None:

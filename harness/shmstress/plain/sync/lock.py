@@ -28,7 +28,7 @@ class Lock(Primitive):
         if not block:
             runtime.point(f"try to acquire {self.name}")
             return self._take()
-        runtime.point(f"acquire {self.name}", Wait.LOCK, self._obj, timed=timeout is not None)
+        runtime.point(f"acquire {self.name}", Wait.LOCK, self._obj, timeout=timeout)
         if self._take():
             return True
         if not runtime.scheduled:

@@ -128,7 +128,7 @@ class PlainPopen(popen_fork.Popen):
     def wait(self, timeout: float | None = None) -> int | None:
         if self.returncode is None:
             runtime = self._runtime
-            runtime.point(f"join {self.name}", Wait.JOIN, self._slot, timed=timeout is not None)
+            runtime.point(f"join {self.name}", Wait.JOIN, self._slot, timeout=timeout)
             if not self._finished():
                 runtime.yielded = 1
                 return None

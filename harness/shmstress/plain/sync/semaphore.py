@@ -27,7 +27,7 @@ class Semaphore(Primitive):
             runtime.point(f"try to acquire {self.name}")
         else:
             runtime.point(f"acquire {self.name}", Wait.SEMAPHORE, self._obj,
-                          timed=timeout is not None)
+                          timeout=timeout)
         count = self._get(O_COUNT)
         if count > 0:
             self._set(O_COUNT, count - 1)
