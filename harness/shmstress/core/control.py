@@ -101,6 +101,7 @@ class ControlBlock:
         self.max_locks = max_locks
         self.locks_used = 0
         self.seq_lock: MpLock = FORK.Lock()
+        self.step_lock: MpLock = FORK.Lock()  # free mode: held from a point to the next one
         self.violation_lock: MpLock = FORK.Lock()
         self.control.mv[T0_NS] = time.monotonic_ns()
 

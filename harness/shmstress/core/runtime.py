@@ -11,6 +11,8 @@ from __future__ import annotations
 import os
 import random
 from collections.abc import Sequence
+from multiprocessing import util
+from multiprocessing.synchronize import Lock as MpLock
 
 from shmstress.core.control import ControlBlock
 from shmstress.core.locks import InstrumentedLock
@@ -24,6 +26,9 @@ NO_ID = -1
 """The int that names no object (no device, no claim): what a violation's missing field
 arrives as, and what trackers store where an id is absent. Not Python's ``None``: shared
 arrays and violation fields hold ints only."""
+
+
+_STEP_LOCK_SLICE_S = 0.05
 
 
 class StopRun(BaseException):
@@ -67,14 +72,42 @@ class Runtime:
         self._stop_on_violation = stop_on_violation
         self._checked = frozenset(invariant_names if checked is None else checked)
         self._abort_mv = control.control.mv
+        self._step_lock: MpLock | None = None  # free mode: see ``attach``
+        self._holding = False
 
     # -- identity -------------------------------------------------------------------------
-    def attach(self, worker_id: int, seed: int, noise: NoiseConfig | None = None) -> None:
-        """Become worker ``worker_id``: its RNG, its gate, its counters."""
+    def attach(self, worker_id: int, seed: int, noise: NoiseConfig | None = None,
+               alone: bool = False) -> None:
+        """Become worker ``worker_id``: its RNG, its gate, its counters.
+
+        ``alone`` (a free run's worker): hold the run's step lock from each point to the
+        next, so the code between two points runs alone. The sequence numbers then order
+        the accesses as they really happened, and a replay that takes the recorded steps
+        in order sees the values the run saw. Which worker gets the lock next is up to the
+        OS and the noise (the gate runs with the lock let go)."""
+        self.end_step()
         self.worker_id = worker_id
         self.rng = worker_rng(seed, worker_id)
         self.gate = NoiseGate(noise, self.rng) if noise and noise.probability else _NoGate()
         self.acquire_gate = None
+        if alone and self._step_lock is None:
+            self._step_lock = self.control.step_lock
+            util.Finalize(self, self.end_step, exitpriority=100)  # an exiting worker lets go
+
+    def end_step(self) -> None:
+        """Let go of the step lock (free mode): at a point, when idle, and at exit."""
+        if self._holding:
+            self._holding = False
+            assert self._step_lock is not None
+            self._step_lock.release()
+
+    def _begin_step(self) -> None:
+        lock = self._step_lock
+        assert lock is not None
+        while not lock.acquire(True, _STEP_LOCK_SLICE_S):
+            if self._abort_mv[2]:  # the run ended while another worker held it
+                raise StopRun
+        self._holding = True
 
     def become(self, worker_id: int) -> None:
         """Switch identity only (sequential runs drive several roles from one process)."""
@@ -91,12 +124,17 @@ class Runtime:
 
     def before_point(self, label: str) -> None:
         """Abort check and gate: the part of a point that runs before the step."""
+        if self._holding:
+            self.end_step()
         if self._abort_mv[2]:  # control.ABORT, inlined: this runs at every point
             raise StopRun
         self.gate.before_point(label)
 
     def before_acquire(self, label: str, lock: int) -> None:
-        """``before_point`` for the outer acquire of instrumented lock slot ``lock``."""
+        """``before_point`` for the outer acquire of instrumented lock slot ``lock``: the
+        acquire that follows may block, so the step lock is let go first."""
+        if self._holding:
+            self.end_step()
         if self._abort_mv[2]:
             raise StopRun
         if self.acquire_gate is None:
@@ -106,6 +144,8 @@ class Runtime:
 
     def commit_point(self, label: str, fields: dict[str, object]) -> int:
         """Take the global sequence number (inside the lock just acquired, if any) and record."""
+        if self._step_lock is not None and not self._holding:
+            self._begin_step()
         seq = self.control.next_seq()
         self.last_seq = seq
         self.points += 1
@@ -128,6 +168,7 @@ class Runtime:
         ``os.sched_yield``. The step must still have made a point (the read that
         found nothing to do).
         """
+        self.end_step()  # free mode: the others may go while this one waits
         os.sched_yield()  # looked up at call time: controlled workers replace it with a hint
         return True
 

@@ -26,7 +26,7 @@ def worker_main(
     become_worker(coordinator_pid)
     runtime = built.runtime
     control = runtime.control
-    runtime.attach(info.worker_id, seed, noise)
+    runtime.attach(info.worker_id, seed, noise, alone=True)
     me = info.worker_id
     control.set_worker_slot(me, W_PID, os.getpid())
     control.set_worker_slot(me, W_STATE, WorkerState.RUNNING)
