@@ -37,7 +37,10 @@ from shmstress.plain.board import (
     O_FAMILY,
     O_KIND,
     O_NAME,
+    O_OWNER,
     O_STRIDE,
+    P_ARG,
+    P_COND,
     P_EXITCODE,
     P_FAMILY,
     P_LABEL,
@@ -186,7 +189,7 @@ class PlainRuntime:
         slots[base + P_LABEL] = ident
         slots[base + P_WAIT] = wait
         slots[base + P_OBJ] = obj
-        slots[base + 4] = arg  # P_ARG
+        slots[base + P_ARG] = arg
         slots[base + P_TIMED] = int(timed)
         slots[base + P_YIELDED] = self.yielded
         self.yielded = 0
@@ -236,7 +239,7 @@ class PlainRuntime:
             slots[base + P_LABEL] = ident  # what it waits for, for the coordinator to see
             slots[base + P_WAIT] = wait
             slots[base + P_OBJ] = obj
-            slots[base + 4] = arg  # P_ARG
+            slots[base + P_ARG] = arg
             slots[base + P_TIMED] = int(deadline is not None)  # it will go on: not stuck
             slots[base + P_STATE] = State.PARKED
             self._let_go(True, backoff)
@@ -329,7 +332,7 @@ class PlainRuntime:
         objects[obj * O_STRIDE + O_KIND] = kind
         objects[obj * O_STRIDE + O_NAME] = self.recorder.intern(name)
         objects[obj * O_STRIDE + O_FAMILY] = family
-        objects[obj * O_STRIDE + 2] = NOBODY  # O_OWNER
+        objects[obj * O_STRIDE + O_OWNER] = NOBODY
         globals_[G_OBJECTS] = obj + 1
         return obj, name
 
@@ -357,7 +360,7 @@ class PlainRuntime:
         slots[base + P_NAME] = self.recorder.intern(name)
         slots[base + P_FAMILY] = family
         slots[base + P_OBJ] = NOBODY
-        slots[base + 11] = NOBODY  # P_COND
+        slots[base + P_COND] = NOBODY
         slots[base + P_LABEL] = self.recorder.intern_at(f"begin {name}", "", 0)
         slots[base + P_STATE] = State.PARKED
 

@@ -21,6 +21,7 @@ from dataclasses import dataclass
 from multiprocessing.process import BaseProcess
 from types import TracebackType
 
+from shmstress.controlled.pinning import pinned
 from shmstress.controlled.strategies.base import (
     SEED_MASK,
     ScheduleDiverged,
@@ -38,6 +39,7 @@ from shmstress.plain.board import (
     G_FAIL_STEP,
     G_FAILED,
     G_HOST_EXIT,
+    G_OBJECTS,
     G_SEED,
     G_SLOTS,
     G_STEP,
@@ -104,6 +106,7 @@ class PlainSpec:
     max_objects: int = 256
     trace: tuple[str, ...] = ()  # --trace: code whose shared-memory accesses are points
     free: FreeSpec | None = None  # None: controlled mode
+    pin: bool = True  # controlled mode: every process on one CPU (handoffs are cheaper)
     stop_timeout: float = 10.0  # for a process to reach its next point
     load_timeout: float = 60.0  # for the scenario's module to import
 
@@ -138,6 +141,7 @@ class PlainSession:
         self._host: BaseProcess | None = None
         self._texts: dict[int, str] = {}
         self._healthy = True
+        self._pinning = contextlib.ExitStack()
         try:
             self._build()
         except BaseException:
@@ -157,6 +161,8 @@ class PlainSession:
             spec.free.validate()
             self.runtime.free = FreeNoise(spec.free.noise, spec.free.max_sleep_us / 1e6)
         self._arena.freeze()
+        if spec.free is None:  # one process runs at a time: nothing is lost on one CPU
+            self._pinning.enter_context(pinned(spec.pin))
         receive, send = FORK.Pipe(duplex=False)
         self._host = FORK.Process(
             target=host_main, name="shmstress-plain-host",
@@ -193,6 +199,7 @@ class PlainSession:
             if hasattr(self, "recorder"):
                 self.recorder.release()
             self._arena.close()
+            self._pinning.close()
 
     def __enter__(self) -> PlainSession:
         return self
@@ -492,8 +499,6 @@ class PlainSession:
 
 
 def _objects(board: Board) -> int:
-    from shmstress.plain.board import G_OBJECTS
-
     return int(board.globals.mv[G_OBJECTS])
 
 
