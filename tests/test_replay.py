@@ -206,3 +206,18 @@ def test_every_free_failure_of_the_counter_example_replays_exactly() -> None:
         report = replay_bundle(bundle, record=False)
         assert report.verdict is Verdict.REPRODUCED, f"seed {seed}: {report.detail}"
         assert bundle.violation.matches(report.result.violations[0])
+
+
+def test_a_replay_that_ends_with_its_schedule_still_checks_at_rest() -> None:
+    """A bundle of a failure found at rest whose schedule stops before every worker has
+    finished (here: cut while they still run) is checked at rest where it ends."""
+    tracker = str(Path(__file__).resolve().parents[1] / "examples" / "counter_tracker.py")
+    result = run(RunConfig(tracker=f"{tracker}:TicketTracker", seed=2, duration=0.3,
+                           checks=("no-lost-update",)))
+    bundle = from_free_run(result)
+    assert bundle is not None and bundle.violation.at_rest
+    cut = replace(bundle, steps=bundle.steps[: bundle.phase_changes[0] - 10])  # still running
+    report = replay_bundle(cut, record=False)
+    assert report.outcome.end.value == "violation", report.detail
+    (found,) = report.outcome.violations
+    assert found.invariant == "no-lost-update" and found.at_rest

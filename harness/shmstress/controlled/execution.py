@@ -36,6 +36,7 @@ class PhasePlan:
     run_steps: int
     forced: tuple[int, ...] | None = None
     step_limit: int | None = None  # a tighter step bound than the session's, for this one
+    rest_at_end: bool = False  # a replay of a failure found at rest: check at its last step
 
 
 @dataclass(frozen=True)

@@ -310,8 +310,9 @@ class Session:
             count += 1
         elif end is ExecutionEnd.FINISHED and scheduled.unsettled:
             end = ExecutionEnd.STEP_BOUND  # stopped before settling: nothing to check at rest
-        elif end is ExecutionEnd.FINISHED:
-            found = self._at_rest(tracker)
+        elif end is ExecutionEnd.FINISHED or (end is ExecutionEnd.SCHEDULE_END
+                                               and phases.rest_at_end):
+            found = self._at_rest(tracker)  # at the schedule's end: the state it reached
             if found:
                 end = ExecutionEnd.VIOLATION
                 violations += found

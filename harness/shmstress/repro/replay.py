@@ -61,7 +61,8 @@ def replay_bundle(bundle: Bundle, record: bool = True, pin: bool = True) -> Repl
     )
     strategy = Replay(bundle.steps, bundle.execution_seed)
     strategy.new_execution()
-    plan = PhasePlan(len(bundle.steps) + 1, forced=bundle.phase_changes)
+    plan = PhasePlan(len(bundle.steps) + 1, forced=bundle.phase_changes,
+                     rest_at_end=bundle.violation.at_rest)
     sweep_stale_segments()
     t0 = time.monotonic()
     with interruptible(), Session(spec) as session:
