@@ -288,9 +288,18 @@ class PlainRuntime:
         board.step_index.mv[step] = index
 
     def wake(self) -> None:
-        """Someone parked may be able to go on now: end the lease at the next point."""
-        if self.slot != NOBODY:
-            self._globals[G_WAKE] = 1
+        """A release, set or notify happened: if a parked process waits for something, it
+        may be able to go on now, so the lease ends at the next point and the strategy
+        sees the choice. With nobody waiting, the lease goes on (no handoff)."""
+        if self.slot == NOBODY:
+            return
+        slots = self._slots
+        for other in range(int(self._globals[G_SLOTS])):
+            base = other * P_STRIDE
+            if (other != self.slot and slots[base + P_STATE] == State.PARKED
+                    and slots[base + P_WAIT] != Wait.NOTHING):
+                self._globals[G_WAKE] = 1
+                return
 
     def pause(self, text: str) -> None:
         """A sleep or a yield: a point at which the process says it waits for others."""
@@ -350,7 +359,7 @@ class PlainRuntime:
         name = f"{word} #{same + 1}"
         self.claim_slot(slot, name, family)
         globals_[G_SLOTS] = slot + 1
-        self.wake()
+        globals_[G_WAKE] = 1  # one more process to choose from
         return slot, name
 
     def claim_slot(self, slot: int, name: str, family: int) -> None:
