@@ -175,6 +175,17 @@ class Board:
     def set_obj(self, obj: int, field: int, value: int) -> None:
         self.objects.mv[obj * O_STRIDE + field] = value
 
+    def take_step(self, label: int, slot: int, t_ns: int = 0) -> int:
+        """Log the next step of the execution (whoever owns the board now); its index."""
+        step = int(self.globals.mv[G_STEP])
+        self.step_label.mv[step] = label
+        self.step_slot.mv[step] = slot
+        self.step_index.mv[step] = -1
+        self.step_kind.mv[step] = ValueKind.ABSENT
+        self.step_time.mv[step] = t_ns
+        self.globals.mv[G_STEP] = step + 1
+        return step
+
     def write_failure(self, text: str) -> None:
         data = text.encode("utf-8", "replace")[:FAILURE_BYTES]
         self.failure.np.view(np.uint8)[: len(data)] = np.frombuffer(data, dtype=np.uint8)

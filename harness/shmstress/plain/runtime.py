@@ -176,14 +176,7 @@ class PlainRuntime:
         if (self.lease and not self.yielded and not globals_[G_WAKE]
                 and wait_over(board, slot, wait, obj, arg)):
             self.lease -= 1
-            step = globals_[G_STEP]
-            board.step_label.mv[step] = ident
-            board.step_slot.mv[step] = slot
-            board.step_index.mv[step] = -1
-            board.step_kind.mv[step] = ValueKind.ABSENT
-            board.step_time.mv[step] = time.monotonic_ns()
-            globals_[G_STEP] = step + 1
-            return int(step)
+            return board.take_step(ident, slot, time.monotonic_ns())
         slots = self._slots
         base = slot * P_STRIDE
         slots[base + P_LABEL] = ident
@@ -225,17 +218,10 @@ class PlainRuntime:
             if wait_over(board, slot, wait, obj, arg) or (
                     deadline is not None and time.monotonic() >= deadline):
                 slots[base + P_STATE] = State.RUNNING
-                step = int(globals_[G_STEP])
-                if step >= board.max_steps:
+                if globals_[G_STEP] >= board.max_steps:
                     globals_[G_ABORT] = 1  # the coordinator reports the step bound
                     raise self._aborted()
-                board.step_label.mv[step] = ident
-                board.step_slot.mv[step] = slot
-                board.step_index.mv[step] = -1
-                board.step_kind.mv[step] = ValueKind.ABSENT
-                board.step_time.mv[step] = time.monotonic_ns()
-                globals_[G_STEP] = step + 1
-                return step
+                return board.take_step(ident, slot, time.monotonic_ns())
             slots[base + P_LABEL] = ident  # what it waits for, for the coordinator to see
             slots[base + P_WAIT] = wait
             slots[base + P_OBJ] = obj

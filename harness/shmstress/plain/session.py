@@ -309,11 +309,7 @@ class PlainSession:
             if can_continue and chosen != current:
                 preemptions += 1
             base = chosen * P_STRIDE
-            board.step_label.mv[step] = slots[base + P_LABEL]
-            board.step_slot.mv[step] = chosen
-            board.step_index.mv[step] = -1
-            board.step_kind.mv[step] = ValueKind.ABSENT
-            globals_[G_STEP] = step + 1
+            board.take_step(int(slots[base + P_LABEL]), chosen)  # its process stamps the time
             slots[base + P_LEASE] = max(0, min(lease, max_steps - step) - 1)
             slots[base + P_STATE] = State.RUNNING
             globals_[G_WAKE] = 0
