@@ -343,18 +343,31 @@ def test_report_command_renders_the_fixture(
 
 
 @pytest.mark.parametrize(
-    ("content", "fragment"),
-    [(None, "no such results file"), ('{"x": 1}\n{"y": 2}\n', ":1: missing required field")],
+    ("content", "out", "fragment"),
+    [(None, "out", "no such results file"),
+     ('{"x": 1}\n', "results.jsonl", "cannot write the report directory -o")],
 )
 def test_report_command_errors_are_one_line_exit_2(
-    tmp_path: Path, capsys: pytest.CaptureFixture[str], content: str | None, fragment: str
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], content: str | None, out: str,
+    fragment: str,
 ) -> None:
     path = tmp_path / "results.jsonl"
     if content is not None:
         path.write_text(content, encoding="utf-8")
-    assert main(["report", str(path), "-o", str(tmp_path / "out")]) == 2
+    assert main(["report", str(path), "-o", str(tmp_path / out)]) == 2
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and fragment in err
+
+
+def test_report_skips_lines_that_are_not_records_with_a_warning(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    path = tmp_path / "results.jsonl"
+    path.write_text('{"x": 1}\n{"y": 2}\n', encoding="utf-8")
+    assert main(["report", str(path), "-o", str(tmp_path / "out")]) == 0
+    captured = capsys.readouterr()
+    assert f"{path}:1: skipped a corrupt line (missing required field" in captured.err
+    assert "0 trials" in captured.out and "2 lines skipped" in captured.out
 
 
 def test_campaign_help_documents_every_option(capsys: pytest.CaptureFixture[str]) -> None:

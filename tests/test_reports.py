@@ -323,10 +323,14 @@ def test_malformed_middle_line_names_file_and_line(tmp_path: Path) -> None:
     lines = [json.dumps(_trial()), '{"campaign": "x", oops', json.dumps(_trial())]
     path.write_text("\n".join(lines) + "\n", encoding="utf-8")
     with pytest.raises(ResultsFormatError) as info:
-        load_results_file(path)
+        load_results_file(path, strict=True)
     assert info.value.line == 2
     assert f"{path}:2:" in str(info.value)
     assert isinstance(info.value, ValueError)
+    # By default the line is skipped, named and counted: it never blocks a report.
+    loaded = load_results_file(path)
+    assert (len(loaded.trials), loaded.skipped_lines) == (2, 1)
+    assert loaded.warnings[0].startswith(f"{path}:2: skipped a corrupt line (invalid JSON")
 
 
 @pytest.mark.parametrize(
@@ -350,15 +354,19 @@ def test_bad_field_is_an_error_even_on_last_line(tmp_path: Path, mutate: Any, ne
     mutate(broken)
     path = _write_jsonl(tmp_path / "results.jsonl", [_trial(), broken])
     with pytest.raises(ResultsFormatError, match=needle) as info:
-        load_results_file(path)
+        load_results_file(path, strict=True)
     assert info.value.line == 2
+    loaded = load_results_file(path)  # by default: skipped, named with the field, counted
+    assert (len(loaded.trials), loaded.skipped_lines) == (1, 1)
+    assert loaded.warnings[0].startswith(f"{path}:2: skipped a corrupt line (")
+    assert needle.rsplit(maxsplit=1)[-1] in loaded.warnings[0]
 
 
 def test_non_object_line_is_an_error(tmp_path: Path) -> None:
     path = tmp_path / "results.jsonl"
     path.write_text('[1, 2]\n{"a": 1}\n', encoding="utf-8")
     with pytest.raises(ResultsFormatError, match=r":1: expected a JSON object"):
-        load_results_file(path)
+        load_results_file(path, strict=True)
 
 
 def test_truncated_last_line_is_skipped_and_counted(tmp_path: Path) -> None:
@@ -431,7 +439,8 @@ def _aggregates(trials: Any) -> tuple[Any, ...]:
 
 
 def _one_trial(record: dict[str, Any], tmp_path: Path) -> Any:
-    (trial,) = load_results_file(_write_jsonl(tmp_path / "one.jsonl", [record])).trials
+    (trial,) = load_results_file(_write_jsonl(tmp_path / "one.jsonl", [record]),
+                                 strict=True).trials
     return trial
 
 

@@ -15,9 +15,11 @@ from shmstress.bench.controlled import (
     render_controlled_bench,
     run_controlled_bench,
 )
+from shmstress.bench.plain import PlainBench, PlainBudgets, render_plain_bench, run_plain_bench
 from shmstress.core.config import RunConfig
 from shmstress.core.noise import NoiseConfig
 from shmstress.core.result import RunResult
+from shmstress.core.signals import interruptible
 from shmstress.free.runner import run
 
 RACY_DRA = ("gather-unchecked", "events-unordered", "original")
@@ -34,7 +36,7 @@ class BenchOptions:
     seed: int = 0
     variants: tuple[str, ...] | None = None
     rate_seconds: float = 3.0
-    sections: tuple[str, ...] = ("free", "detection", "rate", "clean", "controlled")
+    sections: tuple[str, ...] = ("free", "detection", "rate", "clean", "controlled", "plain")
 
 
 @dataclass(frozen=True)
@@ -93,6 +95,28 @@ class BenchReport:
     rates: list[SteadyRate] = field(default_factory=list)
     clean: list[CleanRun] = field(default_factory=list)
     controlled: ControlledBench | None = None
+    plain: PlainBench | None = None
+    completed: list[str] = field(default_factory=list)  # sections whose figures are all in
+    cut: str | None = None  # the section a SIGINT or SIGTERM cut short: no figure of it kept
+
+    def take(self, section: str, scratch: BenchReport) -> None:
+        """Keep the figures ``scratch`` measured for ``section``, which ran to its end."""
+        if section == "free":
+            self.free_points_per_s = scratch.free_points_per_s
+            self.free_points = scratch.free_points
+            self.unrecorded_points_per_s = scratch.unrecorded_points_per_s
+            self.recording_ns_per_event = scratch.recording_ns_per_event
+        elif section == "detection":
+            self.detections = scratch.detections
+        elif section == "rate":
+            self.rates = scratch.rates
+        elif section == "clean":
+            self.clean = scratch.clean
+        elif section == "controlled":
+            self.controlled = scratch.controlled
+        elif section == "plain":
+            self.plain = scratch.plain
+        self.completed.append(section)
 
 
 _MODES: dict[str, tuple[bool, tuple[str, ...] | None]] = {
@@ -104,12 +128,36 @@ _MODES: dict[str, tuple[bool, tuple[str, ...] | None]] = {
 
 
 def run_bench(options: BenchOptions, log: Callable[[str], None]) -> BenchReport:
+    """Measure each section of ``options`` in turn. A SIGINT or SIGTERM stops the bench:
+    the sections measured to their end are kept, the one it cut is named in ``cut`` and
+    none of its figures kept (they would include a run torn down half-way)."""
     report = BenchReport()
-    base = RunConfig(tracker="dra", noise=NoiseConfig(options.noise), seed=options.seed)
+    with interruptible() as interrupt:
+        for section in BenchOptions.sections:
+            if section not in options.sections:
+                continue
+            scratch = BenchReport()
+            try:
+                _SECTIONS[section](options, scratch, log)
+            except KeyboardInterrupt:
+                interrupted = True
+            else:  # a run of the section that was torn down returns; the flag tells
+                interrupted = interrupt.fired
+            if interrupted:
+                interrupt.acknowledge()
+                report.cut = section
+                break
+            report.take(section, scratch)
+    return report
 
-    if "free" in options.sections:
-        _free_mode(options, base, report, log)
-    for variant in (options.variants or RACY_DRA) if "detection" in options.sections else ():
+
+def _base(options: BenchOptions) -> RunConfig:
+    return RunConfig(tracker="dra", noise=NoiseConfig(options.noise), seed=options.seed)
+
+
+def _detection(options: BenchOptions, report: BenchReport, log: Callable[[str], None]) -> None:
+    base = _base(options)
+    for variant in options.variants or RACY_DRA:
         for mode, (noisy, checks) in _MODES.items():
             log(f"detection: {variant}, {mode}, {options.trials} trials")
             times = []
@@ -144,15 +192,20 @@ def run_bench(options: BenchOptions, log: Callable[[str], None]) -> BenchReport:
                     startups_s=tuple(startups),
                 )
             )
-    for variant in (options.variants or RACY_DRA) if "rate" in options.sections else ():
-        log(f"rate: {variant}, {options.rate_seconds:g} s with noise and without")
-        report.rates.append(_steady_rate(options, base, variant))
 
-    for variant in CORRECT_DRA if "clean" in options.sections else ():
+
+def _rate(options: BenchOptions, report: BenchReport, log: Callable[[str], None]) -> None:
+    for variant in options.variants or RACY_DRA:
+        log(f"rate: {variant}, {options.rate_seconds:g} s with noise and without")
+        report.rates.append(_steady_rate(options, _base(options), variant))
+
+
+def _clean(options: BenchOptions, report: BenchReport, log: Callable[[str], None]) -> None:
+    for variant in CORRECT_DRA:
         log(f"clean: {variant}, {options.clean_points:,} points")
         result = run(
             replace(
-                base,
+                _base(options),
                 variant=variant,
                 duration=max(60.0, options.clean_points / 20_000),
                 max_points=options.clean_points,
@@ -163,18 +216,19 @@ def run_bench(options: BenchOptions, log: Callable[[str], None]) -> BenchReport:
             CleanRun(variant, result.points, result.violation_count, result.elapsed_s,
                      result.exit_reason.value)
         )
-    if "controlled" in options.sections:
-        report.controlled = run_controlled_bench(min(options.trials, 10), options.seed, log)
-    return report
 
 
-_WARMUP_S = 0.25
+def _controlled(options: BenchOptions, report: BenchReport, log: Callable[[str], None]) -> None:
+    report.controlled = run_controlled_bench(min(options.trials, 10), options.seed, log)
+
+
+WARMUP_S = 0.25
 _RATE_KEPT = 50_000  # violations kept in detail (with their time) per rate run
 
 
 def _steady_rate(options: BenchOptions, base: RunConfig, variant: str) -> SteadyRate:
     counts = []
-    window = options.rate_seconds - _WARMUP_S
+    window = options.rate_seconds - WARMUP_S
     for noisy in (True, False):
         result = run(replace(
             base,
@@ -186,9 +240,9 @@ def _steady_rate(options: BenchOptions, base: RunConfig, variant: str) -> Steady
         ))
         counts.append(sum(
             1 for v in result.violations
-            if v.elapsed_s is not None and _WARMUP_S <= v.elapsed_s < options.rate_seconds
+            if v.elapsed_s is not None and WARMUP_S <= v.elapsed_s < options.rate_seconds
         ))
-    return SteadyRate(variant, window, _WARMUP_S, noisy=counts[0], quiet=counts[1])
+    return SteadyRate(variant, window, WARMUP_S, noisy=counts[0], quiet=counts[1])
 
 
 def _startup_s(result: RunResult) -> float | None:
@@ -204,9 +258,7 @@ def _startup_s(result: RunResult) -> float | None:
     return (max(first.values()) - recording.mono0_ns) / 1e9
 
 
-def _free_mode(
-    options: BenchOptions, base: RunConfig, report: BenchReport, log: Callable[[str], None]
-) -> None:
+def _free_mode(options: BenchOptions, report: BenchReport, log: Callable[[str], None]) -> None:
     """Points/s with recording on and off in one run, and the cost per event.
 
     The runs go on, off, off, on, so that a machine getting busier or quieter
@@ -214,6 +266,7 @@ def _free_mode(
     """
     from shmstress.bench.recording import recording_ns_per_event
 
+    base = _base(options)
     log(f"free mode: fixed variant, 4 x {options.free_seconds:g} s, recording on/off/off/on")
     totals = {True: [0, 0.0], False: [0, 0.0]}
     for record in (True, False, False, True):
@@ -228,16 +281,60 @@ def _free_mode(
     report.recording_ns_per_event = recording_ns_per_event()
 
 
+def _plain(options: BenchOptions, report: BenchReport, log: Callable[[str], None]) -> None:
+    report.plain = run_plain_bench(options.seed, log, PlainBudgets(trials=min(options.trials, 10)))
+
+
+_SECTIONS: dict[str, Callable[[BenchOptions, BenchReport, Callable[[str], None]], None]] = {
+    "free": _free_mode,
+    "detection": _detection,
+    "rate": _rate,
+    "clean": _clean,
+    "controlled": _controlled,
+    "plain": _plain,
+}
+
+
 def render_bench(report: BenchReport) -> str:
+    """The figures of every section measured to its end; a section cut short by a signal is
+    named, with none of its figures."""
+    sections: list[list[str]] = []
+    done = report.completed
+    if "free" in done:
+        sections.append(_render_free(report))
+    if "detection" in done:
+        sections.append(_render_detection(report))
+    if "rate" in done and report.rates:
+        sections.append(_render_rates(report))
+    if "clean" in done:
+        sections.append(["correct variants (keep counting):", *(
+            f"  {c.variant:18} {c.points:>12,} points in {c.elapsed_s:6.1f} s: "
+            f"{c.violations} violations ({c.exit_reason})" for c in report.clean)])
+    if "controlled" in done and report.controlled is not None:
+        sections.append(render_controlled_bench(report.controlled))
+    if "plain" in done and report.plain is not None:
+        sections.append(render_plain_bench(report.plain))
+    if report.cut is not None:
+        before = "" if done else "; no section ran to its end"
+        sections.append([f"interrupted: section {report.cut!r} was cut short by a signal; its "
+                         f"figures are left out{before}"])
+    return "\n\n".join("\n".join(lines) for lines in sections)
+
+
+def _render_free(report: BenchReport) -> list[str]:
     ratio = (report.free_points_per_s / report.unrecorded_points_per_s
              if report.unrecorded_points_per_s else 0.0)
-    lines = [
+    return [
         f"free mode (fixed, recording on): {report.free_points_per_s:,.0f} points/s "
         f"({report.free_points:,} points)",
         f"  recording off: {report.unrecorded_points_per_s:,.0f} points/s; recording on is "
         f"{ratio:.0%} of it (goal >= 70%)",
         f"  recording cost: {report.recording_ns_per_event:,.0f} ns per event",
-        "",
+    ]
+
+
+def _render_detection(report: BenchReport) -> list[str]:
+    lines = [
         "time to first violation, from run start incl. process start-up "
         "(missed trials count as the budget):",
         f"  {'variant':18} {'mode':50} {'found':>7} {'median':>9} {'max':>9} {'<2s':>5}",
@@ -267,26 +364,19 @@ def render_bench(report: BenchReport) -> str:
             if mode != harness_mode:
                 ratio = d.median_s / ours.median_s if ours.median_s > 0 else float("inf")
                 lines.append(f"  {variant:18} vs {mode:50} {ratio:6.1f}x")
-    if report.rates:
-        lines += [
-            "",
-            "steady state: root-cause violations per second past the start-up transient "
-            "(all invariants, keep going):",
-        ]
-        for r in report.rates:
-            bound = ">=" if r.quiet == 0 else ""
-            lines.append(
-                f"  {r.variant:18} noise {r.noisy / r.seconds:9,.1f}/s ({r.noisy} in "
-                f"{r.seconds:g} s)   no noise {r.quiet / r.seconds:7,.1f}/s ({r.quiet})   "
-                f"ratio {bound}{r.ratio:,.0f}x"
-            )
-    lines.append("")
-    lines.append("correct variants (keep counting):")
-    for c in report.clean:
+    return lines
+
+
+def _render_rates(report: BenchReport) -> list[str]:
+    lines = [
+        "steady state: root-cause violations per second past the start-up transient "
+        "(all invariants, keep going):",
+    ]
+    for r in report.rates:
+        bound = ">=" if r.quiet == 0 else ""
         lines.append(
-            f"  {c.variant:18} {c.points:>12,} points in {c.elapsed_s:6.1f} s: "
-            f"{c.violations} violations ({c.exit_reason})"
+            f"  {r.variant:18} noise {r.noisy / r.seconds:9,.1f}/s ({r.noisy} in "
+            f"{r.seconds:g} s)   no noise {r.quiet / r.seconds:7,.1f}/s ({r.quiet})   "
+            f"ratio {bound}{r.ratio:,.0f}x"
         )
-    if report.controlled is not None:
-        lines += ["", *render_controlled_bench(report.controlled)]
-    return "\n".join(lines)
+    return lines

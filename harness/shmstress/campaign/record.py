@@ -8,17 +8,22 @@ snippet, explanation, the commands that bring the failure back).
 from __future__ import annotations
 
 import os
+import shlex
 import socket
 from collections.abc import Mapping
+from dataclasses import replace
+from pathlib import Path
 from typing import Literal
 
 import msgspec
 
-from shmstress.campaign.grid import FREE, config_key, trial_kind
+from shmstress.campaign.grid import CONTROLLED, FREE, TrialSpec, config_key, trial_kind
 from shmstress.core.exit_reason import ExitReason
 from shmstress.core.result import RunResult
+from shmstress.render.commands import run_command
 from shmstress.render.failure import FailureReport
 from shmstress.reports import schema
+from shmstress.repro.bundle import Bundle, replay_command
 
 Outcome = Literal["violation", "clean", "error"]
 
@@ -116,4 +121,55 @@ def trial_record(
     data: dict[str, object] = msgspec.to_builtins(record)
     if extra:
         data.update(extra)
+    return data
+
+
+def adopted_record(
+    trial: TrialSpec, bundle: Bundle, bundle_path: str, recorded_at: str
+) -> dict[str, object]:
+    """The results line of a trial whose bundle was written but whose line was not (a kill
+    between the two), made from the bundle on resume: the violation and the commands are
+    all there; the timings, the points and the log snippet went with the killed process."""
+    config = replace(trial.run_config(), counts=dict(bundle.counts), params=dict(bundle.params))
+    rerun = run_command(config, free=trial.mode != CONTROLLED)
+    if trial.mode == CONTROLLED:
+        options = trial.controlled_options()
+        rerun += " " + shlex.join(["--mode", "controlled", "--strategy", trial.strategy,
+                                   "--executions", str(options.executions)])
+    violation = bundle.violation
+    record = schema.Record(
+        schema=schema.SCHEMA_VERSION,
+        campaign=trial.campaign,
+        started_at=recorded_at,
+        trial=trial.trial,
+        tracker=trial.tracker,
+        variant=trial.variant,
+        config=schema.Config(
+            workers=dict(bundle.counts),
+            params=dict(bundle.params),
+            noise=trial.noise if trial.mode == FREE else 0.0,
+            mode=trial.mode,
+            strategy=trial.strategy,
+            duration=trial.duration,
+            executions=trial.executions if trial.mode == CONTROLLED else None,
+        ),
+        config_key=trial.config_key,
+        seed=trial.seed,
+        outcome="violation",
+        exit_reason=(ExitReason.DEADLOCK if violation.invariant == "deadlock"
+                     else ExitReason.VIOLATION).value,
+        violation=schema.Violation(invariant=violation.invariant, message=violation.message,
+                                   at_rest=violation.at_rest, fields=dict(violation.fields)),
+        bundle=bundle_path,
+        replay_command=replay_command(Path(bundle_path)),
+        rerun_command=rerun,
+        artifact_problems=[
+            "recorded on resume from its bundle: the campaign was killed between the bundle "
+            "and its results line, so the time, points and log snippet are lost (replay the "
+            "bundle for its log and explanation)"
+        ],
+        host=socket.gethostname(),
+        runner="local",
+    )
+    data: dict[str, object] = msgspec.to_builtins(record)
     return data

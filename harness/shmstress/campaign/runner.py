@@ -7,27 +7,35 @@ each failing trial, which its record names relative to the directory. A SIGTERM 
 Ctrl-C stops the campaign after the runner has torn down the trial in flight; that
 trial is not recorded, every finished one is already on disk, and ``resume_spec`` +
 ``run_campaign`` finish the grid.
+
+A failing trial's bundle is written (whole, renamed into place) before its results line.
+A kill between the two leaves an *orphan* bundle: on resume it is adopted as its trial's
+result (matched by seed, variant and mode), never re-run, since a rerun with the same seed
+may well find nothing and would record the trial clean. A disk that fills up stops the
+campaign with one line: nothing more could be kept.
 """
 
 from __future__ import annotations
 
-import os
+import contextlib
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 
-from shmstress.campaign.bundles import campaign_bundle_path
+from shmstress.campaign.bundles import campaign_bundle_dir, campaign_bundle_path
 from shmstress.campaign.grid import GridSpec, TrialSpec, complete, expand
+from shmstress.campaign.record import adopted_record, outcome_of
 from shmstress.campaign.results_file import Repair, ResultsFile
 from shmstress.campaign.trial import campaign_record, run_trial
-from shmstress.core.errors import ConfigError
+from shmstress.core.errors import BundleError, ConfigError
 from shmstress.core.exit_reason import ExitReason
+from shmstress.core.files import ArtifactError, write_text_atomically
 from shmstress.core.signals import interruptible, shielded
 from shmstress.plugin import registry
 from shmstress.plugin.resolve import resolve
 from shmstress.render.progress import CampaignProgress
-from shmstress.repro.bundle import write_bundle
+from shmstress.repro.bundle import load_bundle, write_bundle
 
 STATE_FILE = "campaign.json"
 RESULTS_FILE = "results.jsonl"
@@ -47,6 +55,9 @@ class CampaignSummary:
     bundles: int = 0
     unexpected_violations: tuple[str, ...] = ()
     repaired: Repair | None = None
+    warnings: tuple[str, ...] = ()  # corrupt lines skipped, orphan bundles adopted or not
+    adopted: int = 0  # trials recorded from orphan bundles a kill left behind
+    disk_error: str | None = None  # the campaign stopped: a record or bundle could not be kept
 
     @property
     def remaining(self) -> int:
@@ -70,15 +81,7 @@ def prepare(spec: GridSpec) -> GridSpec:
 
 
 def save_spec(spec: GridSpec, out_dir: Path) -> Path:
-    path = out_dir / STATE_FILE
-    tmp = path.with_suffix(".json.tmp")
-    try:
-        out_dir.mkdir(parents=True, exist_ok=True)
-        tmp.write_text(spec.to_json() + "\n", encoding="utf-8")
-        os.replace(tmp, path)
-    except OSError as exc:
-        raise ConfigError(f"cannot write {path}: {exc.strerror}") from exc
-    return path
+    return write_text_atomically(out_dir / STATE_FILE, spec.to_json() + "\n", "the grid")
 
 
 def resume_spec(out_dir: Path) -> GridSpec:
@@ -135,9 +138,15 @@ def run_campaign(
     results = ResultsFile(out_dir / RESULTS_FILE)
     repaired = results.repair_tail()
     history = results.records()  # and this run's records as it appends them
+    warnings = list(results.warnings)
+    todo, _ = pending_trials(spec, history)
+    with shielded():
+        adopted, notes = adopt_orphans(spec, out_dir, todo, results, history)
+    warnings += notes
     todo, already_done = pending_trials(spec, history)
     outcomes = {"violation": 0, "clean": 0, "error": 0}
     interrupted = False
+    disk_error: str | None = None
     bundles = 0
     total = len(todo) + already_done
     progress = CampaignProgress(
@@ -151,7 +160,8 @@ def run_campaign(
     # results line is never cut from its bundle; each trial's run is interruptible.
     with interruptible() as interrupt, shielded(), progress:
         for trial in todo:
-            if interrupt.fired:
+            if interrupt.fired:  # this loop stops and says so: nothing left pending
+                interrupt.acknowledge()
                 interrupted = True
                 break
             progress.start_trial(f"{trial.config_key} #{trial.trial}")
@@ -165,13 +175,20 @@ def run_campaign(
                 interrupted = True  # torn down mid-trial: no verdict, resume reruns it
                 break
             bundle = None
-            if ran.bundle is not None:
-                bundle = campaign_bundle_path(spec.campaign, ran.bundle)
-                write_bundle(ran.bundle, out_dir / bundle)
-                bundles += 1
-            report = ran.report(bundle.as_posix() if bundle else None)
-            record = campaign_record(trial, ran, started_at, report)
-            results.append(record)
+            try:  # the bundle first: a kill before the line leaves an orphan to adopt
+                if ran.bundle is not None:
+                    bundle = campaign_bundle_path(spec.campaign, ran.bundle)
+                    write_bundle(ran.bundle, out_dir / bundle)
+                    bundles += 1
+                report = ran.report(bundle.as_posix() if bundle else None)
+                record = campaign_record(trial, ran, started_at, report)
+                results.append(record)
+            except ArtifactError as exc:  # a full disk: nothing more could be kept
+                found = ran.result.principal_violation
+                verdict = f"a {found.invariant} violation" if found else outcome_of(ran.result)
+                disk_error = (f"{exc}; trial {trial.trial} of {trial.config_key} ({verdict}, "
+                              f"seed {trial.seed}) could not be recorded")
+                break
             history.append(record)
             outcome = str(record["outcome"])
             outcomes[outcome] += 1
@@ -187,7 +204,50 @@ def run_campaign(
         bundles=bundles,
         unexpected_violations=unexpected_violations(spec, history),
         repaired=repaired,
+        warnings=tuple(warnings),
+        adopted=adopted,
+        disk_error=disk_error,
     )
+
+
+def adopt_orphans(
+    spec: GridSpec, out_dir: Path, todo: Sequence[TrialSpec], results: ResultsFile,
+    history: list[dict[str, object]],
+) -> tuple[int, list[str]]:
+    """Record each bundle of this campaign that no results line names (a kill came between
+    the two) as the result of its pending trial; returns how many, and notes for the user."""
+    folder = out_dir / campaign_bundle_dir(spec.campaign)
+    if not folder.is_dir():
+        return 0, []
+    for temporary in folder.glob(".*.tmp"):  # a bundle a kill cut off before its rename
+        with contextlib.suppress(OSError):
+            temporary.unlink()
+    if not todo:
+        return 0, []
+    named = {str(r.get("bundle")) for r in history if r.get("campaign") == spec.campaign}
+    pending = {(t.seed, t.variant, t.mode): t for t in todo}
+    adopted, notes = 0, []
+    for path in sorted(folder.glob("*.json")):
+        relative = path.relative_to(out_dir).as_posix()
+        if path.name.startswith(".") or relative in named:
+            continue
+        try:
+            bundle = load_bundle(path)
+        except BundleError as exc:
+            notes.append(f"left alone an unreadable bundle no results line names: {exc}")
+            continue
+        trial = pending.pop((bundle.seed, bundle.variant, bundle.mode), None)
+        if trial is None:
+            notes.append(f"left alone {path}: no pending trial of campaign {spec.campaign} "
+                         f"has its seed {bundle.seed}, variant and mode")
+            continue
+        record = adopted_record(trial, bundle, relative, utc_now())
+        results.append(record)
+        history.append(record)
+        adopted += 1
+        notes.append(f"adopted {relative} as the result of trial {trial.trial} of "
+                     f"{trial.config_key}: a kill came between its bundle and its results line")
+    return adopted, notes
 
 
 def campaign_outcomes(campaign: str, records: Records) -> dict[str, int]:

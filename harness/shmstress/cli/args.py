@@ -1,11 +1,20 @@
-"""Argument types and the parser class every shmstress subcommand shares."""
+"""Argument types and the parser class every shmstress subcommand shares.
+
+Every command line that makes no sense is refused here or by the command's own checks,
+with one line and exit 2, before anything starts: an empty item in a list, a number
+that is not finite, the same role or parameter named twice, a flag that does not apply.
+"""
 
 from __future__ import annotations
 
 import argparse
-from typing import NoReturn
+from collections.abc import Iterable, Sequence
+from typing import Any, NoReturn
 
+from shmstress.core.errors import ConfigError
 from shmstress.core.exit_reason import exit_code_table
+
+_GIVEN = "_shmstress_given"
 
 
 class OneLineErrors(argparse.ArgumentParser):
@@ -26,10 +35,67 @@ def key_value(text: str) -> tuple[str, int]:
         raise argparse.ArgumentTypeError(f"{name}: {value!r} is not an integer") from None
 
 
+def split_list(text: str) -> list[str]:
+    """``a,b``: the items of a comma-separated list; an empty item (``a,,b``, ``a,``) is a
+    mistake, never silently dropped."""
+    parts = [part.strip() for part in text.split(",")]
+    if not all(parts):
+        raise argparse.ArgumentTypeError(f"empty item in the list {text!r}")
+    return parts
+
+
 def noise_kinds(text: str) -> tuple[str, ...]:
-    return tuple(k.strip() for k in text.split(",") if k.strip())
+    return tuple(split_list(text))
 
 
+def no_repeats(option: str, pairs: Iterable[tuple[str, object]]) -> dict[str, Any]:
+    """``--workers ROLE=2 --workers ROLE=3``: refused, not "the last one wins"."""
+    seen: dict[str, Any] = {}
+    for name, value in pairs:
+        if name in seen:
+            raise ConfigError(f"{option} names {name} twice ({name}={seen[name]} and "
+                              f"{name}={value}); give it once")
+        seen[name] = value
+    return seen
+
+
+def track_given(parser: argparse.ArgumentParser) -> None:
+    """Make ``given(args)`` list the options the command line set (not their defaults)."""
+    made: dict[type[argparse.Action], type[argparse.Action]] = {}
+    for action in parser._actions:
+        if action.option_strings and not isinstance(action, argparse._HelpAction):
+            cls = type(action)
+            if cls not in made:
+                made[cls] = _recording(cls)
+            action.__class__ = made[cls]
+
+
+def _recording(cls: type[argparse.Action]) -> type[argparse.Action]:
+    """``cls`` with a ``__call__`` that notes the option as given."""
+
+    def __call__(  # noqa: N807 - the method of the class built below
+        self: argparse.Action, parser: argparse.ArgumentParser, namespace: argparse.Namespace,
+        values: str | Sequence[Any] | None, option_string: str | None = None,
+    ) -> None:
+        given = set(getattr(namespace, _GIVEN, ()))
+        given.add(max(self.option_strings, key=len))  # --output, however it was typed
+        setattr(namespace, _GIVEN, given)
+        cls.__call__(self, parser, namespace, values, option_string)
+
+    return type(cls.__name__, (cls,), {"__call__": __call__})
+
+
+def given(args: argparse.Namespace) -> set[str]:
+    """The options the command line set, each by its long name (``--depth``)."""
+    return set(getattr(args, _GIVEN, ()))
+
+
+def refuse_unless(args: argparse.Namespace, options: Iterable[str], why: str) -> None:
+    """One line naming the options given that do not apply (``why`` says when they do)."""
+    wrong = sorted(given(args) & set(options))
+    if wrong:
+        verb = "applies" if len(wrong) == 1 else "apply"
+        raise ConfigError(f"{', '.join(wrong)} {verb} only {why}")
 
 
 EPILOG = exit_code_table()

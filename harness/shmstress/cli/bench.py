@@ -4,18 +4,23 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import sys
 from dataclasses import asdict
 from pathlib import Path
 
-from shmstress.bench.suite import BenchOptions, render_bench, run_bench
+from shmstress.bench.suite import RACY_DRA, WARMUP_S, BenchOptions, render_bench, run_bench
+from shmstress.cli.run import verdict
 from shmstress.core.config import DEFAULT_NOISE
-from shmstress.core.files import write_text_atomically
+from shmstress.core.errors import ConfigError
+from shmstress.core.exit_reason import ExitCode
+from shmstress.core.files import ArtifactError, require_writable, write_text_atomically
 
 
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     bench = sub.add_parser(
-        "bench", help="measure points/s, detection times vs the no-noise baseline, clean runs",
+        "bench", help="measure points/s, detection times vs the no-noise baseline, clean runs, "
+        "plain code's steps/s",
         description="Benchmarks on this machine, printed as figures and ratios from one run.",
     )
     bench.add_argument("--trials", type=int, default=20, help="trials per racy variant (20)")
@@ -38,7 +43,34 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     bench.set_defaults(handler=_cmd_bench)
 
 
+def _validate(args: argparse.Namespace) -> None:
+    """Every option checked before the first section runs, not when its section comes."""
+    problems = []
+    for name, value in (("--trials", args.trials), ("--clean-points", args.clean_points)):
+        if value < 1:
+            problems.append(f"{name} must be >= 1, got {value}")
+    for name, value in (("--budget", args.budget), ("--free-seconds", args.free_seconds)):
+        if not (value > 0 and math.isfinite(value)):
+            problems.append(f"{name} must be a finite number > 0 of seconds, got {value:g}")
+    if not (args.rate_seconds > WARMUP_S and math.isfinite(args.rate_seconds)):
+        problems.append(f"--rate-seconds must be > the {WARMUP_S:g} s warm-up it leaves out, "
+                        f"got {args.rate_seconds:g}")
+    if not 0 <= args.noise <= 1:
+        problems.append(f"--noise must be a probability in [0, 1], got {args.noise:g}")
+    if args.seed < 0:
+        problems.append(f"--seed must be >= 0, got {args.seed}")
+    unknown = [v for v in args.variant or () if v not in RACY_DRA]
+    if unknown:
+        problems.append(f"--variant {', '.join(unknown)}: the bench times the racy DRA "
+                        f"variants {', '.join(RACY_DRA)}")
+    if problems:
+        raise ConfigError("; ".join(problems))
+    if args.json:
+        require_writable(Path(args.json), "the --json file")
+
+
 def _cmd_bench(args: argparse.Namespace) -> int:
+    _validate(args)
     options = BenchOptions(
         trials=args.trials, budget_s=args.budget, free_seconds=args.free_seconds,
         clean_points=args.clean_points, noise=args.noise, seed=args.seed,
@@ -48,6 +80,11 @@ def _cmd_bench(args: argparse.Namespace) -> int:
     )
     report = run_bench(options, log=lambda line: print(line, file=sys.stderr, flush=True))
     print(render_bench(report))
+    code = int(ExitCode.INTERRUPTED) if report.cut is not None else int(ExitCode.CLEAN)
     if args.json:
-        write_text_atomically(Path(args.json), json.dumps(asdict(report), indent=2) + "\n")
-    return 0
+        try:
+            write_text_atomically(Path(args.json), json.dumps(asdict(report), indent=2) + "\n",
+                                  "the bench figures")
+        except ArtifactError as exc:
+            return verdict(code, [exc])
+    return code

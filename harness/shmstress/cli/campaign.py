@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import argparse
 import itertools
+import math
+import re
 import secrets
 import sys
 from pathlib import Path
@@ -32,10 +34,11 @@ from shmstress.campaign.runner import (
     run_campaign,
     save_spec,
 )
-from shmstress.cli.args import key_value
+from shmstress.cli.args import key_value, no_repeats, split_list
 from shmstress.cli.run import DEFAULT_TRACKER
 from shmstress.core.errors import ConfigError
-from shmstress.core.exit_reason import ExitReason
+from shmstress.core.exit_reason import ExitCode, ExitReason
+from shmstress.core.files import require_writable
 from shmstress.core.plurals import counted
 
 DEFAULT_OUT = Path("shmstress-out/campaign")
@@ -43,21 +46,59 @@ DEFAULT_REPORT_OUT = Path("shmstress-out/report")
 
 
 def _split(text: str) -> list[str]:
-    return [part.strip() for part in text.split(",") if part.strip()]
+    try:
+        return split_list(text)
+    except argparse.ArgumentTypeError as exc:
+        raise ConfigError(str(exc)) from None
 
 
 def _int_list(text: str) -> tuple[int, ...]:
+    parts = split_list(text)
     try:
-        return tuple(int(part) for part in _split(text))
+        return tuple(int(part) for part in parts)
     except ValueError:
         raise argparse.ArgumentTypeError(f"expected integers like 1,2, got {text!r}") from None
 
 
 def _float_list(text: str) -> tuple[float, ...]:
+    parts = split_list(text)
     try:
-        return tuple(float(part) for part in _split(text))
+        values = tuple(float(part) for part in parts)
     except ValueError:
         raise argparse.ArgumentTypeError(f"expected numbers like 0.1,0, got {text!r}") from None
+    if not all(math.isfinite(value) for value in values):
+        raise argparse.ArgumentTypeError(f"expected finite numbers, got {text!r}")
+    return values
+
+
+_GATEWAY_RE = re.compile(r"^(?:(\d+)\*)?([^/]*)((?://[^/]+)*)$")
+
+
+def gateway(text: str) -> str:
+    """argparse type of ``--tx``: an xdist gateway spec (``[N*]popen``, ``socket=HOST:PORT``,
+    ``ssh=[USER@]HOST``, ``vagrant_ssh=NAME``, each with optional ``//key=value``), checked
+    here because execnet accepts any word and fails with a traceback once pytest runs."""
+    match = _GATEWAY_RE.match(text)
+    problem = None
+    if match is None:
+        problem = "not a gateway spec"
+    else:
+        count, kind, _ = match.groups()
+        name, equals, value = kind.partition("=")
+        if count is not None and int(count) < 1:
+            problem = "the count before '*' must be >= 1"
+        elif (name, bool(equals), bool(value)) in (("popen", False, False), ("ssh", True, True),
+                                                   ("vagrant_ssh", True, True)):
+            pass
+        elif name == "socket" and equals:
+            host, colon, port = value.rpartition(":")
+            if not (host and colon and port.isdigit() and 0 < int(port) < 65536):
+                problem = "socket= needs HOST:PORT"
+        else:
+            problem = "expected popen, socket=HOST:PORT, ssh=[USER@]HOST or vagrant_ssh=NAME"
+    if problem:
+        raise argparse.ArgumentTypeError(f"--tx {text!r}: {problem}")
+    return text
 
 
 def _role_counts(text: str) -> tuple[str, tuple[int, ...]]:
@@ -69,7 +110,7 @@ def _role_counts(text: str) -> tuple[str, tuple[int, ...]]:
 
 def _worker_grid(args: argparse.Namespace) -> tuple[dict[str, int], ...]:
     """The product of every role's count list; empty means the tracker's default grid."""
-    per_role: dict[str, tuple[int, ...]] = dict(args.workers)
+    per_role: dict[str, tuple[int, ...]] = no_repeats("--workers", args.workers)
     if not per_role:
         return ()
     roles = list(per_role)
@@ -84,8 +125,26 @@ _GRID_OPTIONS = (
 )
 
 
+def _refuse_options_of_absent_modes(args: argparse.Namespace, strategies: tuple[str, ...]) -> None:
+    """``--noise`` or ``--duration`` without a free strategy, ``--executions`` without a
+    controlled one: the grid would never use them."""
+    unused = []
+    if "free" not in strategies:
+        unused += [name for name, value in (("--noise", args.noise), ("--duration", args.duration))
+                   if value is not None]
+    if all(strategy == "free" for strategy in strategies) and args.executions is not None:
+        unused.append("--executions")
+    if unused:
+        raise ConfigError(f"{', '.join(unused)} would apply to no trial of the grid (strategies "
+                          f"{','.join(strategies)}): drop {'it' if len(unused) == 1 else 'them'}"
+                          " or add a strategy that uses it")
+
+
 def _grid_from_args(args: argparse.Namespace) -> GridSpec:
-    params = dict(args.param or [])
+    params = no_repeats("--param", args.param or [])
+    strategies = (tuple(m for text in args.strategy for m in _split(text)) if args.strategy
+                  else DEFAULT_STRATEGIES)
+    _refuse_options_of_absent_modes(args, strategies)
     return GridSpec(
         campaign=new_campaign_id(),
         seed=args.seed if args.seed is not None else secrets.randbelow(2**32),
@@ -93,11 +152,7 @@ def _grid_from_args(args: argparse.Namespace) -> GridSpec:
         variants=tuple(v for text in args.variant or [] for v in _split(text)),
         workers=_worker_grid(args),
         noises=args.noise if args.noise is not None else DEFAULT_NOISES,
-        strategies=(
-            tuple(m for text in args.strategy for m in _split(text))
-            if args.strategy
-            else DEFAULT_STRATEGIES
-        ),
+        strategies=strategies,
         trials=args.trials if args.trials is not None else DEFAULT_TRIALS,
         duration=args.duration if args.duration is not None else DEFAULT_DURATION_S,
         executions=args.executions if args.executions is not None else DEFAULT_EXECUTIONS,
@@ -117,6 +172,10 @@ def _given_grid_options(args: argparse.Namespace) -> list[str]:
 
 def _cmd_campaign(args: argparse.Namespace) -> int:
     out_dir: Path = args.out
+    if not (args.heartbeat > 0 and math.isfinite(args.heartbeat)):
+        raise ConfigError(f"--heartbeat must be a finite number > 0 of seconds, "
+                          f"got {args.heartbeat:g}")
+    require_writable(out_dir, "the campaign directory --out", directory=True)
     if args.resume:
         given = _given_grid_options(args)
         if given:
@@ -169,6 +228,8 @@ def _outcomes(counts: dict[str, int]) -> str:
 
 def _report_summary(summary: CampaignSummary, out_dir: Path) -> int:
     spec = summary.spec
+    for warning in summary.warnings:
+        print(f"shmstress: warning: {warning}", file=sys.stderr)
     recorded = summary.already_done + summary.ran
     print(
         f"campaign {spec.campaign}: {recorded}/{summary.total} trials in {summary.results} "
@@ -193,6 +254,14 @@ def _report_summary(summary: CampaignSummary, out_dir: Path) -> int:
             file=sys.stderr,
         )
         return ExitReason.INTERRUPTED.exit_code
+    if summary.disk_error is not None:
+        print(
+            f"shmstress: error: {summary.disk_error}; the campaign stopped with "
+            f"{counted(summary.remaining, 'trial')} left (free some space, then: shmstress "
+            f"campaign --out {out_dir} --resume)",
+            file=sys.stderr,
+        )
+        return 1 if summary.unexpected_violations else int(ExitCode.BROKEN)
     print(f"  report: shmstress report {summary.results} -o {DEFAULT_REPORT_OUT}")
     if summary.unexpected_violations:
         print(
@@ -208,6 +277,10 @@ def _cmd_report(args: argparse.Namespace) -> int:
     from shmstress.reports.report import build_report, describe_report
     from shmstress.reports.results import ResultsFormatError
 
+    for results in args.results:
+        if not Path(results).is_file():
+            raise ConfigError(f"no such results file: {results}")
+    require_writable(args.out, "the report directory -o", directory=True)
     try:
         summary = build_report(list(args.results), args.out)
     except FileNotFoundError as exc:
@@ -215,7 +288,8 @@ def _cmd_report(args: argparse.Namespace) -> int:
     except ResultsFormatError as exc:
         raise ConfigError(str(exc)) from None
     except OSError as exc:
-        raise ConfigError(f"cannot write the report: {exc}") from None
+        raise ConfigError(f"cannot write the report into {args.out}: "
+                          f"{exc.strerror or exc}") from None
     for warning in summary.warnings:
         print(f"shmstress: warning: {warning}", file=sys.stderr)
     print(describe_report(summary))
@@ -270,7 +344,7 @@ def register(sub: Any) -> None:
     grid.add_argument("--seed", type=int, help="base seed; each trial's seed derives from it")
     grid.add_argument("--expect-clean", action="append", metavar="V[,V]",
                       help="variants that must never fail: exit 1 if one does (nightly alarm)")
-    campaign.add_argument("--tx", action="append", metavar="SPEC",
+    campaign.add_argument("--tx", action="append", metavar="SPEC", type=gateway,
                           help="spread trials over pytest-xdist gateways instead of running "
                           "locally, e.g. socket=host:8888, ssh=user@host//python=python3, "
                           "popen (repeatable; see README)")

@@ -22,7 +22,7 @@ from shmstress.controlled.options import DEFAULT_MAX_STEPS
 from shmstress.controlled.result import ControlledResult
 from shmstress.core.config import RunConfig
 from shmstress.core.control import Phase
-from shmstress.core.errors import PluginError
+from shmstress.core.errors import ConfigError, PluginError
 from shmstress.core.exit_reason import ExitReason
 from shmstress.plugin import registry
 from shmstress.plugin.probe import ProbeReport, probe
@@ -57,6 +57,15 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
 
 
 def _cmd_check(args: argparse.Namespace) -> int:
+    problems = []
+    if args.steps < 1:
+        problems.append(f"--steps must be >= 1, got {args.steps}")
+    if args.executions < 0:
+        problems.append(f"--executions must be >= 0 (0 skips them), got {args.executions}")
+    if args.seed < 0:
+        problems.append(f"--seed must be >= 0, got {args.seed}")
+    if problems:
+        raise ConfigError("; ".join(problems))
     tracker_cls = registry.load(args.tracker)
     origin = f"tracker {args.tracker}"
     reports = []
@@ -67,7 +76,7 @@ def _cmd_check(args: argparse.Namespace) -> int:
         assert config.variant is not None
         reports.append(probe(
             tracker_cls, config.variant, config.params, config.counts,
-            steps_per_worker=max(1, args.steps), phases=_PHASES, seed=args.seed, strict=True,
+            steps_per_worker=args.steps, phases=_PHASES, seed=args.seed, strict=True,
             origin=origin,
         ))
         if args.executions > 0:

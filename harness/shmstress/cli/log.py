@@ -16,6 +16,8 @@ from pathlib import Path
 
 from shmstress.core.config import DEFAULT_RING_SIZE, MIN_RING_SIZE
 from shmstress.core.errors import ConfigError
+from shmstress.core.exit_reason import ExitCode
+from shmstress.core.files import ArtifactError
 from shmstress.core.result import RunResult
 from shmstress.plugin.words import MAX_VERBOSITY, Words
 from shmstress.render.failure import FailureReport, report_lines
@@ -53,12 +55,17 @@ def validate_log_options(args: argparse.Namespace) -> None:
 
 def report_run_log(
     args: argparse.Namespace, result: RunResult, report: FailureReport | None, words: Words
-) -> list[str]:
-    """Write the run's log where asked; the report lines: snippet, explanation, paths."""
+) -> tuple[list[str], list[ArtifactError]]:
+    """Write the run's log where asked; the report lines (snippet, explanation, paths) and
+    the logs that could not be written (a full disk: no cut log is left under its name).
+
+    A run that failed writes ``run.log`` into its ``--out`` directory; so does a run that
+    broke (a worker crashed or hung): its log is what happened up to then."""
     lines: list[str] = []
+    unwritten: list[ArtifactError] = []
     recording = result.recording
     if recording is None:
-        return lines
+        return lines, unwritten
     if recording.ring_lost:
         lost = sum(recording.ring_lost.values())
         lines.append(f"  log: {lost:,} records overwritten in the workers' rings "
@@ -69,12 +76,17 @@ def report_run_log(
     if args.log:
         targets.append(Path(args.log))
     out = getattr(args, "out", None)  # the bundle directory, when the run has one
-    if result.violation_count and out:
+    broke = result.exit_code == ExitCode.BROKEN
+    if out and (result.violation_count or broke):
         targets.append(Path(out) / RUN_LOG)
     for path in dict.fromkeys(targets):
-        write_log(result, path, args.log_level, words)
+        try:
+            write_log(result, path, args.log_level, words)
+        except ArtifactError as exc:
+            unwritten.append(exc)
+            continue
         lines.append(f"  log: {path}")
-    return lines
+    return lines, unwritten
 
 
 def _cmd_log(args: argparse.Namespace) -> int:
@@ -123,9 +135,14 @@ def _replayed_log(source: Path) -> str:
 
 def _read(path: Path) -> str:
     try:
-        return path.read_text(encoding="utf-8")
+        raw = path.read_bytes()
     except OSError as exc:
         raise ConfigError(f"cannot read {path}: {exc.strerror or exc}") from exc
+    try:
+        return raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise ConfigError(f"{path} is not a shmstress log or bundle: not UTF-8 text (byte "
+                          f"{exc.start}: {raw[exc.start:exc.start + 1]!r})") from None
 
 
 def _kind_name(text: str) -> tuple[str, str]:

@@ -15,10 +15,19 @@ from collections.abc import Iterator
 from pathlib import Path
 
 from shmstress.cli.log import add_log_options, validate_log_options
+from shmstress.cli.run import verdict
 from shmstress.cli.test import replay_plain_bundle
-from shmstress.core.errors import BundleError, ReplayDivergedError
+from shmstress.core.errors import BundleError, ConfigError, ReplayDivergedError
+from shmstress.core.exit_reason import ExitCode
+from shmstress.core.files import ArtifactError, require_writable
 from shmstress.render.failure import failure_report, report_lines
-from shmstress.repro.bundle import Bundle, load_bundle, replay_command, write_bundle
+from shmstress.repro.bundle import (
+    Bundle,
+    bundle_target,
+    load_bundle,
+    replay_command,
+    write_bundle,
+)
 from shmstress.repro.plain_bundle import peek_plain
 from shmstress.repro.replay import ReplayReport, Verdict, replay_bundle
 from shmstress.repro.shrink import ShrinkOptions, ShrinkReport, shrink_bundle
@@ -66,6 +75,8 @@ def _about(path: Path) -> Iterator[None]:
 
 def _cmd_replay(args: argparse.Namespace) -> int:
     validate_log_options(args)
+    if args.log:
+        require_writable(Path(args.log), "the --log file")
     path = Path(args.bundle)
     plain = peek_plain(path)
     if plain is not None:  # plain multiprocessing code (``shmstress test``)
@@ -74,14 +85,19 @@ def _cmd_replay(args: argparse.Namespace) -> int:
     with _about(path):
         report = replay_bundle(bundle, pin=not args.no_pin)
     print(render_replay(report, path))
+    unwritten: list[ArtifactError] = []
     if args.log:
         from shmstress.render.logview import write_log
 
-        print(f"  log: {write_log(report.result, Path(args.log), args.log_level)}")
-    return report.exit_code
+        try:
+            print(f"  log: {write_log(report.result, Path(args.log), args.log_level)}")
+        except ArtifactError as exc:
+            unwritten.append(exc)
+    return verdict(report.exit_code, unwritten)
 
 
-def render_shrink(report: ShrinkReport, source: Path, target: Path) -> str:
+def render_shrink(report: ShrinkReport, source: Path, target: Path, written: bool = True) -> str:
+    """What the search found; the replay command only when the bundle was ``written``."""
     before, after = report.before, report.after
     lines = [
         f"shmstress shrink: {source} -> {target}",
@@ -97,13 +113,18 @@ def render_shrink(report: ShrinkReport, source: Path, target: Path) -> str:
     explanation = failure_report(report.replay.result, str(target)).explanation
     if explanation:
         lines += ["  explanation:", textwrap.indent(explanation, "    ")]
-    lines += ["  replay it:", f"    {replay_command(target)}"]
+    if written:
+        lines += ["  replay it:", f"    {replay_command(target)}"]
     return "\n".join(lines)
 
 
 def _cmd_shrink(args: argparse.Namespace) -> int:
+    if args.max_executions < 1:
+        raise ConfigError(f"--max-executions must be >= 1, got {args.max_executions}")
     source = Path(args.bundle)
     bundle = load_bundle(source)
+    output = Path(args.output)
+    require_writable(output, "the shrunk bundle", directory=output.is_dir() or not output.suffix)
     with _about(source):
         report = shrink_bundle(bundle, ShrinkOptions(max_executions=args.max_executions,
                                                      pin=not args.no_pin))
@@ -111,7 +132,12 @@ def _cmd_shrink(args: argparse.Namespace) -> int:
         raise ReplayDivergedError(
             f"{source} does not reproduce its violation, so there is nothing to shrink "
             f"(see `{replay_command(source)}`)")
-    target = write_bundle(report.bundle, Path(args.output))
+    target = bundle_target(report.bundle, output)
+    try:
+        write_bundle(report.bundle, output)
+    except ArtifactError as exc:  # what the search found is still shown, the file is not
+        print(render_shrink(report, source, target, written=False))
+        return verdict(int(ExitCode.CLEAN), [exc])
     print(render_shrink(report, source, target))
     return 0
 

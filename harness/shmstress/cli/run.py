@@ -4,12 +4,21 @@ from __future__ import annotations
 
 import argparse
 import json
+import sys
+from collections.abc import Callable, Sequence
 from dataclasses import asdict, replace
 from pathlib import Path
 from typing import Any
 
 from shmstress.cli import log as cli_log
-from shmstress.cli.args import EPILOG, key_value, noise_kinds
+from shmstress.cli.args import (
+    EPILOG,
+    key_value,
+    no_repeats,
+    noise_kinds,
+    refuse_unless,
+    track_given,
+)
 from shmstress.controlled.options import (
     DEFAULT_EXECUTIONS,
     DEFAULT_MAX_STEPS,
@@ -20,13 +29,16 @@ from shmstress.controlled.result import ControlledResult
 from shmstress.controlled.runner import run_controlled
 from shmstress.controlled.strategies import EXPLORING, SPIN_RULES, StrategySpec
 from shmstress.core.config import (
+    DEFAULT_HANG_TIMEOUT,
     DEFAULT_NOISE,
     DEFAULT_TAPE_SIZE,
     OUT_ENV,
     RunConfig,
     default_out,
 )
-from shmstress.core.files import write_text_atomically
+from shmstress.core.errors import ConfigError
+from shmstress.core.exit_reason import ExitCode
+from shmstress.core.files import ArtifactError, require_writable, write_text_atomically
 from shmstress.core.noise import NOISE_KINDS, NoiseConfig
 from shmstress.core.result import RunResult
 from shmstress.free.runner import run
@@ -63,6 +75,44 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     parser.add_argument("--json", metavar="PATH", help="also write the result as JSON")
     parser.add_argument("--quiet", action="store_true", help="no progress bar")
     parser.set_defaults(handler=_cmd_run)
+    track_given(parser)
+
+
+FREE_ONLY = ("--duration", "--noise", "--noise-kind", "--max-sleep-us", "--keep-going",
+             "--max-violations", "--tape-size", "--drain-timeout", "--hang-timeout")
+"""Options of free mode: a controlled run has no noise, no duration and stops at the first
+failing execution."""
+CONTROLLED_ONLY = ("--strategy", "--depth", "--spin", "--bound", "--executions", "--max-steps",
+                   "--no-pin")
+
+
+def validate_run_args(args: argparse.Namespace) -> None:
+    """Usage errors of ``run`` that argparse cannot see, before anything starts."""
+    cli_log.validate_log_options(args)
+    if args.mode == "controlled":
+        refuse_unless(args, FREE_ONLY, "in free mode (drop them, or --mode free)")
+        strategy = args.strategy
+        refuse_unless(args, ("--depth", "--spin") if strategy != "pct" else (),
+                      "with --strategy pct")
+        refuse_unless(args, ("--bound",) if strategy != "exhaustive" else (),
+                      "with --strategy exhaustive")
+    else:
+        refuse_unless(args, CONTROLLED_ONLY, "with --mode controlled")
+    no_repeats("--workers", args.workers)
+    no_repeats("--param", args.param)
+    if args.check and len(set(args.check)) != len(args.check):
+        twice = sorted({c for c in args.check if args.check.count(c) > 1})
+        raise ConfigError(f"--check names {', '.join(twice)} twice; give each once")
+    require_outputs(args)
+
+
+def require_outputs(args: argparse.Namespace) -> None:
+    """Every place the run may write must take a file, before any worker starts."""
+    require_writable(Path(args.out), "the --out directory", directory=True)
+    if getattr(args, "json", None):
+        require_writable(Path(args.json), "the --json file")
+    if getattr(args, "log", None):
+        require_writable(Path(args.log), "the --log file")
 
 
 def _add_run_options(parser: argparse.ArgumentParser) -> None:
@@ -107,7 +157,12 @@ def _add_run_options(parser: argparse.ArgumentParser) -> None:
     budget.add_argument("--drain-timeout", type=float, default=5.0, metavar="S",
                         help="seconds allowed to settle before the stop (default 5)")
     budget.add_argument("--stop-timeout", type=float, default=10.0, metavar="S",
-                        help="seconds workers get to stop before stacks are dumped (default 10)")
+                        help="seconds workers get to stop before stacks are dumped (default "
+                        "10; in controlled mode: to reach their next point)")
+    budget.add_argument("--hang-timeout", type=float, default=DEFAULT_HANG_TIMEOUT,
+                        metavar="S", help="a worker that finishes no step (reaches no new "
+                        "point) for S seconds is reported hung with its stack, and the run "
+                        f"ends with exit reason timeout (default {DEFAULT_HANG_TIMEOUT:g})")
 
 
 def _add_controlled_options(parser: argparse.ArgumentParser) -> None:
@@ -153,8 +208,8 @@ def config_from_args(args: argparse.Namespace) -> RunConfig:
         tracker=args.tracker,
         variant=args.variant,
         scenario=args.scenario,
-        counts=dict(args.workers),
-        params=dict(args.param),
+        counts=no_repeats("--workers", args.workers),
+        params=no_repeats("--param", args.param),
         duration=args.duration,
         max_points=args.max_points,
         seed=args.seed,
@@ -162,6 +217,7 @@ def config_from_args(args: argparse.Namespace) -> RunConfig:
         stop_on_first=not args.keep_going,
         drain_timeout=args.drain_timeout,
         stop_timeout=args.stop_timeout,
+        hang_timeout=args.hang_timeout,
         max_violations=args.max_violations,
         checks=tuple(args.check) if args.check else None,
         ring_size=args.ring_size,
@@ -181,7 +237,7 @@ def _options_from_args(args: argparse.Namespace, config: RunConfig) -> Controlle
 
 
 def _cmd_run(args: argparse.Namespace) -> int:
-    cli_log.validate_log_options(args)
+    validate_run_args(args)
     config = config_from_args(args)
     if args.mode == "controlled":
         return _run_controlled(args, config)
@@ -190,36 +246,65 @@ def _cmd_run(args: argparse.Namespace) -> int:
     print(render_summary(result))
     bundle = from_free_run(result) if result.violation_count else None
     note = tape_lost_note(result) if bundle is not None else None
-    _report(args, result, bundle, run_command(result.config),
-            (f"{note} (raise --tape-size)",) if note else ())
+    unwritten = _report(args, result, bundle, run_command(result.config),
+                        (f"{note} (raise --tape-size)",) if note else ())
     if args.json:
-        _write_json(Path(args.json), result_to_json(result))
-    return result.exit_code
+        unwritten += _keep(lambda: _write_json(Path(args.json), result_to_json(result)))
+    return verdict(result.exit_code, unwritten)
 
 
 def _run_controlled(args: argparse.Namespace, config: RunConfig) -> int:
     options = _options_from_args(args, config)
     result = run_controlled(replace(config, max_points=options.run_steps), options)
     print(render_controlled(result))
-    _report(args, result.run, from_controlled(result), controlled_command(result))
+    unwritten = _report(args, result.run, from_controlled(result), controlled_command(result))
     if args.json:
-        _write_json(Path(args.json), _controlled_to_json(result))
-    return result.exit_code
+        unwritten += _keep(lambda: _write_json(Path(args.json), _controlled_to_json(result)))
+    return verdict(result.exit_code, unwritten)
+
+
+def _keep(write: Callable[[], object]) -> list[ArtifactError]:
+    """Run one artifact's ``write``; a failure (a full disk) is kept for ``verdict``."""
+    try:
+        write()
+    except ArtifactError as exc:
+        return [exc]
+    return []
+
+
+def verdict(code: int, unwritten: Sequence[ArtifactError]) -> int:
+    """The command's exit code once its artifacts are written: what the run found (a
+    violation is 1 whatever the disk says); one line on stderr for what could not be
+    written, and exit 2 for it only when the run itself found nothing to report."""
+    if not unwritten:
+        return code
+    print(f"shmstress: error: {'; '.join(map(str, unwritten))}", file=sys.stderr)
+    return code if code != ExitCode.CLEAN else int(ExitCode.USAGE)
 
 
 def _report(args: argparse.Namespace, result: RunResult, bundle: Bundle | None,
-            rerun: str, notes: tuple[str, ...] = ()) -> None:
-    """After the summary: the failure report, the logs written, the bundle and its replay."""
+            rerun: str, notes: tuple[str, ...] = ()) -> list[ArtifactError]:
+    """After the summary: the failure report, the logs written, the bundle and its replay.
+    Returns what could not be written (a full disk): the rest is still written and shown."""
     wording = wording_by_name(result.config.tracker, result.config.params)
-    path = write_bundle(bundle, Path(args.out)) if bundle is not None else None
+    unwritten: list[ArtifactError] = []
+    path = None
+    if bundle is not None:
+        try:
+            path = write_bundle(bundle, Path(args.out))
+        except ArtifactError as exc:
+            unwritten.append(exc)
     report = (failure_report(result, str(path) if path else None, rerun, wording, notes)
               if result.violation_count else None)
-    for line in cli_log.report_run_log(args, result, report, wording.words):
+    lines, failed = cli_log.report_run_log(args, result, report, wording.words)
+    unwritten += failed
+    for line in lines:
         print(line)
     if path is not None and bundle is not None:
         print(f"  repro bundle: {path} ({len(bundle.steps):,} steps)")
         print("  replay it:")
         print(f"    {replay_command(path)}")
+    return unwritten
 
 
 def result_to_json(result: RunResult) -> dict[str, object]:

@@ -70,10 +70,10 @@ from shmstress.core.control import (
 from shmstress.core.errors import ShmstressError
 from shmstress.core.exit_reason import ExitCode
 from shmstress.core.noise import NoiseConfig
-from shmstress.core.processes import dump_stacks, reap
+from shmstress.core.processes import dump_stacks, process_state, reap
 from shmstress.core.result import Violation
 from shmstress.core.shm import Arena, ArenaSnapshot
-from shmstress.core.signals import shielded
+from shmstress.core.signals import checkpoint, shielded
 from shmstress.core.trace import Recording, Step
 from shmstress.core.workers import WorkerInfo
 from shmstress.plugin.assembly import assemble, reset, teardown
@@ -340,21 +340,29 @@ class Session:
         return self.recorder.collect(points)
 
     def _wait(self, worker: int) -> None:
-        """Wait for the running worker to report; a dead or hung worker ends the session."""
+        """Wait for the running worker to report; a dead or hung worker ends the session.
+
+        A hung worker's own stack goes into the error (``dump_stacks`` wakes a stopped
+        one first). A signal whose exception a fork swallowed is delivered here.
+        """
+        checkpoint()
         report = self.channel.report
         if report.acquire(True, _WAIT_SLICE_S):
             return
         process = self._processes[worker]
         deadline = time.monotonic() + self.spec.stop_timeout
         while not report.acquire(True, _WAIT_SLICE_S):
+            checkpoint()
             if process.exitcode is not None:
                 raise WorkerLostError(f"{self.who(worker)} died with exit code {process.exitcode}")
             if time.monotonic() > deadline:
-                dump_stacks([process])
-                time.sleep(0.2)
+                pid = process.pid or 0
+                why = ("its process was stopped" if process_state(pid) == "stopped"
+                       else "a step that never returns?")
+                stack = dump_stacks([process]).get(pid, "(no stack: it exited)")
                 raise WorkerLostError(
                     f"{self.who(worker)} did not reach its next point within "
-                    f"{self.spec.stop_timeout:g} s (a step that never returns?); stack dumped",
+                    f"{self.spec.stop_timeout:g} s ({why}); its stack:\n{stack}",
                     hung=True,
                 )
 

@@ -16,6 +16,11 @@ MIN_RING_SIZE = 256  # slots per worker: a record and its continuation slots mus
 DEFAULT_RING_SIZE = 16384  # records kept per worker (older ones are counted as lost)
 DEFAULT_TAPE_SIZE = 1 << 20  # points whose schedule is kept for replay
 MAX_WORKERS = 256  # every worker is an OS process: a typo like --workers clerk=10000 must not fork
+DEFAULT_HANG_TIMEOUT = 10.0
+"""Seconds a free-mode worker may go without finishing a step (reaching a new point) before
+the watchdog reports it hung, with its stack, and ends the run (exit reason timeout)."""
+MAX_SLEEP_US = 1_000_000.0
+"""The longest injected sleep: a second per point already slows a run to a crawl."""
 
 
 @dataclass(frozen=True)
@@ -34,6 +39,7 @@ class RunConfig:
     stop_on_first: bool = True
     drain_timeout: float = 5.0
     stop_timeout: float = 10.0
+    hang_timeout: float = DEFAULT_HANG_TIMEOUT  # free mode's watchdog
     max_violations: int = 64
     checks: tuple[str, ...] | None = None  # invariants checked; None: all of the tracker's
     record: bool = True

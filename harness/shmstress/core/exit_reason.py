@@ -32,14 +32,17 @@ _MEANINGS = {
                      "nothing; keep the report for the trend"),
     ExitCode.FAILURE: ("an invariant violation or a deadlock was found (replay: reproduced)",
                        "fail the job and keep the bundle: `shmstress replay` reproduces it"),
-    ExitCode.USAGE: ("usage or configuration error: one line on stderr, nothing started",
-                     "fix the command line or the tracker; nothing ran"),
+    ExitCode.USAGE: ("usage or configuration error: one line on stderr, nothing started; "
+                     "or a clean run whose output could not be written (a full disk)",
+                     "fix the command line, the tracker or the output location; a violation "
+                     "found is still exit 1 whatever the disk says"),
     ExitCode.NOT_REPRODUCED: ("a replay diverged, or did not reproduce its violation",
                               "the bundle no longer stands for the failure: rerun with the "
                               "seed, or check for nondeterminism"),
-    ExitCode.BROKEN: ("the run itself broke: a worker crashed or hung, or a distributed "
-                      "campaign did not finish its grid",
-                      "fail the job as an infrastructure error; the stacks are in the log"),
+    ExitCode.BROKEN: ("the run itself broke: a worker crashed or hung, or a campaign did "
+                      "not finish its grid (a host lost, a full disk)",
+                      "fail the job as an infrastructure error; the stacks are in the log "
+                      "(run.log); a campaign goes on with --resume"),
     ExitCode.INTERRUPTED: ("interrupted by Ctrl-C or SIGTERM; workers and segments torn down",
                            "the job was cancelled; finished trials are kept (campaign --resume)"),
 }
@@ -76,7 +79,8 @@ _DESCRIPTIONS = {
     ExitReason.POINTS_REACHED: "reached the requested points, settled, and checked at rest",
     ExitReason.VIOLATION: "stopped at the first invariant violation",
     ExitReason.WORKER_CRASHED: "a worker process crashed",
-    ExitReason.TIMEOUT: "workers did not stop in time; stacks dumped, workers killed",
+    ExitReason.TIMEOUT: "a worker hung (no progress within --hang-timeout) or did not stop "
+                        "in time; stacks dumped, workers killed",
     ExitReason.INTERRUPTED: "Ctrl-C or SIGTERM; workers torn down",
     ExitReason.DEADLOCK: "every unfinished worker waits for a lock another one holds",
     ExitReason.EXECUTIONS_DONE: "ran every execution (or the whole bounded search) to the end",

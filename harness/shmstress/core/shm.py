@@ -4,7 +4,10 @@ Segments are plain files in ``/dev/shm`` mapped with ``mmap``. We do not use
 ``multiprocessing.shared_memory`` because on Python < 3.13 it registers every
 segment with the resource tracker, which starts an extra helper process that
 outlives a test and unlinks segments behind our back. Names follow
-``shmstress-<ownerpid>-<n>`` so a sweeper can find segments whose owner died.
+``shmstress-<ownerpid>-<start>-<n>`` so a sweeper can find segments whose owner died:
+``<start>`` is when the owner started (clock ticks since boot, as /proc says), so a
+segment whose pid now belongs to an unrelated process, started later, is stale too.
+Names of earlier releases, ``shmstress-<ownerpid>-<n>``, are still read (by pid alone).
 
 Workers are forked after every array is allocated, so they inherit the
 mappings; nothing is attached by name on the hot path.
@@ -30,7 +33,7 @@ SHM_DIR = Path(os.environ.get(SHM_DIR_ENV) or "/dev/shm")
 """Where segments live: /dev/shm, or a directory on a tmpfs named by ``$SHMSTRESS_SHM_DIR``
 (read at import), which keeps a run out of sight of every other run's sweeper."""
 SEGMENT_PREFIX = "shmstress-"
-_SEGMENT_RE = re.compile(r"^shmstress-(\d+)-(\d+)$")
+_SEGMENT_RE = re.compile(r"^shmstress-(\d+)(?:-(\d+))?-(\d+)$")  # pid, [start,] index
 _ALIGN = 64
 _DEFAULT_SEGMENT_BYTES = 1 << 20
 _CLOSED = np.zeros(0, dtype=np.int64)
@@ -38,8 +41,25 @@ _CLOSED.flags.writeable = False
 _CLOSED_VIEW = memoryview(b"").cast("q")
 
 
-def segment_name(owner_pid: int, index: int) -> str:
-    return f"{SEGMENT_PREFIX}{owner_pid}-{index}"
+def start_time(pid: int) -> int | None:
+    """When process ``pid`` started, in clock ticks since boot (field 22 of
+    /proc/<pid>/stat): fixed for the life of a process and exact, unlike a wall-clock
+    creation time, which moves with the boot time's rounding. None if it is gone."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_bytes()
+        return int(stat[stat.rindex(b")") + 2 :].split()[19])
+    except (OSError, ValueError, IndexError):
+        return None
+
+
+def segment_name(owner_pid: int, index: int, started: int | None = None) -> str:
+    """``shmstress-<pid>-<start>-<index>``; ``started`` defaults to the owner's start time
+    (a name without it, the old form, if the owner is gone)."""
+    if started is None:
+        started = start_time(owner_pid)
+    if started is None:
+        return f"{SEGMENT_PREFIX}{owner_pid}-{index}"
+    return f"{SEGMENT_PREFIX}{owner_pid}-{started}-{index}"
 
 
 @dataclass
@@ -101,6 +121,7 @@ class Arena:
     """Allocates shared arrays from segments owned by this process, then frees them all at once."""
 
     owner_pid: int = field(default_factory=os.getpid)
+    owner_started: int | None = None  # the owner's start time; read once, when first needed
     segment_bytes: int = _DEFAULT_SEGMENT_BYTES
     segments: list[Segment] = field(default_factory=list)
     arrays: dict[str, SharedArray] = field(default_factory=dict)
@@ -133,7 +154,10 @@ class Arena:
         if self.segments and self._offset + nbytes <= self.segments[-1].size:
             return self.segments[-1]
         size = max(self.segment_bytes, (nbytes + _ALIGN - 1) // _ALIGN * _ALIGN)
-        segment = Segment.create(segment_name(self.owner_pid, len(self.segments)), size)
+        if self.owner_started is None:
+            self.owner_started = start_time(self.owner_pid)
+        segment = Segment.create(
+            segment_name(self.owner_pid, len(self.segments), self.owner_started), size)
         self.segments.append(segment)
         self._offset = 0
         return segment
@@ -214,11 +238,33 @@ def segment_owner(name: str) -> int:
     return int(match.group(1))
 
 
+def segment_owner_started(name: str) -> int | None:
+    """The start time of segment ``name``'s owner, as its name keeps it (None: an old name)."""
+    match = _SEGMENT_RE.match(name)
+    if match is None:
+        raise ValueError(f"{name!r} is not a shmstress segment name")
+    return int(match.group(2)) if match.group(2) is not None else None
+
+
+def is_stale(name: str) -> bool:
+    """Whether segment ``name``'s owner is gone: no process has its pid, or the process that
+    has it now started at another time (the pid was reused by an unrelated process)."""
+    pid = segment_owner(name)
+    if not psutil.pid_exists(pid):
+        return True
+    started = segment_owner_started(name)
+    if started is None:  # an old name: the pid is all it says
+        return False
+    now = start_time(pid)
+    return now != started  # None: it exited meanwhile
+
+
 def sweep_stale_segments() -> list[str]:
-    """Unlink segments whose owner process is gone (a coordinator killed with SIGKILL)."""
+    """Unlink segments whose owner process is gone (a coordinator killed with SIGKILL), or
+    whose pid now belongs to another process."""
     removed = []
     for name in live_segments():
-        if not psutil.pid_exists(segment_owner(name)):
+        if is_stale(name):
             with contextlib.suppress(FileNotFoundError):
                 os.unlink(SHM_DIR / name)
             removed.append(name)

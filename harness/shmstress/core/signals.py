@@ -4,8 +4,18 @@ Inside ``interruptible()`` both signals raise ``Interrupted`` (a KeyboardInterru
 tracker code that catches ``Exception`` cannot swallow it) and are also remembered in
 the context's ``InterruptFlag``: Python discards an exception raised where it cannot
 propagate (an at-fork callback, a ``__del__``), so a loop that must notice a signal
-also polls ``flag.fired``. Teardown runs ``shielded()``: a signal then only sets the
-flag, so reaping workers and unlinking segments is never cut short.
+also polls ``flag.fired`` (or calls ``checkpoint()``). Teardown runs ``shielded()``: a
+signal then only sets the flag, so reaping workers and unlinking segments is never cut
+short.
+
+A signal is never lost. One that lands while shielded, or whose exception Python
+discarded (seen through ``sys.unraisablehook``), stays *pending*: the next
+``flag.check()`` or ``checkpoint()`` raises it, and if the command finishes without
+either, the outermost context raises it on the way out, so the command still exits 130.
+A ``fork()`` inside the context runs with both signals blocked, and the child starts
+with the workers' policy (SIGINT ignored: the coordinator tears the workers down;
+SIGTERM default) before they are unblocked: a signal that lands during ``fork()`` is
+handled by the parent once the fork is done, never by a half-born worker.
 
 Contexts nest: an inner ``interruptible()`` (a run inside a campaign) shares the outer
 one's flag and handlers and arms it for its duration, so a campaign that runs its own
@@ -17,10 +27,13 @@ handlers live only as long as the outermost context.
 from __future__ import annotations
 
 import contextlib
+import os
 import signal
-from collections.abc import Iterator
+import sys
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from types import FrameType
+from typing import Any
 
 SIGNALS = (signal.SIGINT, signal.SIGTERM)
 
@@ -31,16 +44,26 @@ class Interrupted(KeyboardInterrupt):
 
 @dataclass
 class InterruptFlag:
-    """Whether a signal came (``fired``), and whether it raises where it lands (``armed``)."""
+    """Whether a signal came (``fired``), and whether it raises where it lands (``armed``).
+
+    ``pending``: a signal came whose ``Interrupted`` no code has seen yet (it landed while
+    shielded, or Python discarded the exception); ``check`` delivers it.
+    """
 
     fired: bool = False
     armed: bool = True
     signal: int = 0  # the latest signal that came
+    pending: bool = False
 
     def check(self) -> None:
-        """Raise ``Interrupted`` if a signal came while its exception could not propagate."""
+        """Raise ``Interrupted`` if a signal came and the code here may be interrupted."""
         if self.fired and self.armed:
+            self.pending = False
             raise Interrupted
+
+    def acknowledge(self) -> None:
+        """The caller acts on ``fired`` itself (stops, reports, exits 130): nothing pends."""
+        self.pending = False
 
 
 class _Handler:
@@ -48,17 +71,40 @@ class _Handler:
 
     def __init__(self) -> None:
         self.flag = InterruptFlag()
+        self.mask_before_fork: set[int | signal.Signals] | None = None
 
     def __call__(self, signum: int, frame: FrameType | None) -> None:
-        self.flag.fired = True
-        self.flag.signal = signum
-        if self.flag.armed:
+        flag = self.flag
+        flag.fired = True
+        flag.signal = signum
+        if flag.armed:
             raise Interrupted
+        flag.pending = True
 
 
 def _installed() -> _Handler | None:
     handler = signal.getsignal(signal.SIGTERM)
     return handler if isinstance(handler, _Handler) else None
+
+
+def checkpoint() -> None:
+    """Raise ``Interrupted`` if a signal came and this code may be interrupted: for loops
+    that wait in C calls for a long time, or that run after a fork may have eaten the
+    signal's exception. Costs one C call and two attribute reads."""
+    handler = _installed()
+    if handler is not None and handler.flag.fired and handler.flag.armed:
+        handler.flag.check()
+
+
+def _unraisable_hook(previous: Callable[[Any], object]) -> Callable[[Any], object]:
+    def hook(unraisable: Any) -> None:
+        handler = _installed()
+        if isinstance(unraisable.exc_value, Interrupted) and handler is not None:
+            handler.flag.pending = True  # discarded where it was raised: deliver it later
+            return
+        previous(unraisable)
+
+    return hook
 
 
 @contextlib.contextmanager
@@ -85,11 +131,16 @@ def interruptible() -> Iterator[InterruptFlag]:
     except ValueError:  # not the main thread
         yield handler.flag
         return
+    previous_hook = sys.unraisablehook
+    sys.unraisablehook = _unraisable_hook(previous_hook)
     try:
         yield handler.flag
+        if handler.flag.pending:  # the block finished, but a signal's exception was lost
+            handler.flag.check()
     finally:
         for signum, action in previous.items():
             signal.signal(signum, action)
+        sys.unraisablehook = previous_hook
 
 
 @contextlib.contextmanager
@@ -105,3 +156,38 @@ def shielded() -> Iterator[None]:
         yield
     finally:
         handler.flag.armed = armed
+
+
+# -- fork ---------------------------------------------------------------------------------------
+def _before_fork() -> None:
+    handler = _installed()
+    if handler is not None:
+        handler.mask_before_fork = signal.pthread_sigmask(signal.SIG_BLOCK, SIGNALS)
+
+
+def _restore_mask(handler: _Handler) -> None:
+    mask, handler.mask_before_fork = handler.mask_before_fork, None
+    if mask is not None:
+        signal.pthread_sigmask(signal.SIG_SETMASK, mask)
+
+
+def _after_fork_in_parent() -> None:
+    handler = _installed()
+    if handler is not None:
+        # A signal that came during the fork is handled here; if its exception is discarded
+        # (an at-fork callback cannot raise), the unraisable hook keeps it pending.
+        _restore_mask(handler)
+
+
+def _after_fork_in_child() -> None:
+    handler = _installed()
+    if handler is not None:
+        # The workers' policy before anything can arrive: Ctrl-C is the coordinator's to
+        # handle (a pending one is discarded here), SIGTERM ends the worker.
+        signal.signal(signal.SIGINT, signal.SIG_IGN)
+        signal.signal(signal.SIGTERM, signal.SIG_DFL)
+        _restore_mask(handler)
+
+
+os.register_at_fork(before=_before_fork, after_in_parent=_after_fork_in_parent,
+                    after_in_child=_after_fork_in_child)

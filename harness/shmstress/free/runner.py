@@ -3,6 +3,11 @@
 The coordinator never runs tracker code on the hot path; it only flips the
 phase, polls for violations, crashes and deadlines, and after the workers
 are gone asks the tracker for the checks that need a state at rest.
+
+A watchdog runs while the workers churn and drain: a worker that finishes no step
+(reaches no new point) for ``hang_timeout`` seconds is reported hung with its own
+stack, and the run ends with exit reason ``timeout``; what was recorded up to then
+is collected from shared memory like any run's.
 """
 
 from __future__ import annotations
@@ -11,14 +16,14 @@ import contextlib
 import os
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from multiprocessing.connection import Connection, wait
 from multiprocessing.process import BaseProcess
 
 from shmstress.core.config import RunConfig
 from shmstress.core.control import FORK, W_PID, W_POINTS, W_STATE, ControlBlock, Phase, WorkerState
 from shmstress.core.exit_reason import ExitReason
-from shmstress.core.processes import dump_stacks, reap
+from shmstress.core.processes import dump_stacks, process_state, reap
 from shmstress.core.result import RunResult
 from shmstress.core.shm import Arena, sweep_stale_segments
 from shmstress.core.signals import InterruptFlag, interruptible, shielded
@@ -28,11 +33,11 @@ from shmstress.plugin import registry
 from shmstress.plugin.assembly import Assembly, assemble, teardown
 from shmstress.plugin.probe import probe
 from shmstress.plugin.resolve import resolve
-from shmstress.plugin.tracker import Tracker
 from shmstress.plugin.violations import at_rest_violations, recorded_violations
 from shmstress.record.recorder import Recorder
 
 _POLL_S = 0.005
+_WATCHDOG_S = 0.1  # how often the watchdog looks at the workers' progress
 
 ProgressFn = Callable[[float, int], None]
 
@@ -41,6 +46,7 @@ ProgressFn = Callable[[float, int], None]
 class _Started:
     processes: list[BaseProcess]
     reports: list[Connection]
+    hung: list[str] = field(default_factory=list)  # each hung worker, with its stack
 
 
 def run(config: RunConfig, progress: ProgressFn | None = None) -> RunResult:
@@ -71,7 +77,7 @@ def run(config: RunConfig, progress: ProgressFn | None = None) -> RunResult:
             try:
                 _start(config, built, started)
                 reason, drain_timed_out = _watch(
-                    config, control, built.tracker, started, t0, progress, interrupt
+                    config, built, started, t0, progress, interrupt
                 )
             except KeyboardInterrupt:
                 control.abort()
@@ -121,20 +127,21 @@ def _start(config: RunConfig, built: Assembly, started: _Started) -> None:
 
 def _watch(
     config: RunConfig,
-    control: ControlBlock,
-    tracker: Tracker,
+    built: Assembly,
     started: _Started,
     t0: float,
     progress: ProgressFn | None,
     interrupt: InterruptFlag,
 ) -> tuple[ExitReason, bool]:
     """Drive the phases until the run ends; returns why, and whether settling timed out."""
+    control, tracker = built.control, built.tracker
     deadline = t0 + config.duration
     phase_since = t0
     drain_timed_out = False
     ended_by = ExitReason.DURATION_REACHED
     processes = started.processes
     last_progress = 0.0
+    watchdog = _Watchdog(config.hang_timeout, len(processes), t0)
     while True:
         wait([p.sentinel for p in processes if p.exitcode is None], timeout=_POLL_S)
         now = time.monotonic()
@@ -150,6 +157,14 @@ def _watch(
         if progress is not None and now - last_progress >= 0.25:
             progress(now - t0, control.points)
             last_progress = now
+        if phase is not Phase.STOP and now >= watchdog.next_look:
+            hung = watchdog.hung(control, processes, now)
+            if hung:
+                started.hung += _stacks_of(built, processes, hung, (
+                    f"finished no step (reached no new point) for {config.hang_timeout:g} s "
+                    "(--hang-timeout)"))
+                control.abort()
+                return ExitReason.TIMEOUT, False
         if phase is Phase.RUN:
             if config.max_points is not None and control.points >= config.max_points:
                 ended_by = ExitReason.POINTS_REACHED
@@ -166,10 +181,53 @@ def _watch(
         elif all(p.exitcode is not None for p in processes):
             return ended_by, drain_timed_out
         elif now - phase_since > config.stop_timeout:
-            dump_stacks(processes)
-            time.sleep(0.2)
+            alive = [w for w, p in enumerate(processes) if p.exitcode is None]
+            started.hung += _stacks_of(built, processes, alive, (
+                f"did not stop within {config.stop_timeout:g} s (--stop-timeout)"))
             control.abort()
             return ExitReason.TIMEOUT, drain_timed_out
+
+
+class _Watchdog:
+    """When each worker last finished a step, from the points it publishes after each."""
+
+    def __init__(self, timeout: float, workers: int, t0: float) -> None:
+        self.timeout = timeout
+        self.next_look = t0
+        self._seen = [-1] * workers
+        self._since = [t0] * workers  # start-up counts: a worker that never steps is hung
+
+    def hung(self, control: ControlBlock, processes: list[BaseProcess], now: float) -> list[int]:
+        self.next_look = now + _WATCHDOG_S
+        found = []
+        for worker, process in enumerate(processes):
+            if process.exitcode is not None or control.worker_slot(
+                worker, W_STATE
+            ) not in (WorkerState.STARTING, WorkerState.RUNNING):
+                continue
+            points = control.worker_slot(worker, W_POINTS)
+            if points != self._seen[worker]:
+                self._seen[worker], self._since[worker] = points, now
+            elif now - self._since[worker] > self.timeout:
+                found.append(worker)
+        return found
+
+
+def _stacks_of(
+    built: Assembly, processes: list[BaseProcess], workers: list[int], what: str
+) -> list[str]:
+    """One entry per worker: who, what it did not do, whether it was stopped, its stack."""
+    states = {w: process_state(processes[w].pid or 0) for w in workers}
+    stacks = dump_stacks([processes[w] for w in workers])
+    entries = []
+    for worker in workers:
+        pid = processes[worker].pid or 0
+        info = built.workers[worker]
+        who = WorkerInfo(info.worker_id, info.role, info.index, pid).describe()
+        stopped = " (its process was stopped)" if states[worker] == "stopped" else ""
+        stack = stacks.get(pid, "(no stack: it exited)")
+        entries.append(f"{who} hung: {what}{stopped}; its stack:\n{stack}")
+    return entries
 
 
 def _result(
@@ -201,14 +259,14 @@ def _result(
         )
         count += len(found)
         violations += found[: max(0, config.max_violations - len(violations))]
-    crashes = []
+    crashes = list(started.hung)
     # An interrupt during start-up leaves the later workers unstarted: no pipe, no process.
     for info, conn in zip(workers_seen, started.reports, strict=False):
         with contextlib.suppress(EOFError, OSError):
             if conn.poll():
                 crashes.append(f"{info.describe()} crashed:\n{conn.recv()}")
     for info, process in zip(workers_seen, started.processes, strict=False):
-        if process.exitcode not in (0, None) and not any(
+        if process.exitcode not in (0, None) and not started.hung and not any(
             c.startswith(info.describe()) for c in crashes
         ):
             crashes.append(f"{info.describe()} exited with code {process.exitcode}")

@@ -7,7 +7,7 @@ import sys
 import traceback
 from multiprocessing.connection import Connection
 
-from shmstress.core.control import W_PID, W_POINTS, W_STATE, WorkerState
+from shmstress.core.control import W_PID, W_POINTS, W_STATE, W_STRIDE, WorkerState
 from shmstress.core.noise import NoiseConfig
 from shmstress.core.processes import become_worker
 from shmstress.core.runtime import StopRun
@@ -33,11 +33,14 @@ def worker_main(
     state = WorkerState.FINISHED
     crash = ""
     phase_cell = control.control.mv
+    # The points made so far, after every step: the coordinator's watchdog reads them to
+    # tell a worker that stopped making progress (hung, or stopped) from a busy one.
+    progress, at = control.workers.mv, me * W_STRIDE + W_POINTS
     try:
         step = built.role(built.tracker, info).step
         phase = built.phases(info.role)
         while step(phase(phase_cell[1])):  # control.PHASE
-            pass
+            progress[at] = runtime.points
     except StopRun:
         state = WorkerState.ABORTED
     except BaseException:

@@ -38,7 +38,12 @@ def load(spec: str) -> type[Tracker]:
         if ep.name == spec:
             try:
                 loaded = ep.load()
-            except Exception as exc:
+            except KeyboardInterrupt:
+                raise
+            except SystemExit as exc:
+                raise PluginError(f"tracker {spec} ({ep.value}) failed to load: it called "
+                                  f"sys.exit({exc.code!r})") from None
+            except BaseException as exc:
                 raise PluginError(
                     f"tracker {spec} ({ep.value}) failed to load: {one_line(exc)}"
                 ) from exc
@@ -63,7 +68,13 @@ def _load_from_path(spec: str) -> object:
     sys.modules[module_name] = module
     try:
         module_spec.loader.exec_module(module)
-    except Exception as exc:
+    except KeyboardInterrupt:  # Ctrl-C or SIGTERM while importing: not the plugin's fault
+        sys.modules.pop(module_name, None)
+        raise
+    except SystemExit as exc:  # sys.exit() at import: a plugin error, never our exit code
+        sys.modules.pop(module_name, None)
+        raise PluginError(f"importing {path} failed: it called sys.exit({exc.code!r})") from None
+    except BaseException as exc:
         sys.modules.pop(module_name, None)
         raise PluginError(f"importing {path} failed: {one_line(exc)}") from exc
     tracker = getattr(module, class_name, None)

@@ -7,11 +7,15 @@ parameter defaults), and everything that cannot run is refused in one message.
 from __future__ import annotations
 
 import math
+import os
 import secrets
 from dataclasses import replace
 
-from shmstress.core.config import MAX_WORKERS, MIN_RING_SIZE, RunConfig
+import psutil
+
+from shmstress.core.config import MAX_SLEEP_US, MAX_WORKERS, MIN_RING_SIZE, RunConfig
 from shmstress.core.errors import ConfigError, PluginError, UnknownVariantError
+from shmstress.core.shm import SHM_DIR
 from shmstress.plugin.tracker import Scenario, Tracker
 
 
@@ -73,6 +77,11 @@ def resolve(config: RunConfig, tracker: type[Tracker]) -> RunConfig:
         problems.append(f"--drain-timeout must be a finite number >= 0, got {config.drain_timeout}")
     if not (config.stop_timeout > 0 and math.isfinite(config.stop_timeout)):
         problems.append(f"--stop-timeout must be a finite number > 0, got {config.stop_timeout}")
+    if not (config.hang_timeout > 0 and math.isfinite(config.hang_timeout)):
+        problems.append(f"--hang-timeout must be a finite number > 0, got {config.hang_timeout}")
+    if config.noise.max_sleep_us > MAX_SLEEP_US:
+        problems.append(f"--max-sleep-us must be <= {MAX_SLEEP_US:,.0f} (one second), got "
+                        f"{config.noise.max_sleep_us:g}")
     if config.max_violations < 1:
         problems.append(f"--max-violations must be >= 1, got {config.max_violations}")
     invariant_names = [inv.name for inv in tracker.invariants]
@@ -89,6 +98,8 @@ def resolve(config: RunConfig, tracker: type[Tracker]) -> RunConfig:
         )
     if config.tape_size < 16:
         problems.append(f"--tape-size must be >= 16, got {config.tape_size}")
+    if not problems:
+        problems += _memory_problems(config, sum(counts.values()))
     problems += config.noise.validate()
     if problems:
         raise ConfigError("; ".join(problems))
@@ -97,3 +108,38 @@ def resolve(config: RunConfig, tracker: type[Tracker]) -> RunConfig:
     return replace(
         config, variant=variant, counts=counts, params=params, seed=seed, checks=checks
     )
+
+
+_TAPE_BYTES = 8  # per point of --tape-size
+_SLOT_BYTES = 128  # per record of --ring-size, per worker
+
+
+def _memory_problems(config: RunConfig, workers: int) -> list[str]:
+    """A recording that could never fit: more shared memory than the machine has, or than
+    the file system of the segments holds (a run would die of SIGBUS, or after the run)."""
+    tape = config.tape_size * _TAPE_BYTES
+    rings = config.ring_size * _SLOT_BYTES * workers
+    limits = [("memory", psutil.virtual_memory().total)]
+    try:
+        stat = os.statvfs(SHM_DIR)
+        limits.append((f"{SHM_DIR}", stat.f_blocks * stat.f_frsize))
+    except OSError:
+        pass
+    where, limit = min(limits, key=lambda item: item[1])
+    problems = []
+    if tape > limit:
+        problems.append(f"--tape-size {config.tape_size:,} needs {_size(tape)} of shared memory; "
+                        f"{where} has {_size(limit)}")
+    elif rings > limit:
+        problems.append(f"--ring-size {config.ring_size:,} needs {_size(rings)} of shared memory "
+                        f"for {workers} workers; {where} has {_size(limit)}")
+    return problems
+
+
+def _size(nbytes: int) -> str:
+    value = float(nbytes)
+    for unit in ("bytes", "KiB", "MiB", "GiB", "TiB"):
+        if value < 1024 or unit == "TiB":
+            return f"{value:,.0f} {unit}" if unit == "bytes" else f"{value:,.1f} {unit}"
+        value /= 1024
+    return f"{value:,.1f} TiB"

@@ -8,8 +8,10 @@ from shmstress.core.config import RunConfig
 from shmstress.core.noise import NOISE_KINDS, NoiseConfig
 
 
-def run_command(config: RunConfig) -> str:
-    """``shmstress run ...`` with every option that shapes the run, seed included."""
+def run_command(config: RunConfig, free: bool = True) -> str:
+    """``shmstress run ...`` with every option that shapes the run, seed included; with
+    ``free=False`` only those a controlled run takes (``run`` refuses free mode's duration
+    and noise in controlled mode), for the controlled options to follow."""
     args = ["shmstress", "run", "--tracker", config.tracker]
     if config.variant:
         args += ["--variant", config.variant]
@@ -17,20 +19,22 @@ def run_command(config: RunConfig) -> str:
         args += ["--workers", f"{role}={count}"]
     for name, value in config.params.items():
         args += ["--param", f"{name}={value}"]
-    args += ["--duration", f"{config.duration:g}"]
+    if free:
+        args += ["--duration", f"{config.duration:g}"]
     if config.max_points is not None:
         args += ["--points", str(config.max_points)]
     if config.seed is not None:
         args += ["--seed", str(config.seed)]
-    args += ["--noise", f"{config.noise.probability:g}"]
-    default_noise = NoiseConfig()
-    if config.noise.kinds != NOISE_KINDS:
-        args += ["--noise-kind", ",".join(config.noise.kinds)]
-    if config.noise.max_sleep_us != default_noise.max_sleep_us:
-        args += ["--max-sleep-us", f"{config.noise.max_sleep_us:g}"]
+    if free:
+        args += ["--noise", f"{config.noise.probability:g}"]
+        default_noise = NoiseConfig()
+        if config.noise.kinds != NOISE_KINDS:
+            args += ["--noise-kind", ",".join(config.noise.kinds)]
+        if config.noise.max_sleep_us != default_noise.max_sleep_us:
+            args += ["--max-sleep-us", f"{config.noise.max_sleep_us:g}"]
     if config.checks is not None:
         for invariant in config.checks:
             args += ["--check", invariant]
-    if not config.stop_on_first:
+    if free and not config.stop_on_first:
         args.append("--keep-going")
     return shlex.join(args)

@@ -59,7 +59,7 @@ def controlled_command(result: ControlledResult) -> str:
     if spec.name == "exhaustive":
         args += ["--bound", str(spec.bound)]
     args += ["--executions", str(options.executions), "--max-steps", str(options.max_steps)]
-    return run_command(result.run.config) + " " + shlex.join(args)
+    return run_command(result.run.config, free=False) + " " + shlex.join(args)
 
 
 def render_controlled(result: ControlledResult) -> str:

@@ -24,7 +24,8 @@ from msgspec import UNSET
 from shmstress.controlled.result import ControlledResult
 from shmstress.controlled.strategies.base import StrategySpec
 from shmstress.core.config import RunConfig
-from shmstress.core.errors import BundleError, ConfigError
+from shmstress.core.errors import BundleError
+from shmstress.core.files import write_text_atomically
 from shmstress.core.noise import NoiseConfig
 from shmstress.core.result import RunResult, Violation, differences, principal
 from shmstress.core.trace import Step
@@ -339,22 +340,28 @@ def bundle_name(bundle: Bundle) -> str:
     return f"{tracker}-{bundle.variant}-{bundle.mode}-seed{bundle.seed}{execution}.json"
 
 
+def bundle_target(bundle: Bundle, path: Path) -> Path:
+    """Where ``write_bundle(bundle, path)`` writes: a directory gets the bundle's own name."""
+    return path / bundle_name(bundle) if path.is_dir() or not path.suffix else path
+
+
 def write_bundle(bundle: Bundle, path: Path) -> Path:
-    """Write ``bundle`` to ``path`` (a directory gets the bundle's own file name)."""
-    target = path / bundle_name(bundle) if path.is_dir() or not path.suffix else path
-    try:
-        target.parent.mkdir(parents=True, exist_ok=True)
-        target.write_text(render_json(bundle))
-    except OSError as exc:
-        raise ConfigError(f"cannot write the repro bundle {target}: {exc}") from exc
-    return target
+    """Write ``bundle`` to ``path`` (a directory gets the bundle's own file name), whole or
+    not at all: a full disk leaves no cut bundle under the name (``ArtifactError``)."""
+    target = bundle_target(bundle, path)
+    return write_text_atomically(target, render_json(bundle), "the repro bundle")
 
 
 def load_bundle(path: Path) -> Bundle:
     try:
-        text = path.read_text()
+        raw = path.read_bytes()
     except OSError as exc:
         raise BundleError(f"cannot read bundle {path}: {exc.strerror or exc}") from exc
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise BundleError(f"{path} is not a repro bundle: not UTF-8 text (byte "
+                          f"{exc.start}: {raw[exc.start:exc.start + 1]!r})") from exc
     try:
         data = json.loads(text)
     except json.JSONDecodeError as exc:

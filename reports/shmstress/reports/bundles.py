@@ -8,11 +8,11 @@ the page shows are copied: one per distinct failure.
 
 from __future__ import annotations
 
-import shutil
 from collections.abc import Sequence
 from pathlib import Path
 
 from shmstress.reports.aggregate import FailureGroup
+from shmstress.reports.files import copy_file
 
 BUNDLES_DIR = "bundles"
 
@@ -36,7 +36,6 @@ def copy_bundles(failures: Sequence[FailureGroup], out_dir: Path) -> dict[Failur
         relative = _target(rep.bundle)
         target = out_dir / relative
         if not (target.exists() and target.samefile(source)):
-            target.parent.mkdir(parents=True, exist_ok=True)
-            shutil.copyfile(source, target)
+            copy_file(source, target)  # whole or not at all
         copied[group] = relative.as_posix()
     return copied

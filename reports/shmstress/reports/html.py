@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from shmstress.reports.aggregate import FailureGroup, campaign_order
+from shmstress.reports.files import write_text
 from shmstress.reports.results import ConfigStats, Trial
 
 _CSS = """
@@ -213,6 +214,7 @@ def render_index(
     warnings: Sequence[str] = (),
     sources: Sequence[Path] = (),
     title: str = "shmstress campaign report",
+    skipped_lines: int = 0,
 ) -> str:
     """The page as a string; image paths are made relative to ``out_dir``.
 
@@ -242,7 +244,10 @@ def render_index(
     ]
     if warnings:
         items = "".join(f"<li>{_e(w)}</li>" for w in warnings)
-        parts.append(f'<div class="warning"><strong>Warnings</strong><ul>{items}</ul></div>')
+        skipped = (f" ({counted(skipped_lines, 'line')} of the results skipped, not counted "
+                   "in any rate)" if skipped_lines else "")
+        parts.append(f'<div class="warning"><strong>Warnings</strong>{_e(skipped)}'
+                     f"<ul>{items}</ul></div>")
 
     if plots:
         parts.append('<h2 id="charts">Charts</h2>')
@@ -287,8 +292,9 @@ def write_index(
     bundles: Mapping[FailureGroup, str] | None = None,
     warnings: Sequence[str] = (),
     sources: Sequence[Path] = (),
+    skipped_lines: int = 0,
 ) -> Path:
-    """Write ``out_dir/index.html`` and return its path."""
+    """Write ``out_dir/index.html`` (whole or not at all) and return its path."""
     out_dir.mkdir(parents=True, exist_ok=True)
     path = out_dir / "index.html"
     text = render_index(
@@ -300,6 +306,6 @@ def write_index(
         bundles=bundles,
         warnings=warnings,
         sources=sources,
+        skipped_lines=skipped_lines,
     )
-    path.write_text(text, encoding="utf-8")
-    return path
+    return write_text(path, text)

@@ -29,6 +29,7 @@ from shmstress.reports.aggregate import (
     failing_variants,
     trend_by_variant,
 )
+from shmstress.reports.files import replaced
 from shmstress.reports.html import counted
 from shmstress.reports.results import ConfigStats, Trial, Workers
 from shmstress.reports.schema import workers_label
@@ -48,8 +49,8 @@ def _colour_map(names: Sequence[str]) -> dict[str, Colour]:
 
 
 def _save(fig: Figure, out_path: Path) -> Path:
-    out_path.parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(out_path, dpi=_DPI, bbox_inches="tight", format="png")
+    with replaced(out_path) as stream:  # a full disk leaves no half a PNG under the name
+        fig.savefig(stream, dpi=_DPI, bbox_inches="tight", format="png")
     return out_path
 
 

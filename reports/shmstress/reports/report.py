@@ -33,9 +33,11 @@ class ReportSummary:
 
 def describe_report(summary: ReportSummary) -> str:
     """The one line a command prints after writing a report."""
+    skipped = (f", {counted(summary.n_skipped_lines, 'line')} skipped"
+               if summary.n_skipped_lines else "")
     return (
         f"{counted(summary.n_trials, 'trial')}, {counted(summary.n_configs, 'configuration')}, "
-        f"{counted(summary.n_failures, 'distinct failure')} -> {summary.index_html}"
+        f"{counted(summary.n_failures, 'distinct failure')}{skipped} -> {summary.index_html}"
     )
 
 
@@ -87,6 +89,7 @@ def build_report(results_paths: Sequence[Path], out_dir: Path) -> ReportSummary:
         bundles=copy_bundles(failures, out_dir),
         warnings=loaded.warnings,
         sources=sources,
+        skipped_lines=loaded.skipped_lines,
     )
     plot_paths = tuple(p.path for p in plots)
     return ReportSummary(

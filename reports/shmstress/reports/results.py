@@ -1,11 +1,12 @@
 """Read campaign ``results.jsonl`` files and aggregate trials per configuration.
 
 Only reads: the harness owns the format (``schema.py``), so unknown keys are ignored
-(newer harnesses may add fields) while the fields the report depends on are type-checked
-with an error naming file, line and field, because a silently mis-parsed trial would skew
-a failure rate that people use to decide whether a fix worked. Records of every schema
-version ``schema.py`` knows are read (version 1 upgraded on the way in); a record of a
-version it does not know is skipped with a warning, never guessed at.
+(newer harnesses may add fields) while the fields the report depends on are type-checked,
+because a silently mis-parsed trial would skew a failure rate that people use to decide
+whether a fix worked: a line that does not pass is skipped with a warning naming file, line
+and field, and counted in the report, never guessed at and never silently dropped. Records
+of every schema version ``schema.py`` knows are read (version 1 upgraded on the way in); a
+record of a version it does not know is skipped with a warning, never guessed at.
 
 A failing trial's ``bundle`` is a path relative to the directory of its results file
 (absolute paths are kept as they are), and its ``replay_command`` replays it from that
@@ -230,12 +231,18 @@ def _trial(record: Record[Config], source: Path, line: int) -> Trial:
     )
 
 
-def load_results_file(path: Path) -> LoadedResults:
+_LISTED = 10
+"""Corrupt lines of one file named one by one in the warnings; the rest are counted."""
+
+
+def load_results_file(path: Path, *, strict: bool = False) -> LoadedResults:
     """Parse one results.jsonl.
 
-    A campaign killed mid-write leaves a partial final line; that one line is skipped and
-    reported instead of failing the whole report.  Any other undecodable line is an error:
-    results are appended in order, so damage in the middle means the file is not trustworthy.
+    A line that is not a trial record (a partial last line left by a kill, a line damaged
+    on disk or in a cache, a record that does not fit the schema) is skipped with a warning
+    naming ``file:line`` and counted, never allowed to block a report, a resume or a new
+    campaign: one damaged line must not cost a nightly history every night after it.
+    ``strict`` raises ``ResultsFormatError`` at the first such line instead.
     """
     path = Path(path)
     raw_lines = path.read_bytes().split(b"\n")
@@ -243,6 +250,7 @@ def load_results_file(path: Path) -> LoadedResults:
 
     trials: list[Trial] = []
     warnings: list[str] = []
+    corrupt: list[int] = []
     skipped = 0
     for index, raw in enumerate(raw_lines):
         if not raw.strip():
@@ -258,7 +266,13 @@ def load_results_file(path: Path) -> LoadedResults:
                     "the campaign was probably interrupted while writing it"
                 )
                 continue
-            raise ResultsFormatError(path, lineno, f"invalid JSON: {exc}") from exc
+            if strict:
+                raise ResultsFormatError(path, lineno, f"invalid JSON: {exc}") from exc
+            skipped += 1
+            corrupt.append(lineno)
+            if len(corrupt) <= _LISTED:
+                warnings.append(f"{path}:{lineno}: skipped a corrupt line (invalid JSON: {exc})")
+            continue
         try:
             trials.append(parse_trial(obj, path, lineno))
         except UnknownSchemaError as exc:
@@ -270,6 +284,17 @@ def load_results_file(path: Path) -> LoadedResults:
                 f"{path}:{lineno}: skipped a record of results schema {exc.version!r}; this "
                 f"report reads schemas {known} (a newer shmstress wrote it?)"
             )
+        except ResultsFormatError as exc:
+            if strict:
+                raise
+            skipped += 1
+            corrupt.append(lineno)
+            if len(corrupt) <= _LISTED:
+                warnings.append(f"{path}:{lineno}: skipped a corrupt line ({exc.problem})")
+    if len(corrupt) > _LISTED:
+        more = corrupt[_LISTED:]
+        warnings.append(f"{path}: skipped {len(more)} more corrupt lines (lines "
+                        f"{', '.join(map(str, more[:20]))}{', ...' if len(more) > 20 else ''})")
     return LoadedResults(tuple(trials), skipped, tuple(warnings))
 
 
