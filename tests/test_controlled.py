@@ -141,13 +141,17 @@ def test_an_execution_that_does_not_finish_ends_at_the_step_bound() -> None:
     assert result.exit_code == 0
 
 
-def test_a_crashing_role_ends_the_run_with_its_traceback() -> None:
+def test_a_role_that_raises_is_a_failure_with_its_traceback() -> None:
     tracker = f"{TRACKERS / 'misbehaving.py'}:Crashing"
     result = run_controlled(RunConfig(tracker=tracker, seed=0, params={"steps": 20}),
                             ControlledOptions(StrategySpec("pct"), executions=10))
-    assert result.run.exit_reason is ExitReason.WORKER_CRASHED
-    assert result.exit_code == 4
+    assert result.run.exit_reason is ExitReason.VIOLATION
+    assert result.exit_code == 1
+    found = result.run.principal_violation
+    assert found is not None and found.invariant == "crash"
+    assert "RuntimeError: worker broke on purpose at misbehaving.py:" in found.message
     assert any("worker broke on purpose" in crash for crash in result.run.crashes)
+    assert not any("controlled/worker.py" in crash for crash in result.run.crashes)
 
 
 def test_a_step_without_points_is_refused_before_anything_starts() -> None:

@@ -44,10 +44,12 @@ def test_bad_configuration_is_rejected_before_anything_starts(
     assert not segments_left_by_us(before)
 
 
-def test_crashing_worker_ends_the_run_with_its_traceback() -> None:
+def test_a_role_that_raises_is_a_failure_with_its_traceback() -> None:
     result = run(RunConfig(tracker=f"{TRACKERS}:Crashing", duration=10, seed=1))
-    assert result.exit_reason is ExitReason.WORKER_CRASHED
-    assert result.exit_code == 4
+    assert result.exit_reason is ExitReason.VIOLATION
+    assert result.exit_code == 1
+    found = result.principal_violation
+    assert found is not None and found.invariant == "crash" and found.elapsed_s is not None
     assert any("worker broke on purpose" in crash for crash in result.crashes)
     assert result.elapsed_s < 10
 

@@ -93,8 +93,11 @@ def focus(recording: Recording, violation: Violation, wording: Wording) -> Focus
     if worker is None and violation.worker is not None:
         worker = violation.worker.worker_id
     subjects = frozenset(scope.subjects)
+    start_from = scope.start
+    if not subjects and worker is not None and start_from is None:
+        subjects, start_from = _last_steps(words, recording, worker, end)
     labels = recording.labels
-    begin = scope.start if scope.start is not None else _fallback_start(
+    begin = start_from if start_from is not None else _fallback_start(
         words, recording, subjects, end
     )
     begin = max(0, min(begin, end))
@@ -117,6 +120,27 @@ def focus(recording: Recording, violation: Violation, wording: Wording) -> Focus
         outcome=wording.outcome(violation.invariant, violation.fields), history=history,
         window=tuple(r for r in candidates if r.seq >= start), labels=labels,
     )
+
+
+def _last_steps(
+    words: Words, recording: Recording, worker: int, end: int
+) -> tuple[frozenset[Subject], int | None]:
+    """A violation about no object, only one worker's (a crash): the objects that worker's
+    last two points named, and where the first of them was. Its operation is taken to span
+    them (a check, then the act that failed), and the other workers' steps on those objects
+    in between join the story."""
+    touched: set[Subject] = set()
+    steps: list[int] = []
+    for record in reversed(recording.records):
+        if record.seq > end or record.worker != worker:
+            continue
+        if len(steps) == 2 or record.seq < end - MAX_FALLBACK_POINTS:
+            break
+        steps.append(record.seq)
+        if record.fields:
+            touched.update(words.subjects(recording.labels[record.label].text,
+                                          dict(record.fields)))
+    return frozenset(touched), (steps[-1] if steps else None)
 
 
 def _complete_from(recording: Recording) -> int:

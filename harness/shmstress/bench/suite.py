@@ -1,4 +1,4 @@
-"""``shmstress bench``: the figures DESIGN §8 asks for, measured as ratios within one run.
+"""``shmstress bench``: throughput and detection figures, each a ratio to a baseline of one run.
 
 Timing goals live here, not in tests: the machines are shared and noisy, so
 every figure is printed next to the baseline measured in the same run.

@@ -16,7 +16,7 @@ from pathlib import Path
 
 from shmstress.cli.log import add_log_options, validate_log_options
 from shmstress.cli.run import verdict
-from shmstress.cli.test import replay_plain_bundle
+from shmstress.cli.test import replay_plain_bundle, shrink_plain_bundle
 from shmstress.core.errors import BundleError, ConfigError, ReplayDivergedError
 from shmstress.core.exit_reason import ExitCode
 from shmstress.core.files import ArtifactError, require_writable
@@ -122,8 +122,12 @@ def _cmd_shrink(args: argparse.Namespace) -> int:
     if args.max_executions < 1:
         raise ConfigError(f"--max-executions must be >= 1, got {args.max_executions}")
     source = Path(args.bundle)
-    bundle = load_bundle(source)
     output = Path(args.output)
+    plain = peek_plain(source)
+    if plain is not None:  # plain multiprocessing code (``shmstress test``)
+        require_writable(output, "the shrunk bundle", directory=output.suffix != ".json")
+        return shrink_plain_bundle(source, plain, output, args.max_executions)
+    bundle = load_bundle(source)
     require_writable(output, "the shrunk bundle", directory=output.is_dir() or not output.suffix)
     with _about(source):
         report = shrink_bundle(bundle, ShrinkOptions(max_executions=args.max_executions,

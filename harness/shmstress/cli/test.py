@@ -4,14 +4,17 @@ from __future__ import annotations
 
 import argparse
 import random
+import shlex
 import textwrap
 from pathlib import Path
 
 from shmstress.cli.args import EPILOG
 from shmstress.controlled.strategies import EXPLORING, SPIN_RULES, StrategySpec
 from shmstress.core.config import OUT_ENV, default_out
+from shmstress.core.errors import ReplayDivergedError
 from shmstress.core.exit_reason import ExitCode
 from shmstress.core.files import write_text_atomically
+from shmstress.core.signals import interruptible
 from shmstress.plain.runner import Exploration, explore
 from shmstress.plain.scenario import ScenarioRef
 from shmstress.plain.session import FreeSpec, PlainSpec
@@ -19,6 +22,7 @@ from shmstress.render.plain_log import log_lines
 from shmstress.render.plain_report import outcome_lines, result_lines
 from shmstress.repro.plain_bundle import PlainBundle, from_outcome, write_plain_bundle
 from shmstress.repro.plain_replay import replay_plain
+from shmstress.repro.plain_shrink import shrink_plain
 
 _DESCRIPTION = textwrap.dedent("""\
     Run a scenario, an ordinary function that starts multiprocessing processes and
@@ -101,6 +105,28 @@ def replay_plain_bundle(path: Path, bundle: PlainBundle, log: str | None) -> int
                                             + "\n", "the log")
             print(f"  log: {written}")
     return int(report.exit_code)
+
+
+def shrink_plain_bundle(source: Path, bundle: PlainBundle, output: Path,
+                        max_executions: int) -> int:
+    """``shmstress shrink`` of a plain bundle: before and after, and the replay command."""
+    with interruptible():
+        report = shrink_plain(bundle, max_executions)
+    if report is None:
+        raise ReplayDivergedError(
+            f"{source} does not reproduce its failure, so there is nothing to shrink "
+            f"(see `shmstress replay {shlex.quote(str(source))}`)")
+    target = write_plain_bundle(report.bundle, output)
+    before, after = report.before, report.after
+    print(f"shmstress shrink: {source} -> {target}")
+    print(f"  {'':8} {'preemptions':>12} {'steps':>8}")
+    for name, size in (("before", before), ("after", after)):
+        print(f"  {name:8} {size.preemptions:>12} {size.steps:>8}")
+    print(f"  {report.executions:,} executions in {report.elapsed_s:.2f} s")
+    print(f"  still fails with: {report.bundle.failure.message}")
+    print("  replay it:")
+    print(f"    shmstress replay {shlex.quote(str(target))}")
+    return 0
 
 
 def _cmd_test(args: argparse.Namespace) -> int:

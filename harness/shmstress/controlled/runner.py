@@ -96,9 +96,7 @@ def run_controlled(config: RunConfig, options: ControlledOptions) -> ControlledR
                     steps += len(outcome.steps)
                     if outcome.failed:
                         failing = FailingExecution(index, outcome, time.monotonic() - t0, None)
-                        break
-                    if outcome.end is ExecutionEnd.CRASHED:
-                        crashes = outcome.crashes
+                        crashes = outcome.crashes  # a role that raised: its traceback
                         break
                 if failing is not None and options.record:
                     rerun = _rerun_recorded(session, failing.outcome, options)

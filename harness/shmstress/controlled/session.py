@@ -47,7 +47,7 @@ from shmstress.controlled.channel import (
     Channel,
     is_channel_array,
 )
-from shmstress.controlled.execution import ExecutionEnd, ExecutionOutcome, PhasePlan
+from shmstress.controlled.execution import FAILED, ExecutionEnd, ExecutionOutcome, PhasePlan
 from shmstress.controlled.local_state import lock_names
 from shmstress.controlled.pinning import pinned
 from shmstress.controlled.strategies.base import (
@@ -67,6 +67,7 @@ from shmstress.core.control import (
     PHASE,
     Phase,
 )
+from shmstress.core.crash import CrashReport
 from shmstress.core.errors import ShmstressError
 from shmstress.core.exit_reason import ExitCode
 from shmstress.core.noise import NoiseConfig
@@ -317,10 +318,14 @@ class Session:
                 end = ExecutionEnd.VIOLATION
                 violations += found
                 count += len(found)
-        crashes = self._crashes()
+        raised = self._crashes()
         self._unwind()
-        if crashes:
-            end = ExecutionEnd.CRASHED
+        if raised:  # the code under test raised: a failure with a bundle, like a violation
+            workers = self._workers_seen()
+            violations = (*(report.violation(workers[w]) for w, report in raised), *violations)
+            count += len(raised)
+            if end not in FAILED:
+                end = ExecutionEnd.VIOLATION
         if record:
             self._tape_used = steps
         return ExecutionOutcome(
@@ -332,7 +337,7 @@ class Session:
             violations=violations,
             violation_count=count,
             divergence=divergence,
-            crashes=crashes,
+            crashes=tuple(report.describe(self._workers_seen()[w]) for w, report in raised),
         )
 
     def recording(self, points: int) -> Recording:
@@ -376,12 +381,13 @@ class Session:
                 channel.grants[worker].release()
                 self._wait(worker)
 
-    def _crashes(self) -> tuple[str, ...]:
+    def _crashes(self) -> tuple[tuple[int, CrashReport], ...]:
+        """The workers whose role raised in this execution, with what each sent."""
         crashes = []
         for worker, conn in enumerate(self._crash_reports):
             with contextlib.suppress(EOFError, OSError):
                 while conn.poll():
-                    crashes.append(f"{self.who(worker)} crashed:\n{conn.recv()}")
+                    crashes.append((worker, conn.recv()))
         return tuple(crashes)
 
     # -- violations -------------------------------------------------------------------------

@@ -3,8 +3,7 @@
 from __future__ import annotations
 
 import os
-import sys
-import traceback
+import time
 from dataclasses import dataclass
 from multiprocessing.connection import Connection
 
@@ -24,6 +23,7 @@ from shmstress.controlled.channel import (
 from shmstress.controlled.gate import ControlledGate
 from shmstress.controlled.local_state import Pristine
 from shmstress.core.control import PHASE, W_POINTS, W_STATE, WorkerState
+from shmstress.core.crash import CrashReport
 from shmstress.core.noise import NoiseConfig, NoiseGate
 from shmstress.core.processes import become_worker
 from shmstress.core.runtime import StopRun, worker_rng
@@ -77,7 +77,7 @@ def controlled_worker_main(setup: WorkerSetup, info: WorkerInfo, crash_report: C
         gate.yielded = 0
         gate.noise = NoiseGate(setup.noise_draws, rng, act=False) if setup.noise_draws else None
         control.set_worker_slot(me, W_STATE, WorkerState.RUNNING)
-        state, crash = FINISHED, ""
+        state, crash = FINISHED, None
         try:
             step = built.role(pristine.fresh(), info).step
             while True:
@@ -87,15 +87,13 @@ def controlled_worker_main(setup: WorkerSetup, info: WorkerInfo, crash_report: C
                     break
         except StopRun:
             state = ABORTED
-        except BaseException:
+        except BaseException as exc:  # the code under test raised: a failure (see crash.py)
             state = CRASHED
-            crash = traceback.format_exc()
+            crash = CrashReport.of(exc, runtime.last_seq, time.monotonic_ns())
         control.set_worker_slot(me, W_POINTS, runtime.points)
         control.set_worker_slot(me, W_STATE, _WORKER_STATES[state])
-        if crash:
+        if crash is not None:
             crash_report.send(crash)
-            sys.stderr.write(f"shmstress: {info.describe()} crashed:\n{crash}")
-            sys.stderr.flush()
         channel.set_slot(me, S_STATE, state)
         channel.report.release()
 

@@ -22,6 +22,7 @@ from multiprocessing.process import BaseProcess
 
 from shmstress.core.config import RunConfig
 from shmstress.core.control import FORK, W_PID, W_POINTS, W_STATE, ControlBlock, Phase, WorkerState
+from shmstress.core.crash import CrashReport
 from shmstress.core.exit_reason import ExitReason
 from shmstress.core.processes import dump_stacks, process_state, reap
 from shmstress.core.result import RunResult
@@ -230,6 +231,19 @@ def _stacks_of(
     return entries
 
 
+def _crash_reports(
+    workers: tuple[WorkerInfo, ...], reports: list[Connection]
+) -> dict[WorkerInfo, CrashReport]:
+    """The workers whose role raised, with what each sent. An interrupt during start-up
+    leaves the later workers unstarted: no pipe, no process."""
+    raised = {}
+    for info, conn in zip(workers, reports, strict=False):
+        with contextlib.suppress(EOFError, OSError):
+            if conn.poll():
+                raised[info] = conn.recv()
+    return raised
+
+
 def _result(
     config: RunConfig,
     built: Assembly,
@@ -260,17 +274,21 @@ def _result(
         count += len(found)
         violations += found[: max(0, config.max_violations - len(violations))]
     crashes = list(started.hung)
-    # An interrupt during start-up leaves the later workers unstarted: no pipe, no process.
-    for info, conn in zip(workers_seen, started.reports, strict=False):
-        with contextlib.suppress(EOFError, OSError):
-            if conn.poll():
-                crashes.append(f"{info.describe()} crashed:\n{conn.recv()}")
+    raised = _crash_reports(workers_seen, started.reports)
+    for info, report in raised.items():
+        crashes.append(report.describe(info))
+        violations.append(report.violation(info, control.t0_ns))
+        count += 1
+    died = []
     for info, process in zip(workers_seen, started.processes, strict=False):
-        if process.exitcode not in (0, None) and not started.hung and not any(
-            c.startswith(info.describe()) for c in crashes
-        ):
+        if process.exitcode not in (0, None) and not started.hung and info not in raised:
+            died.append(info)
             crashes.append(f"{info.describe()} exited with code {process.exitcode}")
-    if crashes and reason is ExitReason.DURATION_REACHED:
+    if raised and not died and not started.hung and reason in (
+        ExitReason.WORKER_CRASHED, ExitReason.DURATION_REACHED, ExitReason.POINTS_REACHED
+    ):
+        reason = ExitReason.VIOLATION  # an exception the code under test raised: a failure
+    elif crashes and reason in (ExitReason.DURATION_REACHED, ExitReason.POINTS_REACHED):
         reason = ExitReason.WORKER_CRASHED
     return RunResult(
         config=config,

@@ -4,10 +4,11 @@ from __future__ import annotations
 
 import os
 import sys
-import traceback
+import time
 from multiprocessing.connection import Connection
 
 from shmstress.core.control import W_PID, W_POINTS, W_STATE, W_STRIDE, WorkerState
+from shmstress.core.crash import CrashReport
 from shmstress.core.noise import NoiseConfig
 from shmstress.core.processes import become_worker
 from shmstress.core.runtime import StopRun
@@ -31,7 +32,7 @@ def worker_main(
     control.set_worker_slot(me, W_PID, os.getpid())
     control.set_worker_slot(me, W_STATE, WorkerState.RUNNING)
     state = WorkerState.FINISHED
-    crash = ""
+    crash: CrashReport | None = None
     phase_cell = control.control.mv
     # The points made so far, after every step: the coordinator's watchdog reads them to
     # tell a worker that stopped making progress (hung, or stopped) from a busy one.
@@ -43,14 +44,12 @@ def worker_main(
             progress[at] = runtime.points
     except StopRun:
         state = WorkerState.ABORTED
-    except BaseException:
+    except BaseException as exc:  # the code under test raised: a failure, not our breakage
         state = WorkerState.CRASHED
-        crash = traceback.format_exc()
+        crash = CrashReport.of(exc, runtime.last_seq, time.monotonic_ns())
     control.set_worker_slot(me, W_POINTS, runtime.points)
     control.set_worker_slot(me, W_STATE, state)
-    if crash:
-        report.send(crash)
-        sys.stderr.write(f"shmstress: {info.describe()} crashed:\n{crash}")
-        sys.stderr.flush()
+    if crash is not None:
+        report.send(crash)  # the coordinator reports it, traceback and all
         sys.exit(1)
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
+from shmstress.core.crash import CRASH
 from shmstress.core.errors import PluginError, ShmstressError
 from shmstress.plugin import registry
 from shmstress.plugin.tracker import Invariant, Tracker
@@ -26,6 +27,8 @@ class Wording:
         """What a violation is about: its invariant's ``scope`` (every field an object for a
         violation the harness itself reports, such as a deadlock)."""
         found = self.invariants.get(invariant)
+        if invariant == CRASH and found is None:  # about no object: the steps that led to it
+            return Scope(subjects=(), worker=fields.get("worker"))
         if found is None:
             return Scope(subjects=tuple(fields.items()))
         return found.scope(fields, self.params)

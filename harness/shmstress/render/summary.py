@@ -9,13 +9,18 @@ from shmstress.core.result import RunResult
 from shmstress.render.commands import run_command
 
 
+def _setup(counts: str, params: str) -> str:
+    """``2 takers, 1 filler; size=4``: the parameters only when the tracker has some."""
+    return f"{counts}; {params}" if params else counts
+
+
 def render_summary(result: RunResult) -> str:
     config = result.config
     counts = ", ".join(f"{n} {role}{'s' if n != 1 else ''}" for role, n in config.counts.items())
     params = ", ".join(f"{k}={v}" for k, v in config.params.items())
     lines = [
         f"shmstress run: tracker {config.tracker}, variant {config.variant}, seed {config.seed}",
-        f"  workers: {counts}; {params}; noise p={config.noise.probability:g}",
+        f"  workers: {_setup(counts, params)}; noise p={config.noise.probability:g}",
         f"  exit reason: {result.exit_reason.value} ({result.exit_reason.describe()})",
         f"  points: {result.points:,} in {result.elapsed_s:.2f} s "
         f"({result.points_per_s:,.0f} points/s)",
@@ -72,7 +77,7 @@ def render_controlled(result: ControlledResult) -> str:
     lines = [
         f"shmstress run (controlled): tracker {config.tracker}, variant {config.variant}, "
         f"seed {config.seed}, strategy {result.strategy.describe()}",
-        f"  workers: {counts}; {params}; {result.options.run_steps} steps of churn per "
+        f"  workers: {_setup(counts, params)}; {result.options.run_steps} steps of churn per "
         f"execution, at most {result.options.max_steps}",
         f"  exit reason: {run.exit_reason.value} ({run.exit_reason.describe()})",
         f"  executions: {result.executions:,} ({ends or 'none'}) in {run.elapsed_s:.2f} s "

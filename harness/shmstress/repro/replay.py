@@ -32,7 +32,8 @@ class Verdict(enum.Enum):
     DIVERGED = "diverged"
     NOT_REPRODUCED = "not reproduced"
     DIFFERENT_VIOLATION = "different violation"
-    CRASHED = "crashed"
+    CRASHED = "crashed"  # a plain replay's process hung: the run broke (a tracker's raise
+    # is a violation like any other, see core/crash.py)
 
 
 @dataclass(frozen=True)
@@ -48,7 +49,7 @@ class ReplayReport:
     def exit_code(self) -> ExitCode:
         if self.verdict is Verdict.REPRODUCED:
             return ExitCode.FAILURE
-        return ExitCode.BROKEN if self.verdict is Verdict.CRASHED else ExitCode.NOT_REPRODUCED
+        return ExitCode.NOT_REPRODUCED
 
 
 def replay_bundle(bundle: Bundle, record: bool = True, pin: bool = True) -> ReplayReport:
@@ -76,7 +77,6 @@ def replay_bundle(bundle: Bundle, record: bool = True, pin: bool = True) -> Repl
         Verdict.DIFFERENT_VIOLATION: ExitReason.DIVERGED,
         Verdict.DIVERGED: ExitReason.DIVERGED,
         Verdict.NOT_REPRODUCED: ExitReason.DIVERGED,
-        Verdict.CRASHED: ExitReason.WORKER_CRASHED,
     }[verdict]
     # The reproduced violation first: the log snippet and explanation are about it. (A free
     # run's ghost state is read while others run, so a replay may flag one more device.)
@@ -101,9 +101,6 @@ def _verdict(bundle: Bundle, outcome: ExecutionOutcome) -> tuple[Verdict, str]:
     total = len(bundle.steps)
     if outcome.end is ExecutionEnd.DIVERGED and outcome.divergence is not None:
         return Verdict.DIVERGED, f"diverged at {outcome.divergence} ({total} steps recorded)"
-    if outcome.end is ExecutionEnd.CRASHED:
-        first = outcome.crashes[0].splitlines()[0] if outcome.crashes else "a worker crashed"
-        return Verdict.CRASHED, first
     found = next((v for v in outcome.violations if bundle.violation.matches(v)), None)
     if found is not None:
         return Verdict.REPRODUCED, f"{found.invariant}: {found.message}"
