@@ -188,9 +188,11 @@ def swimlane(
         if phrase:
             detail = f"{phrase}: {detail}"
         steps.append(LaneStep(seq, worker, text, detail, told_here is not None,
-                              violation=seq == found.end))
+                              violation=seq == end))
     told = analysis.explanation
-    violation = f"{analysis.violation.invariant}: {told.outcome}"
+    invariant = analysis.violation.invariant
+    violation = (told.outcome if told.outcome.startswith(f"{invariant}:")
+                 else f"{invariant}: {told.outcome}")
     violation += "".join(f"\nwhile {holding}" for holding in told.still_held)
     notes = list(told.notes)
     if first > 0:

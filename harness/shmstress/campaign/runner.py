@@ -251,6 +251,8 @@ def adopt_orphans(
                          f"has its seed {bundle.seed}, variant and mode")
             continue
         record = adopted_record(trial, bundle, relative, utc_now())
+        if (out_dir / swimlane_path(Path(relative))).is_file():  # drawn before the kill
+            record["swimlane"] = swimlane_path(Path(relative)).as_posix()
         results.append(record)
         history.append(record)
         adopted += 1

@@ -10,6 +10,7 @@ file is not a bundle, and like ``replay`` (3, 4) when the bundle did not reprodu
 from __future__ import annotations
 
 import argparse
+import os
 import shutil
 import sys
 from pathlib import Path
@@ -77,10 +78,15 @@ def _cmd_show(args: argparse.Namespace) -> int:
         print(why, file=sys.stderr)
         return code
     width = args.width or shutil.get_terminal_size((120, 24)).columns
-    sys.stdout.write(render_text(lanes, width))
-    if args.svg:
+    lines = [render_text(lanes, width)]
+    if args.svg:  # written before any output: a closed pipe must not cost the file
         written = write_text_atomically(Path(args.svg), render_svg(lanes), "the swimlane")
-        print(f"swimlane: {written}")
+        lines.append(f"swimlane: {written}\n")
+    try:
+        sys.stdout.write("".join(lines))
+        sys.stdout.flush()
+    except BrokenPipeError:  # `shmstress show ... | head`: the reader has all it wanted
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
     return 0
 
 

@@ -104,7 +104,14 @@ def swimlane_title(result: RunResult) -> str:
     config = result.config
     variant = f" {config.variant}" if config.variant else ""
     seed = f", seed {config.seed}" if config.seed is not None else ""
-    return f"{config.tracker}{variant}{seed}: who did what when"
+    return f"{tracker_name(config.tracker)}{variant}{seed}: who did what when"
+
+
+def tracker_name(tracker: str) -> str:
+    """``lock_order.py:LockOrder`` for ``/long/path/lock_order.py:LockOrder``: a title names
+    the tracker, the bundle keeps where it was."""
+    file, colon, cls = tracker.rpartition(":")
+    return f"{Path(file).name}:{cls}" if colon and file else tracker
 
 
 def report_lines(report: FailureReport, indent: str = "  ") -> list[str]:

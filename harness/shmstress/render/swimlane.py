@@ -92,12 +92,14 @@ FONT = "DejaVu Sans, Helvetica, Arial, sans-serif"
 FONT_SIZE = 12
 CHAR_W = 6.9  # a generous average advance of FONT at FONT_SIZE: labels are cut to fit
 BOLD_W = 7.7  # ... and of its bold face, which racing steps use
+TITLE_W = 8.6  # ... and of the title's, bold at 14
+LEGEND_W = 360.0
 ROW_H = 24
 HEAD_H = 34
 TITLE_H = 44
 SEQ_W = 64
 PAD = 12
-LANE_MIN, LANE_MAX = 150.0, 300.0
+LANE_MIN, LANE_MAX, LANE_EMPTY = 150.0, 320.0, 110.0
 WIDTH_BUDGET = 1150.0
 """Lanes narrow (down to LANE_MIN) to keep the picture within a report page's column, where
 it would otherwise need a scroll bar; the tooltips keep what a narrower lane cuts."""
@@ -117,20 +119,40 @@ def _fits(width: float, bold: bool = False) -> int:
     return max(4, int(width / (BOLD_W if bold else CHAR_W)))
 
 
+def lane_widths(lane: Swimlane) -> list[float]:
+    """Each lane as wide as its longest step needs (up to LANE_MAX), the widest narrowed
+    first (down to LANE_MIN) while the picture is wider than WIDTH_BUDGET; a lane with no
+    step shown keeps only its name's room, so the busy lanes cut fewer labels."""
+    widths = []
+    for column in lane.lanes:
+        own = [len(s.text) * (BOLD_W if s.racing else CHAR_W) + 40
+               for s in lane.steps if s.worker == column.worker]
+        name = len(column.name) * BOLD_W + 24
+        widths.append(min(LANE_MAX, max(name, *own)) if own else max(name, LANE_EMPTY))
+    budget = WIDTH_BUDGET - 2 * PAD - SEQ_W
+    floors = [min(w, LANE_MIN) for w in widths]
+    while sum(widths) > budget:
+        widest = max(range(len(widths)), key=lambda i: widths[i] - floors[i])
+        if widths[widest] - floors[widest] < 1:
+            break
+        widths[widest] -= 1
+    return widths
+
+
 def render_svg(lane: Swimlane) -> str:
     """The swimlane as one standalone SVG document (no XML declaration, so it also inlines
     into an HTML page)."""
-    steps = lane.steps
-    longest = max((len(s.text) * (BOLD_W if s.racing else CHAR_W) for s in steps), default=80)
     lanes = lane.lanes
-    fitting = (WIDTH_BUDGET - 2 * PAD - SEQ_W) / max(1, len(lanes))
-    lane_w = max(LANE_MIN, min(LANE_MAX, fitting, longest + 32))
-    width = PAD * 2 + SEQ_W + lane_w * max(1, len(lanes))
+    widths = lane_widths(lane)
+    x0 = PAD + SEQ_W
+    starts = [x0 + sum(widths[:index]) for index in range(len(lanes))]
+    lanes_end = x0 + sum(widths)
+    width = max(lanes_end + PAD, PAD * 2 + len(lane.title) * TITLE_W, LEGEND_W)
     body_top = TITLE_H + HEAD_H
     body_h = ROW_H * len(lane.rows)
     wrap = _fits(width - 2 * PAD - 16)
-    violation_lines = [
-        piece for line in lane.violation.split("\n")
+    violation_lines = [  # (text, bold): the violation's own line, then who held what
+        (piece, number == 0) for number, line in enumerate(lane.violation.split("\n"))
         for piece in (textwrap.wrap(line, wrap) or [""])
     ]
     note_lines = [piece for note in lane.notes for piece in textwrap.wrap(f"note: {note}", wrap)]
@@ -153,10 +175,9 @@ def render_svg(lane: Swimlane) -> str:
         out.append(_text(lx + 17, 38, label, fill=MUTED, font_size="11"))
         lx += 17 + len(label) * 6.3 + 18
     # lanes: background stripes, headers, separators
-    x0 = PAD + SEQ_W
     out.append(_text(PAD + SEQ_W - 8, body_top - 12, "step", text_anchor="end", fill=MUTED))
     for index, column in enumerate(lanes):
-        x = x0 + index * lane_w
+        x, lane_w = starts[index], widths[index]
         out.append(f'<rect x="{x:.1f}" y="{TITLE_H}" width="{lane_w:.1f}" '
                    f'height="{HEAD_H + body_h}" fill="{LANE_FILLS[index % 2]}" '
                    'stroke="#dde2e8"/>')
@@ -164,14 +185,14 @@ def render_svg(lane: Swimlane) -> str:
                    + _text(x + lane_w / 2, body_top - 12, _cut(column.name, _fits(lane_w)),
                            text_anchor="middle", font_weight="bold", fill="#222222")
                    + "</g>")
-    out.append(f'<line x1="{PAD}" y1="{body_top}" x2="{width - PAD:.1f}" y2="{body_top}" '
+    out.append(f'<line x1="{PAD}" y1="{body_top}" x2="{lanes_end:.1f}" y2="{body_top}" '
                'stroke="#9aa5b1"/>')
     column_of = {column.worker: index for index, column in enumerate(lanes)}
     for row_index, item in enumerate(lane.rows):
         y = body_top + row_index * ROW_H
         mid = y + ROW_H / 2 + 4
         if isinstance(item, LaneGap):
-            out.append(f'<rect x="{x0:.1f}" y="{y + 2}" width="{lane_w * len(lanes):.1f}" '
+            out.append(f'<rect x="{x0:.1f}" y="{y + 2}" width="{lanes_end - x0:.1f}" '
                        f'height="{ROW_H - 4}" fill="#eceff3" stroke="#d3d9e0" '
                        'stroke-dasharray="4 3"/>')
             out.append(f'<g><title>steps {item.first_seq:,} to {item.last_seq:,}: none of '
@@ -181,15 +202,16 @@ def render_svg(lane: Swimlane) -> str:
                                font_style="italic")
                        + "</g>")
             continue
-        out.append(_step(item, x0 + column_of.get(item.worker, 0) * lane_w, y, lane_w, mid,
+        at = column_of.get(item.worker, 0)
+        out.append(_step(item, starts[at], y, widths[at], mid,
                          lane.lane_name(item.worker)))
     # the violation
     y = body_top + body_h + 12
     out.append(f'<rect x="{PAD}" y="{y}" width="{width - 2 * PAD:.1f}" height="{box_h}" '
                f'rx="4" fill="#fff5f3" stroke="{RACING_STROKE}"/>')
-    for index, line in enumerate(violation_lines):
+    for index, (line, bold) in enumerate(violation_lines):
         out.append(_text(PAD + 8, y + 20 + 17 * index, line, fill=RACING_TEXT,
-                         font_weight="bold" if index == 0 else "normal"))
+                         font_weight="bold" if bold else "normal"))
     y += box_h + 18
     for index, line in enumerate(note_lines):
         out.append(_text(PAD, y + 18 * index, line, fill=MUTED, font_size="11"))
