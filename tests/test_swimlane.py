@@ -28,6 +28,7 @@ from shmstress.reports.report import build_report
 from shmstress.reports.swimlanes import inline_problem
 from shmstress.repro.bundle import from_controlled, write_bundle
 from shmstress.repro.replay import Verdict, replay_bundle
+from tests.test_reports import _violation, _write_jsonl
 
 SVG = "{http://www.w3.org/2000/svg}"
 
@@ -227,3 +228,23 @@ def test_show_draws_a_plain_code_failure(
     assert "=> failed: AssertionError" in out
     root = ET.parse(svg).getroot()
     assert "increment #2" in " ".join("".join(e.itertext()) for e in root.iter(f"{SVG}text"))
+
+
+@pytest.mark.parametrize("hostile", [
+    '<svg xmlns="http://www.w3.org/2000/svg"><script>alert(1)</script></svg>',
+    '<svg xmlns="http://www.w3.org/2000/svg"><rect onclick="alert(1)"/></svg>',
+    "<html><body>not a picture</body></html>",
+    "<svg",
+])
+def test_the_report_inlines_no_active_or_broken_svg(tmp_path: Path, hostile: str) -> None:
+    """The report reads whatever file a results record names: only a plain SVG is inlined,
+    anything else is linked with the reason, and the page stays script-free."""
+    (tmp_path / "bundles").mkdir()
+    (tmp_path / "bundles" / "x.json").write_text("{}")
+    (tmp_path / "bundles" / "x.svg").write_text(hostile)
+    record = _violation("boom", bundle="bundles/x.json", swimlane="bundles/x.svg")
+    results = _write_jsonl(tmp_path / "results.jsonl", [record])
+    page = build_report([results], tmp_path / "report").index_html.read_text(encoding="utf-8")
+    assert "<script" not in page and 'onclick="' not in page and "<svg" not in page
+    assert "is not shown inline" in page
+    assert (tmp_path / "report" / "bundles" / "x.svg").is_file()  # still copied, and linked
