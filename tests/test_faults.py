@@ -636,6 +636,7 @@ def test_a_bundle_orphaned_by_kill_9_is_adopted_on_resume_never_rerun(
     assert (adopted["outcome"], adopted["bundle"]) == ("violation", relative)
     assert adopted["violation"]["invariant"] == load_bundle(orphan).violation.invariant
     assert adopted["replay_command"] == f"shmstress replay {relative}"
+    assert adopted["swimlane"] == relative.removesuffix(".json") + ".svg"  # drawn before
     assert "recorded on resume from its bundle" in adopted["artifact_problems"][0]
     assert {r["seed"] for r in records} == {load_bundle(b).seed for b in bundles}
     monkeypatch.chdir(out)

@@ -15,11 +15,16 @@ from pathlib import Path
 
 from shmstress.core.config import default_out
 from shmstress.core.errors import ConfigError
+from shmstress.core.files import write_text_atomically
+from shmstress.render.failure import FailureReport
+from shmstress.render.swimlane import render_svg
 from shmstress.repro.bundle import Bundle, bundle_name, from_json, path_safe, to_json, write_bundle
 
 BUNDLES_DIR = "bundles"
 BUNDLE_PROPERTY = "shmstress_bundle"
 """``user_properties`` key that carries a bundle from an xdist worker to the controller."""
+SWIMLANE_PROPERTY = "shmstress_swimlane"
+"""...and the one that carries the bundle's swimlane picture with it."""
 
 
 def _slug(text: str) -> str:
@@ -42,6 +47,26 @@ def campaign_bundle_path(campaign: str, bundle: Bundle, tag: str = "") -> Path:
     return campaign_bundle_dir(campaign) / bundle_file_name(bundle, tag)
 
 
+def swimlane_path(bundle: Path) -> Path:
+    """The failure's swimlane SVG beside its bundle, under the bundle's name: whoever has
+    the bundle finds its picture, and the report copies both together."""
+    return bundle.with_suffix(".svg")
+
+
+def write_swimlane(report: FailureReport, target: Path) -> Path | None:
+    """Write the SVG of ``report``'s swimlane to ``target`` whole (None: it has none).
+
+    The engine draws it, not the report: the reports read results only and never the
+    engine, so the picture must exist as a file before any report is built."""
+    if report.swimlane is None:
+        return None
+    try:
+        picture = render_svg(report.swimlane)
+    except Exception:  # a picture is not worth a nightly campaign's remaining trials
+        return None
+    return write_text_atomically(target, picture, "the swimlane")
+
+
 def carried_bundle(bundle: Bundle, relative: Path) -> tuple[str, str]:
     """The ``user_properties`` entry that takes ``bundle`` to the controller."""
     return BUNDLE_PROPERTY, json.dumps({"path": relative.as_posix(), "bundle": to_json(bundle)})
@@ -50,10 +75,21 @@ def carried_bundle(bundle: Bundle, relative: Path) -> tuple[str, str]:
 def write_carried(value: str, results_dir: Path) -> Path:
     """Controller side of ``carried_bundle``: write it below ``results_dir``."""
     data = json.loads(value)
-    relative = Path(str(data["path"]))
-    if relative.is_absolute() or ".." in relative.parts:
-        raise ConfigError(f"a carried bundle must stay below {results_dir}, got {relative}")
+    relative = _below(Path(str(data["path"])), results_dir)
     return write_bundle(from_json(data["bundle"]), results_dir / relative)
+
+
+def write_carried_swimlane(value: str, results_dir: Path) -> Path:
+    """Controller side of ``BundleKeeper.keep_swimlane``: write the SVG below ``results_dir``."""
+    data = json.loads(value)
+    relative = _below(Path(str(data["path"])), results_dir)
+    return write_text_atomically(results_dir / relative, str(data["svg"]), "the swimlane")
+
+
+def _below(relative: Path, results_dir: Path) -> Path:
+    if relative.is_absolute() or ".." in relative.parts:
+        raise ConfigError(f"a carried file must stay below {results_dir}, got {relative}")
+    return relative
 
 
 def shown_path(path: Path) -> str:
@@ -91,3 +127,20 @@ class BundleKeeper:
             return relative.as_posix(), shown_path(self.results_dir / relative)
         written = write_bundle(bundle, Path(default_out()) / bundle_file_name(bundle, tag))
         return None, shown_path(written)
+
+    def keep_swimlane(
+        self, report: FailureReport, recorded: str | None,
+        user_properties: list[tuple[str, object]],
+    ) -> str | None:
+        """Send the swimlane of ``report`` along with its bundle (recorded as ``recorded``)
+        to the controller; its path for results.jsonl, or None (no report, no picture)."""
+        if self.results_dir is None or recorded is None or report.swimlane is None:
+            return None
+        try:
+            picture = render_svg(report.swimlane)
+        except Exception:  # a picture is not worth the trial's record
+            return None
+        relative = swimlane_path(Path(recorded))
+        user_properties.append((SWIMLANE_PROPERTY,
+                                json.dumps({"path": relative.as_posix(), "svg": picture})))
+        return relative.as_posix()

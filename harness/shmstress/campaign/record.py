@@ -65,13 +65,15 @@ def trial_record(
     strategy: str | None = None,
     executions: int | None = None,
     extra: dict[str, object] | None = None,
+    swimlane: str | None = None,
 ) -> dict[str, object]:
     """The JSON object appended to results.jsonl for one finished run: a record of the
     current results schema (``shmstress.reports.schema``), plus the keys of ``extra``.
 
     ``report`` (recorded unless the run was clean) names the bundle relative to the
     directory of results.jsonl; ``strategy`` defaults to what drives a free run (noise
-    or none); ``executions`` is a controlled run's budget.
+    or none); ``executions`` is a controlled run's budget; ``swimlane`` names the failure's
+    SVG picture relative to the directory of results.jsonl, as ``bundle`` does.
     """
     config = result.config
     outcome = outcome_of(result)
@@ -112,6 +114,7 @@ def trial_record(
         bundle=recorded.bundle if recorded else None,
         log_snippet=recorded.snippet if recorded else None,
         explanation=recorded.explanation if recorded else None,
+        swimlane=swimlane if recorded else None,
         replay_command=recorded.replay_command if recorded else None,
         rerun_command=recorded.rerun_command if recorded else None,
         artifact_problems=list(recorded.problems) if recorded else [],

@@ -23,7 +23,12 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 
-from shmstress.campaign.bundles import campaign_bundle_dir, campaign_bundle_path
+from shmstress.campaign.bundles import (
+    campaign_bundle_dir,
+    campaign_bundle_path,
+    swimlane_path,
+    write_swimlane,
+)
 from shmstress.campaign.grid import GridSpec, TrialSpec, complete, expand
 from shmstress.campaign.record import adopted_record, outcome_of
 from shmstress.campaign.results_file import Repair, ResultsFile
@@ -175,13 +180,17 @@ def run_campaign(
                 interrupted = True  # torn down mid-trial: no verdict, resume reruns it
                 break
             bundle = None
+            picture = None
             try:  # the bundle first: a kill before the line leaves an orphan to adopt
                 if ran.bundle is not None:
                     bundle = campaign_bundle_path(spec.campaign, ran.bundle)
                     write_bundle(ran.bundle, out_dir / bundle)
                     bundles += 1
                 report = ran.report(bundle.as_posix() if bundle else None)
-                record = campaign_record(trial, ran, started_at, report)
+                if bundle is not None and write_swimlane(
+                        report, out_dir / swimlane_path(bundle)) is not None:
+                    picture = swimlane_path(bundle).as_posix()
+                record = campaign_record(trial, ran, started_at, report, picture)
                 results.append(record)
             except ArtifactError as exc:  # a full disk: nothing more could be kept
                 found = ran.result.principal_violation
@@ -242,6 +251,8 @@ def adopt_orphans(
                          f"has its seed {bundle.seed}, variant and mode")
             continue
         record = adopted_record(trial, bundle, relative, utc_now())
+        if (out_dir / swimlane_path(Path(relative))).is_file():  # drawn before the kill
+            record["swimlane"] = swimlane_path(Path(relative)).as_posix()
         results.append(record)
         history.append(record)
         adopted += 1

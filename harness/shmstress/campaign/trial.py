@@ -62,10 +62,11 @@ def run_free(config: RunConfig, progress: ProgressFn | None = None) -> TrialRun:
 
 
 def campaign_record(
-    trial: TrialSpec, ran: TrialRun, started_at: str, report: FailureReport | None
+    trial: TrialSpec, ran: TrialRun, started_at: str, report: FailureReport | None,
+    swimlane: str | None = None,
 ) -> dict[str, object]:
-    """The results.jsonl line of a campaign trial; ``report`` names the bundle relative to
-    that file's directory."""
+    """The results.jsonl line of a campaign trial; ``report`` names the bundle and
+    ``swimlane`` its picture relative to that file's directory."""
     return trial_record(
         ran.result,
         campaign=trial.campaign,
@@ -76,4 +77,5 @@ def campaign_record(
         mode=trial.mode,
         strategy=trial.strategy,
         executions=trial.executions if trial.mode == CONTROLLED else None,
+        swimlane=swimlane,
     )

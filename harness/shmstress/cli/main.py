@@ -12,13 +12,13 @@ import sys
 from collections.abc import Sequence
 from typing import cast
 
-from shmstress.cli import bench, campaign, check, log, replay, run, sweep, test, trackers
+from shmstress.cli import bench, campaign, check, log, replay, run, show, sweep, test, trackers
 from shmstress.cli.args import EPILOG, OneLineErrors
 from shmstress.core.errors import ShmstressError
 from shmstress.core.exit_reason import ExitReason
 from shmstress.core.signals import interruptible
 
-_SUBCOMMANDS = (run, test, trackers, sweep, bench, campaign, check, log, replay)
+_SUBCOMMANDS = (run, test, trackers, sweep, bench, campaign, check, log, replay, show)
 """Each module adds its subcommand's parser and handler."""
 
 

@@ -59,7 +59,8 @@ class CampaignTrialItem(pytest.Item):
         if ran.bundle is not None:
             recorded, shown = self.bundles.keep(ran.bundle, trial.campaign, self.user_properties)
         report = ran.report(recorded)
-        record = campaign_record(trial, ran, started_at, report)
+        picture = self.bundles.keep_swimlane(report, recorded, self.user_properties)
+        record = campaign_record(trial, ran, started_at, report, picture)
         self.user_properties.append((TRIAL_PROPERTY, json.dumps(record, default=str)))
         outcome = record["outcome"]
         if outcome == "error" or (self.expect_clean and outcome == "violation"):

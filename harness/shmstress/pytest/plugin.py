@@ -24,7 +24,13 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from shmstress.campaign.bundles import BUNDLE_PROPERTY, BundleKeeper, write_carried
+from shmstress.campaign.bundles import (
+    BUNDLE_PROPERTY,
+    SWIMLANE_PROPERTY,
+    BundleKeeper,
+    write_carried,
+    write_carried_swimlane,
+)
 from shmstress.campaign.grid import GridSpec, new_campaign_id
 from shmstress.campaign.results_file import ResultsFile
 from shmstress.campaign.runner import utc_now
@@ -198,6 +204,9 @@ class TrialRecorder:
             if key == BUNDLE_PROPERTY:
                 write_carried(str(value), self.report_dir)
                 self.bundles += 1
+                continue
+            if key == SWIMLANE_PROPERTY:  # a picture, far too long for a JUnit property
+                write_carried_swimlane(str(value), self.report_dir)
                 continue
             if key == TRIAL_PROPERTY:
                 self.results.append(json.loads(str(value)))

@@ -90,6 +90,7 @@ class StressRunner:
             )
         report = ran.report(recorded)
         if self.options.record:
+            picture = self.bundles.keep_swimlane(report, recorded, self.user_properties)
             record = trial_record(
                 result,
                 campaign=self.options.campaign,
@@ -98,6 +99,7 @@ class StressRunner:
                 report=report,
                 key=result_config_key(result, params=params),
                 extra={"test": self.test_id},
+                swimlane=picture,
             )
             self.user_properties.append((TRIAL_PROPERTY, json.dumps(record, default=str)))
         if not ok:

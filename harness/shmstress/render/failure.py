@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from shmstress.analysis.failure import analyse
+from shmstress.analysis.swimlane import Swimlane, swimlane
 from shmstress.core.result import RunResult, Violation
 from shmstress.plugin.wording import Wording, wording_by_name
 from shmstress.render.explanation import render_explanation
@@ -37,6 +38,7 @@ class FailureReport:
     rerun_command: str
     problems: tuple[str, ...] = ()
     headline: str | None = None  # the violated invariant's summary: names the bug, not one run
+    swimlane: Swimlane | None = None  # who did what when, from the same analysis
 
     @property
     def message(self) -> str | None:
@@ -68,6 +70,7 @@ def failure_report(
     snippet: str | None = None
     explanation: str | None = None
     headline: str | None = None
+    lanes: Swimlane | None = None
     if violation is not None:
         wording = wording or wording_by_name(result.config.tracker, result.config.params)
         invariant = wording.invariants.get(violation.invariant)
@@ -87,8 +90,28 @@ def failure_report(
                 explanation = render_explanation(analysis.explanation)
             except Exception as exc:
                 problems.append(f"explanation: {type(exc).__name__}: {exc}")
+            try:
+                lanes = swimlane(analysis, result.recording.steps, result.workers,
+                                 swimlane_title(result))
+            except Exception as exc:
+                problems.append(f"swimlane: {type(exc).__name__}: {exc}")
     return FailureReport(violation, snippet, explanation, bundle, rerun_command,
-                         tuple(problems), headline)
+                         tuple(problems), headline, lanes)
+
+
+def swimlane_title(result: RunResult) -> str:
+    """``dra gather-unchecked, seed 3: who did what when``: names the run, not the bug."""
+    config = result.config
+    variant = f" {config.variant}" if config.variant else ""
+    seed = f", seed {config.seed}" if config.seed is not None else ""
+    return f"{tracker_name(config.tracker)}{variant}{seed}: who did what when"
+
+
+def tracker_name(tracker: str) -> str:
+    """``lock_order.py:LockOrder`` for ``/long/path/lock_order.py:LockOrder``: a title names
+    the tracker, the bundle keeps where it was."""
+    file, colon, cls = tracker.rpartition(":")
+    return f"{Path(file).name}:{cls}" if colon and file else tracker
 
 
 def report_lines(report: FailureReport, indent: str = "  ") -> list[str]:

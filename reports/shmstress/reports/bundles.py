@@ -17,7 +17,8 @@ from shmstress.reports.files import copy_file
 BUNDLES_DIR = "bundles"
 
 
-def _target(recorded: str) -> Path:
+def target_of(recorded: str) -> Path:
+    """Where the copy of a file the results record names goes, relative to the page."""
     path = Path(recorded)
     if path.is_absolute() or ".." in path.parts:
         return Path(BUNDLES_DIR) / path.name
@@ -33,7 +34,7 @@ def copy_bundles(failures: Sequence[FailureGroup], out_dir: Path) -> dict[Failur
         if source is None or not source.is_file():
             continue
         assert rep.bundle is not None  # bundle_file is None without it
-        relative = _target(rep.bundle)
+        relative = target_of(rep.bundle)
         target = out_dir / relative
         if not (target.exists() and target.samefile(source)):
             copy_file(source, target)  # whole or not at all

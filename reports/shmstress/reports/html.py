@@ -17,6 +17,7 @@ from pathlib import Path
 from shmstress.reports.aggregate import FailureGroup, campaign_order
 from shmstress.reports.files import write_text
 from shmstress.reports.results import ConfigStats, Trial
+from shmstress.reports.swimlanes import Picture
 
 _CSS = """
 body { font-family: system-ui, -apple-system, "Segoe UI", sans-serif; margin: 2em auto;
@@ -40,6 +41,8 @@ section.failure { border: 1px solid #ddd; border-left: 4px solid #c0392b; paddin
                   margin: 1em 0; }
 pre { background: #f7f7f7; padding: 0.6em; overflow-x: auto; white-space: pre-wrap; }
 code { background: #f3f3f3; padding: 0.1em 0.3em; }
+.swimlane { overflow-x: auto; margin: 0.5em 0; }
+.swimlane svg { display: block; }
 """
 
 _DASH = "\u2014"
@@ -123,7 +126,26 @@ def _config_table(stats: Sequence[ConfigStats]) -> list[str]:
     return out
 
 
-def _failure_section(index: int, group: FailureGroup, bundle: str | None) -> list[str]:
+def _swimlane(picture: Picture | None) -> list[str]:
+    """The engine's SVG inline (its tooltips work only inline), with a link to the file."""
+    if picture is None:
+        return ['<p class="meta">no swimlane recorded (a campaign of an earlier shmstress, '
+                "or a failure without a recording)</p>"]
+    link = f'<a href="{_e(picture.href)}">swimlane.svg</a>'
+    if picture.svg is None:
+        return [f'<p class="meta">The swimlane {link} is not shown inline: '
+                f"{_e(picture.problem or 'unreadable')}.</p>"]
+    return [
+        '<p class="meta">One column per worker, one row per step; the steps the explanation '
+        "tells are red, long stretches of other steps are folded. Hover a step for its "
+        f"fields ({link}).</p>",
+        f'<div class="swimlane">{picture.svg.strip()}</div>',
+    ]
+
+
+def _failure_section(
+    index: int, group: FailureGroup, bundle: str | None, picture: Picture | None = None
+) -> list[str]:
     rep = group.representative
     title = f"{group.variant}: {group.invariant}"
     if group.message_first_line:
@@ -145,6 +167,7 @@ def _failure_section(index: int, group: FailureGroup, bundle: str | None) -> lis
         out += ["<h4>Message</h4>", f"<pre>{_e(rep.violation.message.rstrip())}</pre>"]
     out += ["<h4>Log snippet</h4>", _pre_or_note(rep.log_snippet, "no log snippet recorded")]
     out += ["<h4>Explanation</h4>", _pre_or_note(rep.explanation, "no explanation recorded")]
+    out += ["<h4>Who did what when</h4>", *_swimlane(picture)]
     out += ["<h4>Reproduce</h4>", *_reproduce(rep, bundle)]
     out.append("</section>")
     return out
@@ -211,6 +234,7 @@ def render_index(
     failures: Sequence[FailureGroup],
     plots: Sequence[PlotImage],
     bundles: Mapping[FailureGroup, str] | None = None,
+    swimlanes: Mapping[FailureGroup, Picture] | None = None,
     warnings: Sequence[str] = (),
     sources: Sequence[Path] = (),
     title: str = "shmstress campaign report",
@@ -218,9 +242,11 @@ def render_index(
 ) -> str:
     """The page as a string; image paths are made relative to ``out_dir``.
 
-    ``bundles``: the copied repro bundle of each failure, relative to ``out_dir``.
+    ``bundles``: the copied repro bundle of each failure, relative to ``out_dir``;
+    ``swimlanes``: the copied swimlane picture of each failure.
     """
     bundles = bundles or {}
+    swimlanes = swimlanes or {}
     parts = [
         "<!DOCTYPE html>",
         '<html lang="en">',
@@ -275,7 +301,7 @@ def render_index(
             "the message, most frequent first.</p>"
         )
     for i, group in enumerate(failures, start=1):
-        parts += _failure_section(i, group, bundles.get(group))
+        parts += _failure_section(i, group, bundles.get(group), swimlanes.get(group))
 
     parts += _error_table(trials)
     parts += ["</body>", "</html>", ""]
@@ -290,6 +316,7 @@ def write_index(
     failures: Sequence[FailureGroup],
     plots: Sequence[PlotImage],
     bundles: Mapping[FailureGroup, str] | None = None,
+    swimlanes: Mapping[FailureGroup, Picture] | None = None,
     warnings: Sequence[str] = (),
     sources: Sequence[Path] = (),
     skipped_lines: int = 0,
@@ -304,6 +331,7 @@ def write_index(
         failures=failures,
         plots=plots,
         bundles=bundles,
+        swimlanes=swimlanes,
         warnings=warnings,
         sources=sources,
         skipped_lines=skipped_lines,

@@ -15,6 +15,7 @@ from shmstress.reports.bundles import copy_bundles
 from shmstress.reports.html import PlotImage, counted, write_index
 from shmstress.reports.plots import plot_failure_rates, plot_time_to_detection, plot_trend
 from shmstress.reports.results import group_by_config, load_results
+from shmstress.reports.swimlanes import copy_swimlanes
 
 
 @dataclass(frozen=True)
@@ -87,6 +88,7 @@ def build_report(results_paths: Sequence[Path], out_dir: Path) -> ReportSummary:
         failures=failures,
         plots=plots,
         bundles=copy_bundles(failures, out_dir),
+        swimlanes=copy_swimlanes(failures, out_dir),
         warnings=loaded.warnings,
         sources=sources,
         skipped_lines=loaded.skipped_lines,

@@ -113,11 +113,17 @@ class Trial:
     explanation: str | None = None
     replay_command: str | None = None
     rerun_command: str | None = None
+    swimlane: str | None = None
 
     @property
     def bundle_file(self) -> Path | None:
         """Where the bundle should be: paths in a results file are relative to its directory."""
         return self.source.parent / self.bundle if self.bundle else None
+
+    @property
+    def swimlane_file(self) -> Path | None:
+        """Where the swimlane SVG should be, relative to the results file like the bundle."""
+        return self.source.parent / self.swimlane if self.swimlane else None
 
 
 @dataclass(frozen=True)
@@ -228,6 +234,7 @@ def _trial(record: Record[Config], source: Path, line: int) -> Trial:
         explanation=record.explanation,
         replay_command=record.replay_command,
         rerun_command=record.rerun_command,
+        swimlane=record.swimlane,
     )
 
 

@@ -127,6 +127,8 @@ class Record(msgspec.Struct, Generic[C], kw_only=True, frozen=True):
     """The repro bundle, relative to the directory of the results file."""
     log_snippet: str | None = None
     explanation: str | None = None
+    swimlane: str | None = None
+    """The failure's swimlane picture (SVG), relative to the directory of the results file."""
     replay_command: str | None = None
     rerun_command: str | None = None
     artifact_problems: list[str] = []
