@@ -128,3 +128,11 @@ def test_sigterm_tears_down_like_ctrl_c() -> None:
     assert proc.returncode == 130
     assert not psutil.wait_procs(workers, timeout=5)[1]
     assert not [s for s in live_segments() if s.startswith(f"shmstress-{proc.pid}-")]
+
+
+def test_version_names_shmstress_and_python(capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit) as exited:
+        main(["--version"])
+    assert exited.value.code == 0
+    out = capsys.readouterr().out
+    assert out.startswith("shmstress ") and "(Python 3." in out and "unknown" not in out

@@ -8,6 +8,7 @@ for a mistake of theirs; SIGINT and SIGTERM end any of them with exit 130.
 from __future__ import annotations
 
 import argparse
+import platform
 import sys
 from collections.abc import Sequence
 from typing import cast
@@ -17,6 +18,7 @@ from shmstress.cli.args import EPILOG, OneLineErrors
 from shmstress.core.errors import ShmstressError
 from shmstress.core.exit_reason import ExitReason
 from shmstress.core.signals import interruptible
+from shmstress.repro.bundle import package_version
 
 _SUBCOMMANDS = (run, test, trackers, sweep, bench, campaign, check, log, replay, show)
 """Each module adds its subcommand's parser and handler."""
@@ -29,6 +31,9 @@ def build_parser() -> argparse.ArgumentParser:
         epilog=EPILOG,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
+    python = platform.python_version()
+    parser.add_argument("--version", action="version",
+                        version=f"shmstress {package_version()} (Python {python})")
     # Subcommand parsers are OneLineErrors too (argparse uses the parent's class).
     sub = cast(
         "argparse._SubParsersAction[argparse.ArgumentParser]",
