@@ -205,7 +205,7 @@ def test_report_tells_racy_from_fixed_on_a_real_campaign(tmp_path: Path) -> None
     copy = summary.index_html.parent / rep.bundle
     assert copy.read_bytes() == rep.bundle_file.read_bytes()
     assert f"shmstress replay {rep.bundle}</code>" in page
-    assert f"shmstress shrink {rep.bundle} -o small.json" in page
+    assert f"shmstress shrink {rep.bundle} -o {Path(rep.bundle).stem}.small.json" in page
     assert "shmstress run --tracker dra --variant gather-unchecked" in page  # the seeded rerun
     for png in summary.plots:
         assert png.read_bytes()[:8] == PNG_MAGIC

@@ -799,7 +799,9 @@ def test_report_copies_each_failures_bundle_and_replays_it_from_the_page(
     page = _parse_page(summary.index_html)
     # The quickest reproduction whose bundle is at hand, replayed relative to the page.
     assert f"shmstress replay {bundle}" in page.codes
-    assert f"shmstress shrink {bundle} -o small.json" in page.codes
+    small = f"{Path(bundle).stem}.small.json"  # each failure's shrunk bundle named its own
+    assert f"shmstress shrink {bundle} -o {small}" in page.codes
+    assert f"shmstress replay {small}" in page.codes
     assert records[1]["rerun_command"] in page.codes
     assert f'href="{bundle}"' in page_text
     assert "gone.json" not in page_text

@@ -19,12 +19,13 @@ import msgspec
 from shmstress.controlled.strategies.base import StrategySpec
 from shmstress.core.errors import BundleError, ScenarioError
 from shmstress.core.files import write_text_atomically
+from shmstress.core.provenance import package_version
 from shmstress.core.trace import Step
 from shmstress.plain.outcome import PlainEnd, PlainOutcome
 from shmstress.plain.scenario import ScenarioRef
 from shmstress.plain.session import PlainSpec
 from shmstress.reports.decoding import describe_error
-from shmstress.repro.bundle import package_version, path_safe
+from shmstress.repro.bundle import path_safe
 from shmstress.repro.bundle_schema import StrategyDoc
 
 FORMAT = "shmstress-plain-bundle"

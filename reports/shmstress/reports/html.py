@@ -12,7 +12,7 @@ import html
 import os
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 
 from shmstress.reports.aggregate import FailureGroup, campaign_order
 from shmstress.reports.files import write_text
@@ -154,13 +154,17 @@ def _reproduce(rep: Trial, bundle: str | None) -> list[str]:
     """The bundle replay first (the very schedule), then the seeded rerun."""
     out: list[str] = []
     if bundle is not None:
+        # Each failure's shrunk bundle gets a name of its own (the bundle's, unique), so
+        # running the commands of two failures never overwrites the first one's result.
+        small = f"{PurePosixPath(bundle).stem}.small.json"
         out += [
             f'<p>Replay the recorded schedule (<a href="{_e(bundle)}">repro bundle</a>), '
             "from the directory of this page:</p>",
             f"<pre><code>{_e(f'shmstress replay {bundle}')}</code></pre>",
             "<p>Shrink it to the fewest steps, preemptions and workers, then replay the "
             "shrunk bundle to read its explanation:</p>",
-            f"<pre><code>{_e(f'shmstress shrink {bundle} -o small.json')}</code></pre>",
+            f"<pre><code>{_e(f'shmstress shrink {bundle} -o {small}')}</code></pre>",
+            f"<pre><code>{_e(f'shmstress replay {small}')}</code></pre>",
         ]
     elif rep.bundle:
         out.append(
