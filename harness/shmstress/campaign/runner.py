@@ -31,6 +31,7 @@ from shmstress.campaign.trial import campaign_record, run_trial
 from shmstress.core.errors import BundleError, ConfigError
 from shmstress.core.exit_reason import ExitReason
 from shmstress.core.files import ArtifactError, write_text_atomically
+from shmstress.core.provenance import current_provenance
 from shmstress.core.signals import interruptible, shielded
 from shmstress.plugin import registry
 from shmstress.plugin.resolve import resolve
@@ -138,6 +139,7 @@ def run_campaign(
     results = ResultsFile(out_dir / RESULTS_FILE)
     repaired = results.repair_tail()
     history = results.records()  # and this run's records as it appends them
+    provenance = current_provenance(spec.tracker)  # once: every trial runs the same code
     warnings = list(results.warnings)
     todo, _ = pending_trials(spec, history)
     with shielded():
@@ -181,7 +183,7 @@ def run_campaign(
                     write_bundle(ran.bundle, out_dir / bundle)
                     bundles += 1
                 report = ran.report(bundle.as_posix() if bundle else None)
-                record = campaign_record(trial, ran, started_at, report)
+                record = campaign_record(trial, ran, started_at, report, provenance)
                 results.append(record)
             except ArtifactError as exc:  # a full disk: nothing more could be kept
                 found = ran.result.principal_violation

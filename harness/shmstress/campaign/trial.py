@@ -15,6 +15,7 @@ from shmstress.campaign.record import trial_record
 from shmstress.controlled.result import ControlledResult
 from shmstress.controlled.runner import run_controlled
 from shmstress.core.config import RunConfig
+from shmstress.core.provenance import Provenance
 from shmstress.core.result import RunResult
 from shmstress.free.runner import ProgressFn, run
 from shmstress.render.commands import run_command
@@ -62,10 +63,11 @@ def run_free(config: RunConfig, progress: ProgressFn | None = None) -> TrialRun:
 
 
 def campaign_record(
-    trial: TrialSpec, ran: TrialRun, started_at: str, report: FailureReport | None
+    trial: TrialSpec, ran: TrialRun, started_at: str, report: FailureReport | None,
+    provenance: Provenance | None = None,
 ) -> dict[str, object]:
     """The results.jsonl line of a campaign trial; ``report`` names the bundle relative to
-    that file's directory."""
+    that file's directory; ``provenance``: the campaign's, computed once."""
     return trial_record(
         ran.result,
         campaign=trial.campaign,
@@ -76,4 +78,5 @@ def campaign_record(
         mode=trial.mode,
         strategy=trial.strategy,
         executions=trial.executions if trial.mode == CONTROLLED else None,
+        provenance=provenance,
     )

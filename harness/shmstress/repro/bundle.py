@@ -148,7 +148,7 @@ def from_free_run(result: RunResult) -> Bundle | None:
         seed=config.seed,
         execution_seed=config.seed,
         mode=FREE,
-        strategy=StrategySpec("noise" if config.noise.probability else "none"),
+        strategy=StrategySpec(FREE),  # its noise is in ``noise``, as on the command line
         phase_changes=result.phase_changes,
         steps=result.recording.steps,
         violation=ExpectedViolation.of(violation),
