@@ -139,7 +139,7 @@ def to_log_records(result: RunResult, verbosity: int = MAX_VERBOSITY) -> list[lo
     """The merged log as ``logging`` records, for users who log through ``logging``.
 
     Formatted with ``harness.klog.KlogFormatter`` they give the lines of
-    ``run.log``; any other handler sees ordinary records with the fields in
+    a written run log; any other handler sees ordinary records with the fields in
     ``record.kv``.
     """
     out = []
