@@ -16,6 +16,10 @@ from shmstress.cli.main import main
 from shmstress.render.logfilter import parse_events
 from shmstress.render.logview import log_header
 
+pytest_plugins = ["pytester"]
+
+RACY_BUDGET_S = 15  # racy variants are caught far within this (see test_stress.py)
+
 CONTROLLED = ["run", "--mode", "controlled", "--strategy", "pct", "--depth", "3",
               "--executions", "500", "--variant", "gather-unchecked"]
 
@@ -93,3 +97,45 @@ def test_a_legacy_run_log_is_used_only_when_its_header_names_the_bundles_run(
     captured = capsys.readouterr()
     assert "replaying" not in captured.err
     assert captured.out == legacy.read_text()
+
+
+def test_a_stress_seed_rerun_keeps_the_bundle_of_the_failure_it_reruns(
+    pytester: pytest.Pytester,
+) -> None:
+    out_dir = pytester.path / "bundles-here"
+    pytester.makeconftest(
+        f"""
+        import pytest
+
+        @pytest.fixture(autouse=True, scope="session")
+        def shmstress_out():
+            with pytest.MonkeyPatch.context() as patch:
+                patch.setenv("SHMSTRESS_OUT", {str(out_dir)!r})
+                yield
+        """
+    )
+    pytester.makepyfile(
+        test_racy=f"""
+        import pytest
+
+        @pytest.mark.stress
+        def test_racy_claimed_clean(shmstress_run):
+            shmstress_run("gather-unchecked", duration={RACY_BUDGET_S})
+        """
+    )
+    shown = []
+    for _ in range(2):  # the failure, then its rerun with the seed it printed
+        result = pytester.runpytest_subprocess("-p", "no:cacheprovider", "--stress-seed", "7")
+        result.assert_outcomes(failed=1)
+        line = next(text for text in result.stdout.lines
+                    if text.startswith("replay the failing schedule: shmstress replay "))
+        shown.append(pytester.path / line.rsplit(" ", 1)[1])
+        if len(shown) == 1:
+            first_text = shown[0].read_text()
+    first, rerun = shown
+    assert first != rerun and first.parent == rerun.parent == out_dir
+    assert sorted(out_dir.iterdir()) == sorted(shown)
+    assert first.read_text() == first_text  # the rerun wrote beside it, never over it
+    for bundle in shown:
+        assert "test_racy.py-test_racy_claimed_clean" in bundle.name
+        assert json.loads(bundle.read_text())["id"] in bundle.name
