@@ -139,3 +139,19 @@ def test_a_stress_seed_rerun_keeps_the_bundle_of_the_failure_it_reruns(
     for bundle in shown:
         assert "test_racy.py-test_racy_claimed_clean" in bundle.name
         assert json.loads(bundle.read_text())["id"] in bundle.name
+
+
+def test_a_plain_code_rerun_keeps_the_first_bundle_and_log(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    scenario = str(Path(__file__).resolve().parents[1] / "examples" / "plain" / "counter.py")
+    out = tmp_path / "out"
+    for _ in range(2):  # the same seed twice: the same failure, two pieces of evidence
+        assert main(["test", f"{scenario}:racy", "--seed", "2", "--out", str(out)]) == 1
+    capsys.readouterr()
+    first, second = sorted(out.glob("*.json"), key=lambda p: len(p.name))
+    assert second.name == f"{first.stem}-2.json"
+    assert sorted(out.glob("*.log")) == sorted([first.with_suffix(".log"),
+                                                second.with_suffix(".log")])
+    assert main(["log", str(second)]) == 0
+    assert capsys.readouterr().out == second.with_suffix(".log").read_text()

@@ -29,6 +29,7 @@ from shmstress.render.failure import FailureReport, report_lines
 from shmstress.render.logfilter import EventFilter, Vocabulary, filter_events, parse_events
 from shmstress.render.logview import log_header, words_of_log, write_log, write_new_log
 from shmstress.repro.bundle import Bundle, bundle_stem, load_bundle, log_path, path_safe
+from shmstress.repro.plain_bundle import peek_plain
 
 LEGACY_RUN_LOG = "run.log"
 """Where releases before per-bundle logs wrote every failing run's log: read only when its
@@ -160,6 +161,12 @@ def _only_log(directory: Path) -> Path:
 
 def _own_log(source: Path) -> str:
     """The log beside bundle ``source`` whose header names it; else the bundle replayed."""
+    if peek_plain(source) is not None:  # ``shmstress test``: its log is written with it
+        beside = log_path(source)
+        if not beside.is_file():
+            raise ConfigError(f"no {beside.name} beside {source}; replay it for its log: "
+                              f"shmstress replay {source} --log FILE")
+        return _read(beside)
     bundle = load_bundle(source)
     why = f"no {log_path(source).name} beside {source}"
     for candidate in (log_path(source), source.parent / LEGACY_RUN_LOG):
