@@ -12,6 +12,7 @@ import html
 import os
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from datetime import UTC
 from pathlib import Path, PurePosixPath
 
 from shmstress.reports.aggregate import (
@@ -137,7 +138,8 @@ def _provenance_table(campaigns: Sequence[CampaignProvenance]) -> list[str]:
         "<tbody>",
     ]
     for c in campaigns:
-        started = c.started.strftime("%Y-%m-%d %H:%M:%S") if c.started else _DASH
+        started = (c.started.astimezone(UTC).strftime("%Y-%m-%d %H:%M:%S") if c.started
+                   else _DASH)
         out.append(
             f'<tr><td class="config">{_e(c.campaign)}</td><td class="num">{_e(started)}</td>'
             f'<td class="num">{c.trials}</td><td class="num">{c.failures}</td>'
@@ -202,7 +204,7 @@ def _failure_section(index: int, group: FailureGroup, bundle: str | None,
         f"of campaign {_e(rep.campaign)}, seed {_e(rep.seed if rep.seed is not None else '?')}"
         f", {_e(rep.config_key)} (the quickest reproduction whose bundle is at hand).</p>",
         f'<p class="meta">Seen in {_e(counted(len(group.campaigns), "campaign"))}: '
-        f"{_e(', '.join(group.campaigns))}. Shown trial ran "
+        f"{_e(_campaign_list(group.campaigns))}. Shown trial ran "
         f"{_e(_provenance_line(rep))}.</p>",
     ]
     if rep.violation is not None and "\n" in rep.violation.message.strip():
@@ -212,6 +214,16 @@ def _failure_section(index: int, group: FailureGroup, bundle: str | None,
     out += ["<h4>Reproduce</h4>", *_reproduce(rep, bundle)]
     out.append("</section>")
     return out
+
+
+_CAMPAIGNS_LISTED = 4
+"""Campaigns named one by one under a failure; a month of nights shows its ends."""
+
+
+def _campaign_list(campaigns: Sequence[str]) -> str:
+    if len(campaigns) <= _CAMPAIGNS_LISTED:
+        return ", ".join(campaigns)
+    return f"{campaigns[0]} ... {', '.join(campaigns[-(_CAMPAIGNS_LISTED - 1):])}"
 
 
 def _provenance_line(trial: Trial) -> str:
