@@ -10,6 +10,7 @@ import pytest
 from shmstress.cli.main import main
 from shmstress.controlled.strategies import StrategySpec
 from shmstress.core.errors import BundleError
+from shmstress.core.files import ArtifactExistsError
 from shmstress.core.noise import NoiseConfig
 from shmstress.core.trace import Step
 from shmstress.repro.bundle import (
@@ -168,11 +169,24 @@ def test_a_bundle_of_another_format_version_is_refused_by_its_version(
 
 
 def test_it_is_written_under_its_own_name_in_a_directory(tmp_path: Path) -> None:
-    path = write_bundle(_bundle(), tmp_path / "out")
-    assert path == tmp_path / "out" / bundle_name(_bundle())
-    assert path.name == "dra-gather-unchecked-controlled-seed7-e5.json"
+    bundle = _bundle()
+    path = write_bundle(bundle, tmp_path / "out")
+    assert path == tmp_path / "out" / bundle_name(bundle)
+    # the bundle's id makes the name unique: a rerun of the same seed gets another one
+    assert path.name == f"dra-gather-unchecked-controlled-seed7-e5-{bundle.id}.json"
     assert load_bundle(path) == _bundle()
     assert write_bundle(_bundle(), tmp_path / "x.json") == tmp_path / "x.json"
+
+
+def test_a_bundle_never_replaces_a_file(tmp_path: Path) -> None:
+    bundle = _bundle()
+    first = write_bundle(bundle, tmp_path)
+    first.with_suffix(".log").write_text("its log")
+    again = write_bundle(bundle, tmp_path)  # the same id, even: a free name, not the same
+    assert again.name == f"{first.stem}-2.json" and first.read_text() == again.read_text()
+    with pytest.raises(ArtifactExistsError):
+        write_bundle(bundle, first)
+    assert write_bundle(bundle, first, overwrite=True) == first
 
 
 def _corrupt(tmp_path: Path, text: str) -> Path:

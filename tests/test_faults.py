@@ -356,7 +356,8 @@ def test_a_stopped_free_worker_is_reported_hung_with_its_own_stack(
     stack = stdout.split(f"(pid {stopped.pid}) hung:", 1)[1]
     assert 'File "' in stack and "in worker_main" in stack  # its own Python stack
     assert not any(problem in stderr for problem in PROBLEMS), stderr
-    assert (out / "run.log").is_file()  # what happened until then, from shared memory
+    (log,) = out.glob("*.log")  # what happened until then, from shared memory
+    assert "Recorded run" in log.read_text().splitlines()[0]
     assert not psutil.wait_procs(workers, timeout=5)[1]
     assert not list(private.iterdir())
 
@@ -467,7 +468,7 @@ def _whole_files(folder: Path) -> list[Path]:
 @pytest.mark.parametrize(("mode", "pages", "bundle_fits"), [
     (["--duration", "15"], 0, False),
     (["--mode", "controlled"], 0, False),
-    # a controlled run's artifacts have fixed sizes: its bundle takes one page, its run.log
+    # a controlled run's artifacts have fixed sizes: its bundle takes one page, its log
     # seven, its JSON two
     (["--mode", "controlled"], 1, True),
 ], ids=["free-nothing-fits", "controlled-nothing-fits", "controlled-the-bundle-fits"])

@@ -32,6 +32,7 @@ from shmstress.render.logview import (
     words_of_log,
     write_log,
 )
+from shmstress.repro.bundle import write_bundle
 from shmstress.testing.sequential import SequentialRun
 from shmstress.trackers.dra.names import NO_ID, Naming
 from shmstress.trackers.dra.words import DraWords
@@ -45,6 +46,7 @@ from tests.recorded_race import (
     recorded_seed_race,
     recorded_unordered_race,
 )
+from tests.test_bundle import _bundle
 
 WORKERS = 4
 
@@ -345,16 +347,23 @@ def test_log_filter_serves_any_tracker_by_any_field(
 def test_log_command_reads_a_bundle_beside_its_log(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    (tmp_path / "run.log").write_text(
+    # The log beside a bundle is its own: <bundle stem>.log, whose header names the bundle.
+    # (It used to be any run.log in the directory, printed whoever's run it was.)
+    bundle = _bundle()
+    path = write_bundle(bundle, tmp_path)
+    path.with_suffix(".log").write_text(
+        'logview.py:0: I0115 15:11:04.000000       0] shmstress: Recorded run tracker="dra" '
+        f'variant="gather-unchecked" seed=7 params={{}} bundle="{bundle.id}"\n'
         'x.py:1: I0115 15:11:04.000000       7] s: one claim="ns/claim-0001"\n'
         'x.py:2: I0115 15:11:04.000001       8] s: two claim="ns/claim-0002"\n'
     )
-    (tmp_path / "bundle.json").write_text("{}")
-    assert main(["log", str(tmp_path / "bundle.json"), "--match", "claim=claim-0002"]) == 0
-    assert capsys.readouterr().out == (
+    assert main(["log", str(path), "--match", "claim=claim-0002"]) == 0
+    captured = capsys.readouterr()
+    assert captured.out == (
         'x.py:2: I0115 15:11:04.000001       8] s: two claim="ns/claim-0002"\n'
     )
-    assert main(["log", str(tmp_path), "--pid", "7"]) == 0
+    assert "replaying" not in captured.err
+    assert main(["log", str(tmp_path), "--pid", "7"]) == 0  # a directory of one log
     assert "one" in capsys.readouterr().out
 
 

@@ -104,7 +104,7 @@ def test_campaign_over_two_socket_gateways_merges_into_one_report(
     junit = (out / "junit-campaign.xml").read_text(encoding="utf-8")
     assert "shmstress_trial" in junit and "shmstress_bundle" not in junit
     page = (out / "index.html").read_text(encoding="utf-8")
-    assert "dra/gather-unchecked b2 i1 g1 free/noise p=0.1" in page
+    assert "dra/gather-unchecked b2 i1 g1 free p=0.1" in page
     assert "dra/gather-unchecked b2 i1 g1 controlled/random_walk" in page
     assert "shmstress replay bundles/" in page
     assert (out / "failure_rate.png").read_bytes()[:8] == PNG_MAGIC

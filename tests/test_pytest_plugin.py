@@ -88,7 +88,7 @@ def test_marker_fixture_seed_report_and_failure_message(pytester: pytest.Pyteste
         assert (report / str(by_test[name]["swimlane"])).is_file()
     assert pytester.path / shown == report / str(by_test["test_racy_claimed_clean"]["bundle"])
     page = (report / "index.html").read_text(encoding="utf-8")
-    assert "dra/gather-unchecked b2 i1 g1 free/noise p=0.1" in page
+    assert "dra/gather-unchecked b2 i1 g1 free p=0.1" in page
     assert "shmstress replay bundles/" in page
     assert "<svg " in page and "Who did what when" in page
     assert f"report: {report / 'index.html'}" in out

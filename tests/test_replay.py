@@ -120,7 +120,7 @@ def test_cli_controlled_run_prints_the_replay_command_and_the_replay_reproduces(
     assert "strategy pct (depth 3)" in text and "gather-complete" in text
     (bundle_path,) = out.glob("*.json")
     assert f"shmstress replay {bundle_path}" in text
-    assert (out / "run.log").is_file()
+    assert bundle_path.with_suffix(".log").is_file()  # its own log, beside it
     assert main(["replay", str(bundle_path)]) == 1
     replayed = capsys.readouterr().out
     assert "reproduced: gather-complete" in replayed
@@ -177,7 +177,7 @@ def test_a_bundle_without_its_log_gives_the_log_of_its_replay(
     """A bundle replays exactly, so `shmstress log` can make its log again, and `replay
     --log` writes the same text."""
     path = write_bundle(_controlled_bundle("gather-unchecked"), tmp_path / "b")
-    assert not (path.parent / "run.log").exists()
+    assert not path.with_suffix(".log").exists() and not list(path.parent.glob("*.log"))
     assert main(["log", str(path)]) == 0
     captured = capsys.readouterr()
     assert "replaying the bundle for its log" in captured.err

@@ -6,6 +6,7 @@ import copy
 import html
 import json
 import math
+import re
 from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
 from html.parser import HTMLParser
@@ -297,7 +298,8 @@ def test_parse_good_file_tolerates_unknown_keys(tmp_path: Path) -> None:
     assert bad.config.workers == (("binder", 2), ("informer", 1), ("gatherer", 1))
     assert (bad.config.worker_count, bad.config.workers_label) == (4, "b2 i1 g1")
     assert bad.config.params == (("nodes", 2), ("devices-per-node", 4))
-    assert bad.config.strategy == "noise"
+    assert bad.config.strategy == "free"  # written as "noise": free mode has one name now
+    assert bad.config_key == "dra/gather-unchecked b2 i1 g1 free p=0.1"
     assert bad.violation is not None
     assert bad.violation.first_line == "boom"
     assert bad.time_to_violation_s == pytest.approx(0.12)
@@ -311,11 +313,13 @@ def test_parse_fixture() -> None:
     assert len(loaded.trials) == len(records)
     assert loaded.skipped_lines == 0
     assert {t.campaign for t in loaded.trials} == {r["campaign"] for r in records}
-    # The fixture is a real campaign's output: both modes, every strategy.
+    # The fixture is a real campaign's output: both modes, every strategy. It names free
+    # mode "noise" and "no-noise", read as free with the noise as its parameter.
     assert {(t.config.mode, t.config.strategy) for t in loaded.trials} == {
-        ("free", "noise"), ("free", "no-noise"), ("controlled", "pct"),
-        ("controlled", "random_walk"),
+        ("free", "free"), ("controlled", "pct"), ("controlled", "random_walk"),
     }
+    assert {t.config.drive for t in loaded.trials if t.config.mode == "free"} == {
+        "free p=0.1", "free p=0"}
 
 
 def test_malformed_middle_line_names_file_and_line(tmp_path: Path) -> None:
@@ -548,7 +552,7 @@ def test_config_stats_counts_and_times(tmp_path: Path) -> None:
     assert (stat.wilson_low, stat.wilson_high) == pytest.approx(_wilson_by_bisection(3, 4))
     assert stat.median_time_to_violation_s == pytest.approx(0.3)
     assert stat.max_time_to_violation_s == pytest.approx(0.5)
-    assert (stat.worker_count, stat.strategy, stat.noise) == (4, "noise", 0.1)
+    assert (stat.worker_count, stat.strategy, stat.noise) == (4, "free", 0.1)
     assert stat.workers == (("binder", 2), ("informer", 1), ("gatherer", 1))
 
 
@@ -637,7 +641,9 @@ def test_index_html_names_failures_and_replays(fixture_report: tuple[Any, Path])
     page = _parse_page(summary.index_html)
     records = _fixture_records()
 
-    failing_keys = {r["config_key"] for r in records if r["outcome"] == "violation"}
+    failing_keys = {  # the fixture's free mode under its old names, as the page names it
+        re.sub(r" free/(no-)?noise ", " free ", r["config_key"])
+        for r in records if r["outcome"] == "violation"}
     assert failing_keys
     table_keys = {row[0] for row in page.config_rows[1:]}
     assert failing_keys <= table_keys
@@ -744,9 +750,10 @@ def test_detection_curves_leave_out_variants_that_never_failed(tmp_path: Path) -
     ]
     trials = load_results_file(_write_jsonl(tmp_path / "r.jsonl", records)).trials
     curves = {c.strategy: c for c in detection_curves(trials)}
-    assert set(curves) == {"noise", "pct"}
-    assert (curves["noise"].times, curves["noise"].trials) == ((0.1, 0.2), 3)
-    assert curves["noise"].rate == pytest.approx(2 / 3)
+    assert set(curves) == {"free p=0.1", "pct"}  # free mode named so, with its noise
+    free = curves["free p=0.1"]
+    assert (free.times, free.trials, free.detections) == ((0.1, 0.2), 3, 2)
+    assert free.rate == pytest.approx(2 / 3)
     assert (curves["pct"].times, curves["pct"].trials, curves["pct"].rate) == ((0.05,), 1, 1.0)
 
 
@@ -799,7 +806,9 @@ def test_report_copies_each_failures_bundle_and_replays_it_from_the_page(
     page = _parse_page(summary.index_html)
     # The quickest reproduction whose bundle is at hand, replayed relative to the page.
     assert f"shmstress replay {bundle}" in page.codes
-    assert f"shmstress shrink {bundle} -o small.json" in page.codes
+    small = f"{Path(bundle).stem}.small.json"  # each failure's shrunk bundle named its own
+    assert f"shmstress shrink {bundle} -o {small}" in page.codes
+    assert f"shmstress replay {small}" in page.codes
     assert records[1]["rerun_command"] in page.codes
     assert f'href="{bundle}"' in page_text
     assert "gone.json" not in page_text

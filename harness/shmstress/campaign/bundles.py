@@ -18,7 +18,15 @@ from shmstress.core.errors import ConfigError
 from shmstress.core.files import write_text_atomically
 from shmstress.render.failure import FailureReport
 from shmstress.render.swimlane import render_svg
-from shmstress.repro.bundle import Bundle, bundle_name, from_json, path_safe, to_json, write_bundle
+from shmstress.repro.bundle import (
+    Bundle,
+    bundle_name,
+    from_json,
+    path_safe,
+    to_json,
+    write_bundle,
+    write_bundle_into,
+)
 
 BUNDLES_DIR = "bundles"
 BUNDLE_PROPERTY = "shmstress_bundle"
@@ -33,9 +41,9 @@ def _slug(text: str) -> str:
 
 
 def bundle_file_name(bundle: Bundle, tag: str = "") -> str:
-    """The bundle's own name, plus ``tag`` where runs may share a seed (``--stress-seed``)."""
-    name = bundle_name(bundle)
-    return f"{Path(name).stem}-{_slug(tag)}.json" if tag else name
+    """The bundle's own name, plus ``tag`` where runs may share a seed (``--stress-seed``);
+    the bundle's id keeps it unique either way."""
+    return bundle_name(bundle, _slug(tag))
 
 
 def campaign_bundle_dir(campaign: str) -> Path:
@@ -125,7 +133,7 @@ class BundleKeeper:
             relative = campaign_bundle_path(campaign, bundle, tag)
             user_properties.append(carried_bundle(bundle, relative))
             return relative.as_posix(), shown_path(self.results_dir / relative)
-        written = write_bundle(bundle, Path(default_out()) / bundle_file_name(bundle, tag))
+        written = write_bundle_into(bundle, Path(default_out()), _slug(tag))
         return None, shown_path(written)
 
     def keep_swimlane(

@@ -93,7 +93,7 @@ class TrialSpec:
     counts: Mapping[str, int]
     noise: float
     mode: str  # free or controlled
-    strategy: str  # free mode: noise or no-noise; controlled mode: the strategy's name
+    strategy: str  # free mode: free (its noise is a parameter); controlled mode: the strategy
     duration: float  # free mode's budget
     executions: int  # controlled mode's budget
     params: Mapping[str, int]
@@ -125,11 +125,13 @@ class TrialSpec:
 def trial_kind(strategy: str, noise: float) -> tuple[str, str]:
     """The (mode, strategy) a trial of a grid strategy records.
 
-    A free trial is named by what drives its interleavings: the noise, or nothing.
+    A free trial is ``free`` whatever its noise, as the command line calls it: the noise
+    probability is a parameter of the configuration (``p=0.1``), not another strategy.
     """
+    del noise  # kept in the signature: callers pass the configuration they have
     if strategy != FREE:
         return CONTROLLED, strategy
-    return FREE, ("noise" if noise > 0 else "no-noise")
+    return FREE, FREE
 
 
 def new_campaign_id(now: datetime | None = None) -> str:
@@ -161,13 +163,14 @@ def config_key(
     noise: float,
     params: Mapping[str, int],
 ) -> str:
-    """``dra/gather-unchecked b2 i1 g1 free/noise p=0.1``: the name a configuration goes by.
+    """``dra/gather-unchecked b2 i1 g1 free p=0.1``: the name a configuration goes by.
 
     Controlled mode injects no noise, so its keys name none: ``... controlled/pct``.
     """
     short = role_abbreviations(list(counts))
     workers = " ".join(f"{short[role]}{n}" for role, n in counts.items())
-    key = f"{tracker}/{variant} {workers} {mode}/{strategy}"
+    drive = mode if strategy == mode else f"{mode}/{strategy}"
+    key = f"{tracker}/{variant} {workers} {drive}"
     if mode == FREE:
         key += f" p={noise:g}"
     if params:

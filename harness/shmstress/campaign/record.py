@@ -2,7 +2,9 @@
 
 The schema, with its version, is ``shmstress.reports.schema`` (the reports read it
 and own it). A failing trial's record carries its ``FailureReport`` (bundle, log
-snippet, explanation, the commands that bring the failure back).
+snippet, explanation, the commands that bring the failure back), and every record
+carries its provenance (shmstress and Python versions, host, the commit of the code
+under test), so a point of a nightly trend can say what it tested.
 """
 
 from __future__ import annotations
@@ -19,7 +21,8 @@ import msgspec
 
 from shmstress.campaign.grid import CONTROLLED, FREE, TrialSpec, config_key, trial_kind
 from shmstress.core.exit_reason import ExitReason
-from shmstress.core.result import RunResult
+from shmstress.core.provenance import Provenance, current_provenance
+from shmstress.core.result import RunResult, Violation
 from shmstress.render.commands import run_command
 from shmstress.render.failure import FailureReport
 from shmstress.reports import schema
@@ -53,6 +56,19 @@ def result_config_key(result: RunResult, params: Mapping[str, int] | None = None
     )
 
 
+def detection(result: RunResult, first: Violation | None) -> tuple[float | None, int | None]:
+    """(seconds, points) to the first violation. A violation found at rest was found when
+    the run ended, checking the state every worker left: its detection time is the run's
+    whole time and its points all the points, never "unknown" (a trial that found its
+    violation must count as a detection in every chart and table, with a time)."""
+    if first is None:
+        return None, None
+    if first.at_rest:
+        return (first.elapsed_s if first.elapsed_s is not None else result.elapsed_s,
+                first.seq if first.seq is not None else result.points)
+    return first.elapsed_s, first.seq
+
+
 def trial_record(
     result: RunResult,
     *,
@@ -66,18 +82,22 @@ def trial_record(
     executions: int | None = None,
     extra: dict[str, object] | None = None,
     swimlane: str | None = None,
+    provenance: Provenance | None = None,
 ) -> dict[str, object]:
     """The JSON object appended to results.jsonl for one finished run: a record of the
     current results schema (``shmstress.reports.schema``), plus the keys of ``extra``.
 
     ``report`` (recorded unless the run was clean) names the bundle relative to the
-    directory of results.jsonl; ``strategy`` defaults to what drives a free run (noise
-    or none); ``executions`` is a controlled run's budget; ``swimlane`` names the failure's
-    SVG picture relative to the directory of results.jsonl, as ``bundle`` does.
+    directory of results.jsonl; ``strategy`` defaults to free mode's; ``executions`` is a
+    controlled run's budget; ``swimlane`` names the failure's SVG picture relative to the
+    directory of results.jsonl, as ``bundle`` does; ``provenance`` is computed for this run
+    unless given (a campaign computes it once).
     """
     config = result.config
     outcome = outcome_of(result)
     first = result.principal_violation
+    found = provenance or current_provenance(config.tracker)
+    seconds, points = detection(result, first)
     recorded = report if outcome != "clean" else None
     record = schema.Record(
         schema=schema.SCHEMA_VERSION,
@@ -99,8 +119,8 @@ def trial_record(
         seed=config.seed,
         outcome=outcome,
         exit_reason=result.exit_reason.value,
-        time_to_violation_s=first.elapsed_s if first is not None else None,
-        points_to_violation=first.seq if first is not None else None,
+        time_to_violation_s=seconds,
+        points_to_violation=points,
         points=result.points,
         points_per_s=result.points_per_s,
         elapsed_s=result.elapsed_s,
@@ -118,8 +138,11 @@ def trial_record(
         replay_command=recorded.replay_command if recorded else None,
         rerun_command=recorded.rerun_command if recorded else None,
         artifact_problems=list(recorded.problems) if recorded else [],
-        host=socket.gethostname(),
+        host=found.host,
         runner=os.environ.get("PYTEST_XDIST_WORKER", "local"),
+        shmstress_version=found.shmstress_version,
+        python_version=found.python_version,
+        code_commit=found.code_commit,
     )
     data: dict[str, object] = msgspec.to_builtins(record)
     if extra:
@@ -171,8 +194,12 @@ def adopted_record(
             "and its results line, so the time, points and log snippet are lost (replay the "
             "bundle for its log and explanation)"
         ],
-        host=socket.gethostname(),
+        host=bundle.host or socket.gethostname(),
         runner="local",
+        # what the killed trial ran with, as its bundle says (absent from older bundles)
+        shmstress_version=bundle.package_version,
+        python_version=bundle.python_version,
+        code_commit=bundle.code_commit,
     )
     data: dict[str, object] = msgspec.to_builtins(record)
     return data

@@ -36,6 +36,7 @@ from shmstress.campaign.trial import campaign_record, run_trial
 from shmstress.core.errors import BundleError, ConfigError
 from shmstress.core.exit_reason import ExitReason
 from shmstress.core.files import ArtifactError, write_text_atomically
+from shmstress.core.provenance import current_provenance
 from shmstress.core.signals import interruptible, shielded
 from shmstress.plugin import registry
 from shmstress.plugin.resolve import resolve
@@ -143,6 +144,7 @@ def run_campaign(
     results = ResultsFile(out_dir / RESULTS_FILE)
     repaired = results.repair_tail()
     history = results.records()  # and this run's records as it appends them
+    provenance = current_provenance(spec.tracker)  # once: every trial runs the same code
     warnings = list(results.warnings)
     todo, _ = pending_trials(spec, history)
     with shielded():
@@ -190,7 +192,8 @@ def run_campaign(
                 if bundle is not None and write_swimlane(
                         report, out_dir / swimlane_path(bundle)) is not None:
                     picture = swimlane_path(bundle).as_posix()
-                record = campaign_record(trial, ran, started_at, report, picture)
+                record = campaign_record(trial, ran, started_at, report, picture,
+                                         provenance)
                 results.append(record)
             except ArtifactError as exc:  # a full disk: nothing more could be kept
                 found = ran.result.principal_violation

@@ -15,6 +15,7 @@ from shmstress.campaign.record import trial_record
 from shmstress.controlled.result import ControlledResult
 from shmstress.controlled.runner import run_controlled
 from shmstress.core.config import RunConfig
+from shmstress.core.provenance import Provenance
 from shmstress.core.result import RunResult
 from shmstress.free.runner import ProgressFn, run
 from shmstress.render.commands import run_command
@@ -64,9 +65,11 @@ def run_free(config: RunConfig, progress: ProgressFn | None = None) -> TrialRun:
 def campaign_record(
     trial: TrialSpec, ran: TrialRun, started_at: str, report: FailureReport | None,
     swimlane: str | None = None,
+    provenance: Provenance | None = None,
 ) -> dict[str, object]:
     """The results.jsonl line of a campaign trial; ``report`` names the bundle and
-    ``swimlane`` its picture relative to that file's directory."""
+    ``swimlane`` its picture relative to that file's directory; ``provenance``: the
+    campaign's, computed once."""
     return trial_record(
         ran.result,
         campaign=trial.campaign,
@@ -78,4 +81,5 @@ def campaign_record(
         strategy=trial.strategy,
         executions=trial.executions if trial.mode == CONTROLLED else None,
         swimlane=swimlane,
+        provenance=provenance,
     )

@@ -1,9 +1,13 @@
 """``shmstress log`` and the log options of ``shmstress run``: argument handling only.
 
 ``run --log PATH`` writes the merged klog text of every worker; a failing run
-also writes ``<out>/run.log`` next to its bundle, and the run's report quotes
-the snippet and the explanation. ``log`` filters a recorded log by the
-objects a failure is about, with the words of the tracker the log names.
+also writes its own log next to its bundle, ``<bundle stem>.log`` (never over
+another run's: each failure's bundle has a name of its own), and the run's
+report quotes the snippet and the explanation. ``log BUNDLE`` reads that log
+only if its header names the bundle, else it replays the bundle: printing
+another run's log under this bundle's name would be worse than nothing.
+``log`` filters a recorded log by the objects a failure is about, with the
+words of the tracker the log names.
 """
 
 from __future__ import annotations
@@ -12,6 +16,7 @@ import argparse
 import json
 import os
 import sys
+from collections.abc import Mapping
 from pathlib import Path
 
 from shmstress.core.config import DEFAULT_RING_SIZE, MIN_RING_SIZE
@@ -22,9 +27,13 @@ from shmstress.core.result import RunResult
 from shmstress.plugin.words import MAX_VERBOSITY, Words
 from shmstress.render.failure import FailureReport, report_lines
 from shmstress.render.logfilter import EventFilter, Vocabulary, filter_events, parse_events
-from shmstress.render.logview import words_of_log, write_log
+from shmstress.render.logview import log_header, words_of_log, write_log, write_new_log
+from shmstress.repro.bundle import Bundle, bundle_stem, load_bundle, log_path, path_safe
+from shmstress.repro.plain_bundle import peek_plain
 
-RUN_LOG = "run.log"
+LEGACY_RUN_LOG = "run.log"
+"""Where releases before per-bundle logs wrote every failing run's log: read only when its
+header says it is the bundle's."""
 
 
 def add_log_options(parser: argparse.ArgumentParser, what: str) -> argparse._ArgumentGroup:
@@ -41,7 +50,8 @@ def add_log_options(parser: argparse.ArgumentParser, what: str) -> argparse._Arg
 
 def add_run_log_options(parser: argparse.ArgumentParser) -> None:
     group = add_log_options(
-        parser, "every worker (a failing run also writes run.log into its --out directory)")
+        parser, "every worker (a failing run also writes its log beside its bundle in --out, "
+        "as <bundle name>.log)")
     group.add_argument("--ring-size", type=int, default=DEFAULT_RING_SIZE, metavar="N",
                        help="records kept per worker; older ones are overwritten and "
                        f"counted (default {DEFAULT_RING_SIZE}, at least {MIN_RING_SIZE})")
@@ -54,13 +64,15 @@ def validate_log_options(args: argparse.Namespace) -> None:
 
 
 def report_run_log(
-    args: argparse.Namespace, result: RunResult, report: FailureReport | None, words: Words
+    args: argparse.Namespace, result: RunResult, report: FailureReport | None, words: Words,
+    bundle: Bundle | None = None, bundle_path: Path | None = None,
 ) -> tuple[list[str], list[ArtifactError]]:
     """Write the run's log where asked; the report lines (snippet, explanation, paths) and
     the logs that could not be written (a full disk: no cut log is left under its name).
 
-    A run that failed writes ``run.log`` into its ``--out`` directory; so does a run that
-    broke (a worker crashed or hung): its log is what happened up to then."""
+    A run that failed writes its log beside its bundle (``<bundle stem>.log``, its header
+    naming the bundle's id); so does a run that broke (a worker crashed or hung), under a
+    free name of its own: its log is what happened up to then. Neither replaces a file."""
     lines: list[str] = []
     unwritten: list[ArtifactError] = []
     recording = result.recording
@@ -72,21 +84,33 @@ def report_run_log(
                      "(older events are missing; raise --ring-size)")
     if report is not None:
         lines += report_lines(report)
-    targets: list[Path] = []
-    if args.log:
-        targets.append(Path(args.log))
+    bundle_id = bundle.id if bundle is not None else None
+    written: list[Path] = []
+    try:
+        if args.log:
+            written.append(write_log(result, Path(args.log), args.log_level, words, bundle_id))
+    except ArtifactError as exc:
+        unwritten.append(exc)
     out = getattr(args, "out", None)  # the bundle directory, when the run has one
     broke = result.exit_code == ExitCode.BROKEN
-    if out and (result.violation_count or broke):
-        targets.append(Path(out) / RUN_LOG)
-    for path in dict.fromkeys(targets):
-        try:
-            write_log(result, path, args.log_level, words)
-        except ArtifactError as exc:
-            unwritten.append(exc)
-            continue
-        lines.append(f"  log: {path}")
+    try:
+        if out and bundle_path is not None:
+            written.append(write_log(result, log_path(bundle_path), args.log_level, words,
+                                     bundle_id, exclusive=True))
+        elif out and (result.violation_count or broke):  # no bundle (or it was not written)
+            stem = bundle_stem(bundle) if bundle is not None else _run_stem(result)
+            written.append(write_new_log(result, Path(out), stem, args.log_level, words))
+    except ArtifactError as exc:
+        unwritten.append(exc)
+    lines += [f"  log: {path}" for path in written]
     return lines, unwritten
+
+
+def _run_stem(result: RunResult) -> str:
+    """The name of a log with no bundle to sit beside: what ran, and its seed."""
+    config = result.config
+    tracker = path_safe(Path(config.tracker.split(":")[0]).stem, "_")
+    return f"{tracker}-{path_safe(config.variant or 'default')}-seed{config.seed}"
 
 
 def _cmd_log(args: argparse.Namespace) -> int:
@@ -104,33 +128,84 @@ def _cmd_log(args: argparse.Namespace) -> int:
 
 
 def _read_log(source: Path) -> str:
-    """The log of a run directory, of a bundle (embedded, beside it, or made again by
-    replaying it), or a log file."""
+    """The log of a run directory (its one log), of a bundle (embedded, its own beside it,
+    or made again by replaying it), or a log file."""
     if source.is_dir():
-        return _read(source / RUN_LOG)
+        return _read(_only_log(source))
     if source.suffix == ".json":
         try:
-            bundle = json.loads(_read(source))
+            data = json.loads(_read(source))
         except json.JSONDecodeError as exc:
             raise ConfigError(f"{source} is not a JSON bundle: {exc}") from exc
-        embedded = bundle.get("log") if isinstance(bundle, dict) else None
+        embedded = data.get("log") if isinstance(data, dict) else None
         if isinstance(embedded, str):
             return embedded
-        beside = source.parent / RUN_LOG
-        return _read(beside) if beside.exists() else _replayed_log(source)
+        return _own_log(source)
     return _read(source)
 
 
-def _replayed_log(source: Path) -> str:
+def _only_log(directory: Path) -> Path:
+    """The log of a directory that holds one; with several, the user names one: guessing
+    would print one run's log as another's."""
+    logs = sorted((p for p in directory.glob("*.log") if not p.name.startswith(".")),
+                  key=lambda p: (p.stat().st_mtime, p.name))
+    if not logs:
+        raise ConfigError(f"{directory} holds no run log (a failing run writes "
+                          "<bundle name>.log beside its bundle)")
+    if len(logs) > 1:
+        names = ", ".join(p.name for p in logs[-3:][::-1])
+        raise ConfigError(f"{directory} holds {len(logs)} run logs; name a bundle or a log "
+                          f"(the newest: {names})")
+    return logs[0]
+
+
+def _own_log(source: Path) -> str:
+    """The log beside bundle ``source`` whose header names it; else the bundle replayed."""
+    if peek_plain(source) is not None:  # ``shmstress test``: its log is written with it
+        beside = log_path(source)
+        if not beside.is_file():
+            raise ConfigError(f"no {beside.name} beside {source}; replay it for its log: "
+                              f"shmstress replay {source} --log FILE")
+        return _read(beside)
+    bundle = load_bundle(source)
+    why = f"no {log_path(source).name} beside {source}"
+    for candidate in (log_path(source), source.parent / LEGACY_RUN_LOG):
+        if not candidate.is_file():
+            continue
+        text = _read(candidate)
+        mismatch = _mismatch(log_header(e.parsed for e in parse_events(text)), bundle)
+        if mismatch is None:
+            return text
+        why = f"{candidate} is not this bundle's log ({mismatch})"
+        if candidate == log_path(source):
+            break
+    return _replayed_log(source, why)
+
+
+def _mismatch(header: Mapping[str, object] | None, bundle: Bundle) -> str | None:
+    """Why a log with ``header`` is not the log of ``bundle``; None when it is."""
+    if header is None:
+        return "it has no header naming its run"
+    for key, want in (("tracker", bundle.tracker), ("variant", bundle.variant),
+                      ("seed", bundle.seed)):
+        if header.get(key) != want:
+            return f"its {key} is {header.get(key)!r}, the bundle's {want!r}"
+    found = header.get("bundle")
+    if (bundle.id or found) and found != bundle.id:
+        return f"it names bundle {found or '(none)'}, this one is {bundle.id or '(no id)'}"
+    return None
+
+
+def _replayed_log(source: Path, why: str) -> str:
     """A bundle replays exactly, so its log can be made again: replay it, recorded."""
     from shmstress.render.logview import log_lines
-    from shmstress.repro.bundle import load_bundle
     from shmstress.repro.replay import replay_bundle
 
-    print(f"shmstress log: no {RUN_LOG} beside {source}; replaying the bundle for its log",
-          file=sys.stderr)
-    report = replay_bundle(load_bundle(source))
-    return "".join(line + "\n" for line in log_lines(report.result, MAX_VERBOSITY))
+    print(f"shmstress log: {why}; replaying the bundle for its log", file=sys.stderr)
+    bundle = load_bundle(source)
+    report = replay_bundle(bundle)
+    return "".join(line + "\n" for line in log_lines(report.result, MAX_VERBOSITY,
+                                                       bundle_id=bundle.id))
 
 
 def _read(path: Path) -> str:
@@ -157,7 +232,8 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         "log", help="show a recorded log, filtered by the objects its fields name, or worker pid",
         description="Print the events of a recorded klog-style log (a run's --out directory, "
         "its bundle, or a log file) that name any of the given objects; no filter prints all. "
-        "A bundle with no run.log beside it is replayed to make its log again. "
+        "A bundle's own log is the one beside it (<bundle name>.log) whose header names it; "
+        "a bundle without one is replayed to make its log again. "
         "An object is KIND=NAME, KIND being any field key of the tracker's log lines. "
         "A name matches a field value equal to it, ending in /NAME, or, for a number, "
         "ending in that number (with the dra tracker, --match claim=553 matches "
@@ -166,7 +242,7 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         "object under another key and objects that belong to it match too.",
     )
     parser.add_argument("source", metavar="BUNDLE_OR_DIR",
-                        help="a directory with run.log, a bundle (.json) or a log file")
+                        help="a bundle (.json), a log file, or a directory holding one log")
     parser.add_argument("--match", action="append", default=[], type=_kind_name,
                         metavar="KIND=NAME", help="events naming this object: any field key "
                         "of any tracker, e.g. pod=my-pod-0006, card=3 (repeatable)")

@@ -17,8 +17,8 @@ from shmstress.cli import bench, campaign, check, log, replay, run, show, sweep,
 from shmstress.cli.args import EPILOG, OneLineErrors
 from shmstress.core.errors import ShmstressError
 from shmstress.core.exit_reason import ExitReason
+from shmstress.core.provenance import package_version
 from shmstress.core.signals import interruptible
-from shmstress.repro.bundle import package_version
 
 _SUBCOMMANDS = (run, test, trackers, sweep, bench, campaign, check, log, replay, show)
 """Each module adds its subcommand's parser and handler."""

@@ -12,6 +12,7 @@ import argparse
 import contextlib
 import textwrap
 from collections.abc import Iterator
+from dataclasses import replace
 from pathlib import Path
 
 from shmstress.cli.log import add_log_options, validate_log_options
@@ -25,6 +26,7 @@ from shmstress.repro.bundle import (
     Bundle,
     bundle_target,
     load_bundle,
+    new_bundle_id,
     replay_command,
     write_bundle,
 )
@@ -90,7 +92,9 @@ def _cmd_replay(args: argparse.Namespace) -> int:
         from shmstress.render.logview import write_log
 
         try:
-            print(f"  log: {write_log(report.result, Path(args.log), args.log_level)}")
+            logged = write_log(report.result, Path(args.log), args.log_level,
+                               bundle_id=bundle.id)  # the same failure: its header says so
+            print(f"  log: {logged}")
         except ArtifactError as exc:
             unwritten.append(exc)
     return verdict(report.exit_code, unwritten)
@@ -136,9 +140,10 @@ def _cmd_shrink(args: argparse.Namespace) -> int:
         raise ReplayDivergedError(
             f"{source} does not reproduce its violation, so there is nothing to shrink "
             f"(see `{replay_command(source)}`)")
-    target = bundle_target(report.bundle, output)
-    try:
-        write_bundle(report.bundle, output)
+    shrunk = replace(report.bundle, id=new_bundle_id())  # a new artifact, a name of its own
+    target = bundle_target(shrunk, output)
+    try:  # a named file is the user's to replace; a directory gets a free name
+        target = write_bundle(shrunk, output, overwrite=True)
     except ArtifactError as exc:  # what the search found is still shown, the file is not
         print(render_shrink(report, source, target, written=False))
         return verdict(int(ExitCode.CLEAN), [exc])

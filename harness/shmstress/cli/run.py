@@ -53,7 +53,7 @@ from shmstress.repro.bundle import (
     from_free_run,
     replay_command,
     tape_lost_note,
-    write_bundle,
+    write_bundle_into,
 )
 
 MODES = ("free", "controlled")
@@ -199,7 +199,8 @@ def _add_controlled_options(parser: argparse.ArgumentParser) -> None:
                        help="do not pin coordinator and workers to one CPU")
     out = default_out()
     parser.add_argument("--out", default=out, metavar="DIR",
-                        help=f"where a failing run writes its repro bundle and run.log "
+                        help=f"where a failing run writes its repro bundle and, beside it, "
+                        f"its log (each under a name of its own) "
                         f"({out}; ${OUT_ENV} changes the default)")
 
 
@@ -291,12 +292,12 @@ def _report(args: argparse.Namespace, result: RunResult, bundle: Bundle | None,
     path = None
     if bundle is not None:
         try:
-            path = write_bundle(bundle, Path(args.out))
+            path = write_bundle_into(bundle, Path(args.out))
         except ArtifactError as exc:
             unwritten.append(exc)
     report = (failure_report(result, str(path) if path else None, rerun, wording, notes)
               if result.violation_count else None)
-    lines, failed = cli_log.report_run_log(args, result, report, wording.words)
+    lines, failed = cli_log.report_run_log(args, result, report, wording.words, bundle, path)
     unwritten += failed
     for line in lines:
         print(line)

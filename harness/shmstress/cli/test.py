@@ -171,8 +171,9 @@ def _cmd_test(args: argparse.Namespace) -> int:
         bundle = from_outcome(args.scenario, spec, exploration.strategy, seed,
                               result.failing_index, result.failing)
         bundle_path = write_plain_bundle(bundle, Path(args.out or default_out()))
-        log = write_text_atomically(bundle_path.with_suffix(".log"),
-                                    "\n".join(log_lines(result.failing)) + "\n", "the log")
+        log = write_text_atomically(bundle_path.with_suffix(".log"),  # its own: never another's
+                                    "\n".join(log_lines(result.failing)) + "\n", "the log",
+                                    exclusive=True)
         lines.append(f"  log: {log}")
     print("\n".join(result_lines(result, args.scenario, bundle_path) + lines))
     return int(result.exit_code if result.exit_code is not ExitCode.CLEAN else 0)

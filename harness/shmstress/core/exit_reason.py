@@ -41,8 +41,8 @@ _MEANINGS = {
                               "seed, or check for nondeterminism"),
     ExitCode.BROKEN: ("the run itself broke: a worker crashed or hung, or a campaign did "
                       "not finish its grid (a host lost, a full disk)",
-                      "fail the job as an infrastructure error; the stacks are in the log "
-                      "(run.log); a campaign goes on with --resume"),
+                      "fail the job as an infrastructure error; the stacks are in the run's "
+                      "log in --out; a campaign goes on with --resume"),
     ExitCode.INTERRUPTED: ("interrupted by Ctrl-C or SIGTERM; workers and segments torn down",
                            "the job was cancelled; finished trials are kept (campaign --resume)"),
 }

@@ -15,7 +15,7 @@ from __future__ import annotations
 import contextlib
 import os
 import tempfile
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Sequence
 from pathlib import Path
 from typing import TextIO
 
@@ -25,6 +25,10 @@ from shmstress.core.errors import ConfigError
 class ArtifactError(ConfigError):
     """An artifact could not be written (full disk, permissions): nothing is left under its
     name. A command that found something reports this in one line and keeps its verdict."""
+
+
+class ArtifactExistsError(ArtifactError):
+    """An exclusive write found its name taken: evidence already there is never replaced."""
 
 
 def _reason(exc: OSError) -> str:
@@ -45,10 +49,13 @@ def _umask() -> int:
 
 
 @contextlib.contextmanager
-def replaced_atomically(path: Path, what: str = "") -> Iterator[TextIO]:
+def replaced_atomically(path: Path, what: str = "", exclusive: bool = False) -> Iterator[TextIO]:
     """A text stream whose content replaces ``path`` only once the block ends without error.
 
     ``what`` names the artifact in the one-line error raised when it cannot be written.
+    With ``exclusive`` the finished file is hard-linked into place instead of renamed, which
+    fails (``ArtifactExistsError``) when ``path`` exists: a failure's evidence (a bundle,
+    its log) must never replace another run's, even one written between our check and ours.
     """
     name = f"{what} {path}" if what else str(path)
     try:
@@ -62,7 +69,16 @@ def replaced_atomically(path: Path, what: str = "") -> Iterator[TextIO]:
             stream.flush()
             os.fchmod(stream.fileno(), 0o666 & ~_umask())  # as open() would have made it
             os.fsync(stream.fileno())
-        os.replace(temporary, path)
+        if exclusive:
+            try:
+                os.link(temporary, path)
+            finally:
+                with contextlib.suppress(OSError):
+                    os.unlink(temporary)
+        else:
+            os.replace(temporary, path)
+    except FileExistsError as exc:
+        raise ArtifactExistsError(f"cannot write {name}: it exists already") from exc
     except OSError as exc:
         with contextlib.suppress(OSError):
             os.unlink(temporary)
@@ -73,14 +89,49 @@ def replaced_atomically(path: Path, what: str = "") -> Iterator[TextIO]:
         raise
 
 
-def write_text_atomically(path: Path, text: str | Iterable[str], what: str = "") -> Path:
-    """Write ``text`` (or its pieces, in order) to ``path`` as one whole file."""
-    with replaced_atomically(path, what) as stream:
+def write_text_atomically(
+    path: Path, text: str | Iterable[str], what: str = "", exclusive: bool = False
+) -> Path:
+    """Write ``text`` (or its pieces, in order) to ``path`` as one whole file; with
+    ``exclusive``, only if ``path`` does not exist (see ``replaced_atomically``)."""
+    with replaced_atomically(path, what, exclusive) as stream:
         if isinstance(text, str):
             stream.write(text)
         else:
             stream.writelines(text)
     return path
+
+
+FREE_NAME_TRIES = 1000
+"""Numbered names tried for one new artifact before giving up (a directory gone mad)."""
+
+
+def free_names(directory: Path, stem: str, suffix: str,
+               companions: Sequence[str] = ()) -> Iterator[Path]:
+    """``stem+suffix``, then ``stem-2+suffix``, ``stem-3+suffix``...: each name under which
+    neither the file nor a companion (the same stem with each suffix of ``companions``, e.g.
+    a bundle's ``.log``) exists yet. The caller writes exclusively and takes the next name
+    when another writer got there first, so two runs never share a name."""
+    for n in range(1, FREE_NAME_TRIES + 1):
+        candidate = stem if n == 1 else f"{stem}-{n}"
+        taken = [directory / f"{candidate}{end}" for end in (suffix, *companions)]
+        if not any(os.path.lexists(path) for path in taken):
+            yield directory / f"{candidate}{suffix}"
+    raise ArtifactError(f"cannot write {directory / (stem + suffix)}: "
+                        f"{FREE_NAME_TRIES} names taken")
+
+
+def write_text_new(directory: Path, stem: str, suffix: str, text: str | Iterable[str],
+                   what: str = "", companions: Sequence[str] = ()) -> Path:
+    """Write ``text`` whole under the first free name of ``free_names``; never replaces a
+    file. Returns the path written."""
+    pieces = text if isinstance(text, str) else list(text)
+    for path in free_names(directory, stem, suffix, companions):
+        try:
+            return write_text_atomically(path, pieces, what, exclusive=True)
+        except ArtifactExistsError:
+            continue  # another writer took it between our look and our link
+    raise AssertionError("free_names ends by raising")
 
 
 def append_whole(path: Path, data: bytes, what: str = "") -> None:

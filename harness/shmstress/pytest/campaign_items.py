@@ -1,7 +1,7 @@
 """A campaign as pytest items, so pytest-xdist can spread its trials over hosts.
 
 Items hang directly off the session with IDs made from the grid alone
-(``::campaign[dra/fixed-b2-i1-g1-free/noise-p=0.1#3]``), because xdist insists that
+(``::campaign[dra/fixed-b2-i1-g1-free-p=0.1#3]``), because xdist insists that
 every worker collects identical IDs and file paths differ between hosts. The record
 of each trial travels back to the controller in the report's ``user_properties``,
 so the controller alone writes ``results.jsonl``, even for ssh or socket gateways;

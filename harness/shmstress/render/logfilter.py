@@ -1,6 +1,6 @@
 """Picking the events of some objects out of a klog-style text log.
 
-Works on text, not on a recording, so it serves any written ``run.log``
+Works on text, not on a recording, so it serves any written run log
 (the user's own, or one from a CI artifact) without the run that made it.
 
 An object is asked for by kind and name (``claim=6``, ``device=worker-1-device-000``,

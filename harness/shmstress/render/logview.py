@@ -6,22 +6,24 @@ true global order of the points (a log call sits right after the point it
 follows). Names, messages and verbosity come from the tracker's words.
 
 A written log starts with one line naming the run ("Recorded run", with the
-tracker and its parameters), so ``shmstress log`` can find the tracker's
-words for a log file alone. The order of the lines is exact; their
-timestamps are taken just after the sequence number, so two workers' stamps
-can be out of order by the microseconds between the two.
+tracker and its parameters, and the id of the failure's bundle when there is
+one), so ``shmstress log`` can find the tracker's words for a log file alone,
+and can tell whether the log beside a bundle is that bundle's own. The order
+of the lines is exact; their timestamps are taken just after the sequence
+number, so two workers' stamps can be out of order by the microseconds between
+the two.
 """
 
 from __future__ import annotations
 
 import logging
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
 from shmstress.analysis.focus import merged
 from shmstress.analysis.snippet import Snippet
-from shmstress.core.files import replaced_atomically
+from shmstress.core.files import replaced_atomically, write_text_new
 from shmstress.core.result import RunResult
 from shmstress.core.trace import LEVELS, Record, Recording
 from shmstress.core.workers import describe_worker
@@ -81,14 +83,16 @@ def words_of(result: RunResult) -> Words:
 
 
 def log_events(
-    result: RunResult, verbosity: int = MAX_VERBOSITY, words: Words | None = None
+    result: RunResult, verbosity: int = MAX_VERBOSITY, words: Words | None = None,
+    bundle_id: str | None = None,
 ) -> Iterator[KlogEvent]:
-    """The merged log: a header naming the run, ring overflow, the records up to ``verbosity``."""
+    """The merged log: a header naming the run (and its bundle's id), ring overflow, the
+    records up to ``verbosity``."""
     recording = result.recording
     if recording is None:
         return
     words = words or words_of(result)
-    yield _header(result, recording)
+    yield _header(result, recording, bundle_id)
     yield from _overflow_warnings(result)
     for entry in entries(recording, words):
         if entry.verbosity <= verbosity:
@@ -96,20 +100,33 @@ def log_events(
 
 
 def log_lines(
-    result: RunResult, verbosity: int = MAX_VERBOSITY, words: Words | None = None
+    result: RunResult, verbosity: int = MAX_VERBOSITY, words: Words | None = None,
+    bundle_id: str | None = None,
 ) -> Iterator[str]:
     """The merged log as klog text (an event may span lines)."""
-    return (format_event(event) for event in log_events(result, verbosity, words))
+    return (format_event(event) for event in log_events(result, verbosity, words, bundle_id))
 
 
 def write_log(
-    result: RunResult, path: Path, verbosity: int = MAX_VERBOSITY, words: Words | None = None
+    result: RunResult, path: Path, verbosity: int = MAX_VERBOSITY, words: Words | None = None,
+    bundle_id: str | None = None, exclusive: bool = False,
 ) -> Path:
-    """Write the merged log of every worker to ``path``, whole or not at all."""
-    with replaced_atomically(path, "the log") as out:
-        for text in log_lines(result, verbosity, words):
+    """Write the merged log of every worker to ``path``, whole or not at all; with
+    ``exclusive`` only if nothing is there (a failure's log never replaces another's)."""
+    with replaced_atomically(path, "the log", exclusive) as out:
+        for text in log_lines(result, verbosity, words, bundle_id):
             out.write(text + "\n")
     return path
+
+
+def write_new_log(
+    result: RunResult, directory: Path, stem: str, verbosity: int = MAX_VERBOSITY,
+    words: Words | None = None,
+) -> Path:
+    """Write the merged log into ``directory`` as ``<stem>.log``, or ``<stem>-2.log`` and so
+    on: for a run with no bundle to sit beside (it broke), never over another run's log."""
+    lines = (text + "\n" for text in log_lines(result, verbosity, words))
+    return write_text_new(directory, stem, ".log", lines, "the log")
 
 
 def snippet_text(result: RunResult, words: Words, snippet: Snippet) -> str:
@@ -122,7 +139,7 @@ def to_log_records(result: RunResult, verbosity: int = MAX_VERBOSITY) -> list[lo
     """The merged log as ``logging`` records, for users who log through ``logging``.
 
     Formatted with ``harness.klog.KlogFormatter`` they give the lines of
-    ``run.log``; any other handler sees ordinary records with the fields in
+    a written run log; any other handler sees ordinary records with the fields in
     ``record.kv``.
     """
     out = []
@@ -151,13 +168,25 @@ def words_of_log(events: Iterable[ParsedLine]) -> Words:
     return Words()
 
 
-def _header(result: RunResult, recording: Recording) -> KlogEvent:
+def log_header(events: Iterable[ParsedLine]) -> Mapping[str, object] | None:
+    """The fields of a written log's header line (tracker, variant, seed, params, and the
+    bundle's id if it has one); None for text that has no header."""
+    for event in events:
+        if (event.logger, event.message) == (HARNESS_LOGGER, RUN_HEADER):
+            return dict(event.fields)
+    return None
+
+
+def _header(result: RunResult, recording: Recording, bundle_id: str | None) -> KlogEvent:
     config = result.config
+    fields: tuple[tuple[str, object], ...] = (
+        ("tracker", config.tracker), ("variant", config.variant), ("seed", config.seed),
+        ("params", dict(config.params)))
+    if bundle_id:
+        fields += (("bundle", bundle_id),)
     return KlogEvent(
         file="logview.py", line=0, level="I", time=recording.wall0_ns / 1e9, pid=0,
-        logger=HARNESS_LOGGER, message=RUN_HEADER,
-        fields=(("tracker", config.tracker), ("variant", config.variant), ("seed", config.seed),
-                ("params", dict(config.params))),
+        logger=HARNESS_LOGGER, message=RUN_HEADER, fields=fields,
     )
 
 

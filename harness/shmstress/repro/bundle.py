@@ -13,20 +13,21 @@ from __future__ import annotations
 
 import json
 import re
+import secrets
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
-from importlib.metadata import PackageNotFoundError, version
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import cast
 
-from msgspec import UNSET
+from msgspec import UNSET, UnsetType
 
 from shmstress.controlled.result import ControlledResult
 from shmstress.controlled.strategies.base import StrategySpec
 from shmstress.core.config import RunConfig
 from shmstress.core.errors import BundleError
-from shmstress.core.files import write_text_atomically
+from shmstress.core.files import write_text_atomically, write_text_new
 from shmstress.core.noise import NoiseConfig
+from shmstress.core.provenance import Provenance, current_provenance, package_version
 from shmstress.core.result import RunResult, Violation, differences, principal
 from shmstress.core.trace import Step
 from shmstress.repro import bundle_schema
@@ -37,11 +38,14 @@ FREE = "free"
 CONTROLLED = "controlled"
 
 
-def package_version() -> str:
-    try:
-        return version("shmstress")
-    except PackageNotFoundError:
-        return "unknown"
+LOG_SUFFIX = ".log"
+"""A bundle's own log sits beside it: ``<bundle stem>.log``."""
+
+
+def new_bundle_id() -> str:
+    """A short random id: two failures of the same tracker, variant and seed (a rerun with
+    ``--seed``, ``--stress-seed``) still get two names, and a log names its bundle by it."""
+    return secrets.token_hex(4)
 
 
 @dataclass(frozen=True)
@@ -92,6 +96,18 @@ class Bundle:
     execution: int | None = None  # 0-based index of the failing execution of a controlled run
     preemptions: int | None = None
     package_version: str = field(default_factory=package_version)
+    # Which failure this is ("" for a bundle written before ids existed): not part of what
+    # the failure is, so two bundles of one failure still compare equal.
+    id: str = field(default_factory=new_bundle_id, compare=False)
+    python_version: str | None = None
+    host: str | None = None
+    code_commit: str | None = None  # of the code under test, when run in a git checkout
+
+    def with_provenance(self, found: Provenance) -> Bundle:
+        """This bundle stamped with what found it."""
+        return replace(self, package_version=found.shmstress_version,
+                       python_version=found.python_version, host=found.host,
+                       code_commit=found.code_commit)
 
     def run_config(self) -> RunConfig:
         """The configuration of the run that failed (its seed included)."""
@@ -132,12 +148,12 @@ def from_free_run(result: RunResult) -> Bundle | None:
         seed=config.seed,
         execution_seed=config.seed,
         mode=FREE,
-        strategy=StrategySpec("noise" if config.noise.probability else "none"),
+        strategy=StrategySpec(FREE),  # its noise is in ``noise``, as on the command line
         phase_changes=result.phase_changes,
         steps=result.recording.steps,
         violation=ExpectedViolation.of(violation),
         noise=config.noise,
-    )
+    ).with_provenance(current_provenance(config.tracker))
 
 
 def tape_lost_note(result: RunResult) -> str | None:
@@ -180,7 +196,7 @@ def from_execution(
         noise=NoiseConfig(0.0),
         execution=execution,
         preemptions=preemptions,
-    )
+    ).with_provenance(current_provenance(config.tracker))
 
 
 def from_controlled(result: ControlledResult) -> Bundle | None:
@@ -220,6 +236,10 @@ def to_json(bundle: Bundle) -> dict[str, object]:
         format=FORMAT,
         format_version=FORMAT_VERSION,
         shmstress_version=bundle.package_version,
+        id=bundle.id or UNSET,
+        python_version=bundle.python_version or UNSET,
+        host=bundle.host or UNSET,
+        code_commit=bundle.code_commit or UNSET,
         tracker=bundle.tracker,
         variant=bundle.variant,
         config=bundle_schema.ConfigDoc(
@@ -314,7 +334,15 @@ def from_json(data: object) -> Bundle:
         execution=doc.execution,
         preemptions=doc.preemptions,
         package_version=doc.shmstress_version,
+        id=_known(doc.id) or "",
+        python_version=_known(doc.python_version),
+        host=_known(doc.host),
+        code_commit=_known(doc.code_commit),
     )
+
+
+def _known(value: str | UnsetType) -> str | None:
+    return None if isinstance(value, UnsetType) else value
 
 
 def render_json(bundle: Bundle) -> str:
@@ -334,22 +362,57 @@ def path_safe(text: str, fill: str = "-") -> str:
     return re.sub(r"[^A-Za-z0-9_.-]+", fill, text)
 
 
-def bundle_name(bundle: Bundle) -> str:
+def bundle_stem(bundle: Bundle, tag: str = "") -> str:
+    """``dra-gather-unchecked-free-seed3-<tag>-<id>``: what failed, and which failure.
+
+    ``tag`` (already path-safe) names where runs may share a seed (a pytest test id); the
+    id makes the name unique, so a rerun with the same seed never takes the name of the
+    failure it reruns."""
     tracker = path_safe(Path(bundle.tracker.split(":")[0]).stem, "_")
     execution = f"-e{bundle.execution + 1}" if bundle.execution is not None else ""
-    return f"{tracker}-{bundle.variant}-{bundle.mode}-seed{bundle.seed}{execution}.json"
+    suffix = "".join(f"-{part}" for part in (tag, path_safe(bundle.id)) if part)
+    return f"{tracker}-{bundle.variant}-{bundle.mode}-seed{bundle.seed}{execution}{suffix}"
+
+
+def bundle_name(bundle: Bundle, tag: str = "") -> str:
+    return bundle_stem(bundle, tag) + ".json"
+
+
+def log_path(bundle_path: Path) -> Path:
+    """Where the log of the bundle at ``bundle_path`` is: beside it, under its stem."""
+    return bundle_path.with_suffix(LOG_SUFFIX)
+
+
+def is_directory_target(path: Path) -> bool:
+    """A directory (existing, or named without a suffix) gets the bundle's own name."""
+    return path.is_dir() or not path.suffix
 
 
 def bundle_target(bundle: Bundle, path: Path) -> Path:
-    """Where ``write_bundle(bundle, path)`` writes: a directory gets the bundle's own name."""
-    return path / bundle_name(bundle) if path.is_dir() or not path.suffix else path
+    """Where ``write_bundle(bundle, path)`` writes unless that name is taken by then."""
+    return path / bundle_name(bundle) if is_directory_target(path) else path
 
 
-def write_bundle(bundle: Bundle, path: Path) -> Path:
-    """Write ``bundle`` to ``path`` (a directory gets the bundle's own file name), whole or
-    not at all: a full disk leaves no cut bundle under the name (``ArtifactError``)."""
-    target = bundle_target(bundle, path)
-    return write_text_atomically(target, render_json(bundle), "the repro bundle")
+def write_bundle(bundle: Bundle, path: Path, overwrite: bool = False) -> Path:
+    """Write ``bundle`` to ``path`` whole or not at all (a full disk leaves no cut bundle
+    under the name: ``ArtifactError``); returns where it went.
+
+    A directory (see ``is_directory_target``) gets a free name (``write_bundle_into``). A
+    file path is written only if nothing is there (``ArtifactExistsError``): evidence is
+    never replaced, unless ``overwrite`` (a user's explicit ``shrink -o FILE``).
+    """
+    if is_directory_target(path):
+        return write_bundle_into(bundle, path)
+    return write_text_atomically(path, render_json(bundle), "the repro bundle",
+                                 exclusive=not overwrite)
+
+
+def write_bundle_into(bundle: Bundle, directory: Path, tag: str = "") -> Path:
+    """Write ``bundle`` into ``directory`` under its own name (``bundle_stem``), or
+    ``<stem>-2`` and so on when that name or its log's is taken: two failures never share
+    a name, and a rerun never replaces the bundle of the failure it reruns."""
+    return write_text_new(directory, bundle_stem(bundle, tag), ".json", render_json(bundle),
+                          "the repro bundle", companions=(LOG_SUFFIX,))
 
 
 def load_bundle(path: Path) -> Bundle:

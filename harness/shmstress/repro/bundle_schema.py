@@ -61,6 +61,13 @@ class BundleDoc(msgspec.Struct, kw_only=True):
     format: str
     format_version: int
     shmstress_version: str = "unknown"
+    # Added within version 1, left out when unknown, so an older bundle is still written
+    # byte for byte and an older reader ignores them: which failure this is (the name and
+    # the log's header carry it) and what found it (see ``core.provenance``).
+    id: str | msgspec.UnsetType = msgspec.UNSET
+    python_version: str | msgspec.UnsetType = msgspec.UNSET
+    host: str | msgspec.UnsetType = msgspec.UNSET
+    code_commit: str | msgspec.UnsetType = msgspec.UNSET
     tracker: str
     variant: str
     config: ConfigDoc

@@ -18,13 +18,14 @@ import msgspec
 
 from shmstress.controlled.strategies.base import StrategySpec
 from shmstress.core.errors import BundleError, ScenarioError
-from shmstress.core.files import write_text_atomically
+from shmstress.core.files import write_text_atomically, write_text_new
+from shmstress.core.provenance import package_version
 from shmstress.core.trace import Step
 from shmstress.plain.outcome import PlainEnd, PlainOutcome
 from shmstress.plain.scenario import ScenarioRef
 from shmstress.plain.session import PlainSpec
 from shmstress.reports.decoding import describe_error
-from shmstress.repro.bundle import package_version, path_safe
+from shmstress.repro.bundle import LOG_SUFFIX, path_safe
 from shmstress.repro.bundle_schema import StrategyDoc
 
 FORMAT = "shmstress-plain-bundle"
@@ -204,6 +205,13 @@ def bundle_name(bundle: PlainBundle) -> str:
 
 
 def write_plain_bundle(bundle: PlainBundle, path: Path) -> Path:
-    """Write ``bundle`` into directory ``path`` (or as file ``path`` if it ends in .json)."""
-    target = path if path.suffix == ".json" else path / bundle_name(bundle)
-    return write_text_atomically(target, render_json(bundle), "the repro bundle")
+    """Write ``bundle`` into directory ``path`` (or as file ``path`` if it ends in .json).
+
+    In a directory it takes its own name, or ``<name>-2`` and so on when that name or its
+    log's (``.log`` beside it) is taken: a rerun of the same seed never replaces the
+    evidence of the failure it reruns."""
+    if path.suffix == ".json":
+        return write_text_atomically(path, render_json(bundle), "the repro bundle")
+    stem = bundle_name(bundle).removesuffix(".json")
+    return write_text_new(path, stem, ".json", render_json(bundle), "the repro bundle",
+                          companions=(LOG_SUFFIX,))

@@ -4,11 +4,14 @@ Distinct failures: fifty trials hitting the same bug should read as one bug seen
 times, with one replay command to chase it, not fifty near-identical sections.
 Trend: nightly campaigns ordered by when they ran, one failure rate per variant each.
 Detection: how soon each strategy found a violation, among the variants it could find.
+Provenance: what each campaign ran (shmstress, Python, hosts, the commit under test), and
+which failures are new since the campaign before the latest, the question a nightly
+reader opens the report with.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 
@@ -30,6 +33,11 @@ class FailureGroup:
     representative: Trial
     config_counts: tuple[tuple[str, int], ...]
     campaigns: tuple[str, ...]
+
+    @property
+    def key(self) -> tuple[str, str, str, bool]:
+        """What makes two violations the same bug (see the class docstring)."""
+        return (self.tracker, self.variant, self.invariant, self.at_rest)
 
 
 @dataclass(frozen=True)
@@ -183,15 +191,21 @@ def trend_by_variant(
 
 @dataclass(frozen=True)
 class DetectionCurve:
-    """One strategy's detection times, over the trials that could have detected something."""
+    """One strategy's detection times, over the trials that could have detected something.
+
+    ``strategy`` is what drove the trials as the charts name it (``pct``, ``free p=0.1``).
+    ``detections`` counts every trial that found a violation, timed or not, so the curve's
+    label says what the failure-rate chart and the table say; ``times`` are the recorded
+    ones (a record may lack one), which the curve draws."""
 
     strategy: str
-    times: tuple[float, ...]  # sorted seconds to the first violation, one per detection
+    times: tuple[float, ...]  # sorted seconds to the first violation, one per timed detection
     trials: int  # trials with a verdict of the variants that failed at least once
+    detections: int  # of those, the trials that found a violation
 
     @property
     def rate(self) -> float:
-        return len(self.times) / self.trials if self.trials else 0.0
+        return self.detections / self.trials if self.trials else 0.0
 
 
 def failing_variants(trials: Iterable[Trial]) -> list[str]:
@@ -214,15 +228,84 @@ def detection_curves(
     failed = set(failing_variants(trials) if failing is None else failing)
     times: dict[str, list[float]] = {}
     totals: dict[str, int] = {}
+    detections: dict[str, int] = {}
     for trial in trials:
         if trial.outcome == "error" or f"{trial.tracker}/{trial.variant}" not in failed:
             continue
-        strategy = trial.config.strategy
+        strategy = trial.config.drive
         totals[strategy] = totals.get(strategy, 0) + 1
         found = times.setdefault(strategy, [])
-        if trial.outcome == "violation" and trial.time_to_violation_s is not None:
-            found.append(trial.time_to_violation_s)
+        if trial.outcome == "violation":
+            detections[strategy] = detections.get(strategy, 0) + 1
+            if trial.time_to_violation_s is not None:
+                found.append(trial.time_to_violation_s)
     return [
-        DetectionCurve(strategy, tuple(sorted(times[strategy])), totals[strategy])
+        DetectionCurve(strategy, tuple(sorted(times[strategy])), totals[strategy],
+                       detections.get(strategy, 0))
         for strategy in sorted(totals)
     ]
+
+
+@dataclass(frozen=True)
+class CampaignProvenance:
+    """What one campaign ran with, as its records say (several values: it ran on several
+    hosts, or was resumed with another release); empty where no record says."""
+
+    campaign: str
+    started: datetime | None
+    trials: int
+    failures: int
+    shmstress_versions: tuple[str, ...]
+    code_commits: tuple[str, ...]
+    python_versions: tuple[str, ...]
+    hosts: tuple[str, ...]
+
+
+def campaign_provenance(trials: Sequence[Trial]) -> list[CampaignProvenance]:
+    """Per campaign, in the order they ran, what its trials ran with."""
+    found: list[CampaignProvenance] = []
+    for info in campaign_order(trials):
+        members = [t for t in trials if t.campaign == info.campaign]
+
+        def values(of: Callable[[Trial], str | None], among: list[Trial] = members
+                   ) -> tuple[str, ...]:
+            return tuple(sorted({v for t in among if (v := of(t))}))
+
+        found.append(CampaignProvenance(
+            campaign=info.campaign,
+            started=info.started,
+            trials=len(members),
+            failures=sum(1 for t in members if t.outcome == "violation"),
+            shmstress_versions=values(lambda t: t.shmstress_version),
+            code_commits=values(lambda t: t.code_commit),
+            python_versions=values(lambda t: t.python_version),
+            hosts=values(lambda t: t.host),
+        ))
+    return found
+
+
+@dataclass(frozen=True)
+class NewFailures:
+    """The distinct failures the latest campaign saw and the one before it did not.
+
+    ``previous`` is None when there is one campaign only: nothing to compare with, so no
+    failure is called new."""
+
+    latest: str | None
+    previous: str | None
+    keys: frozenset[tuple[str, str, str, bool]]
+
+    def is_new(self, group: FailureGroup) -> bool:
+        return group.key in self.keys
+
+
+def new_failures(groups: Sequence[FailureGroup], trials: Sequence[Trial]) -> NewFailures:
+    """Which of ``groups`` are new in the latest campaign since the previous one."""
+    order = [info.campaign for info in campaign_order(trials)]
+    if len(order) < 2:
+        return NewFailures(order[-1] if order else None, None, frozenset())
+    latest, previous = order[-1], order[-2]
+    return NewFailures(latest, previous, frozenset(
+        group.key for group in groups
+        if latest in group.campaigns and previous not in group.campaigns
+    ))

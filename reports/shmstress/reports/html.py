@@ -12,9 +12,15 @@ import html
 import os
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from pathlib import Path
+from datetime import UTC
+from pathlib import Path, PurePosixPath
 
-from shmstress.reports.aggregate import FailureGroup, campaign_order
+from shmstress.reports.aggregate import (
+    CampaignProvenance,
+    FailureGroup,
+    NewFailures,
+    campaign_order,
+)
 from shmstress.reports.files import write_text
 from shmstress.reports.results import ConfigStats, Trial
 from shmstress.reports.swimlanes import Picture
@@ -43,6 +49,8 @@ pre { background: #f7f7f7; padding: 0.6em; overflow-x: auto; white-space: pre-wr
 code { background: #f3f3f3; padding: 0.1em 0.3em; }
 .swimlane { overflow-x: auto; margin: 0.5em 0; }
 .swimlane svg { display: block; }
+.new { background: #c0392b; color: #fff; border-radius: 3px; padding: 0 0.4em;
+       font-size: 0.8em; vertical-align: middle; }
 """
 
 _DASH = "\u2014"
@@ -94,15 +102,67 @@ def _summary(trials: Sequence[Trial], sources: Sequence[Path]) -> list[str]:
         "Rates in the table and the first chart pool "
         "all campaigns listed; errored trials are excluded from rates.</p>"
     ]
-    if campaigns:
-        items = "".join(f"<li>{_e(c.campaign)}</li>" for c in campaigns)
-        out.append(f'<details><summary class="meta">Campaigns</summary><ul>{items}</ul></details>')
     if sources:
         items = "".join(f"<li><code>{_e(p)}</code></li>" for p in sources)
         out.append(
             f'<details><summary class="meta">Result files</summary><ul>{items}</ul></details>'
         )
     return out
+
+
+_COMMIT_SHOWN = 12
+"""Characters of a commit shown; the full one is in the cell's title."""
+
+
+def _values(values: Sequence[str], unknown: str = "not recorded") -> str:
+    if not values:
+        return f'<span class="meta">{_e(unknown)}</span>'
+    return ", ".join(f"<code>{_e(v)}</code>" for v in values)
+
+
+def _commits(commits: Sequence[str]) -> str:
+    if not commits:
+        return '<span class="meta">not recorded (not run in a git checkout)</span>'
+    return ", ".join(f'<code title="{_e(c)}">{_e(c[:_COMMIT_SHOWN])}</code>' for c in commits)
+
+
+def _provenance_table(campaigns: Sequence[CampaignProvenance]) -> list[str]:
+    """What each campaign ran: a trend point means something only with the code it tested."""
+    if not campaigns:
+        return []
+    out = [
+        f'<h2 id="campaigns">Campaigns ({len(campaigns)})</h2>',
+        '<p class="meta">What each campaign ran, as its results records say: the commit '
+        "of the code under test, the shmstress and Python versions and the hosts.</p>",
+        '<div class="scroll"><table>',
+        "<thead><tr><th>campaign</th><th>started (UTC)</th><th>trials</th><th>failures</th>"
+        "<th>code under test (commit)</th><th>shmstress</th><th>Python</th><th>hosts</th>"
+        "</tr></thead>",
+        "<tbody>",
+    ]
+    for c in campaigns:
+        started = (c.started.astimezone(UTC).strftime("%Y-%m-%d %H:%M:%S") if c.started
+                   else _DASH)
+        out.append(
+            f'<tr><td class="config">{_e(c.campaign)}</td><td class="num">{_e(started)}</td>'
+            f'<td class="num">{c.trials}</td><td class="num">{c.failures}</td>'
+            f"<td>{_commits(c.code_commits)}</td><td>{_values(c.shmstress_versions)}</td>"
+            f"<td>{_values(c.python_versions)}</td><td>{_values(c.hosts)}</td></tr>"
+        )
+    out += ["</tbody>", "</table></div>"]
+    return out
+
+
+def _new_note(new: NewFailures | None, failures: Sequence[FailureGroup]) -> list[str]:
+    if new is None or new.latest is None:
+        return []
+    if new.previous is None:
+        return ['<p class="meta">One campaign only: no previous campaign to tell new '
+                "failures from known ones.</p>"]
+    count = sum(1 for g in failures if new.is_new(g))
+    return [f'<p class="meta">{_e(counted(count, "distinct failure"))} of the latest campaign '
+            f"({_e(new.latest)}) {'is' if count == 1 else 'are'} new since the previous one "
+            f'({_e(new.previous)}), marked <span class="new">new</span>.</p>']
 
 
 def _config_table(stats: Sequence[ConfigStats]) -> list[str]:
@@ -144,24 +204,30 @@ def _swimlane(picture: Picture | None) -> list[str]:
 
 
 def _failure_section(
-    index: int, group: FailureGroup, bundle: str | None, picture: Picture | None = None
+    index: int, group: FailureGroup, bundle: str | None, picture: Picture | None = None,
+    new: NewFailures | None = None,
 ) -> list[str]:
     rep = group.representative
     title = f"{group.variant}: {group.invariant}"
     if group.message_first_line:
         title += f" \u2014 {group.message_first_line}"
+    badge = (f' <span class="new" title="seen in {_e(new.latest)}, not in {_e(new.previous)}">'
+             "new</span>" if new is not None and new.is_new(group) else "")
     configs = "".join(
         f'<li>{_e(key)} <span class="meta">\u00d7{n}</span></li>' for key, n in group.config_counts
     )
     out = [
         f'<section class="failure" id="failure-{index}">',
-        f"<h3>{_e(title)}</h3>",
+        f"<h3>{_e(title)}{badge}</h3>",
         f"<p><strong>{counted(group.count, 'trial')}</strong> "
         f"(tracker {_e(group.tracker)}), in these configurations:</p>",
         f"<ul>{configs}</ul>",
         f'<p class="meta">Shown: trial {_e(rep.trial if rep.trial is not None else "?")} '
         f"of campaign {_e(rep.campaign)}, seed {_e(rep.seed if rep.seed is not None else '?')}"
         f", {_e(rep.config_key)} (the quickest reproduction whose bundle is at hand).</p>",
+        f'<p class="meta">Seen in {_e(counted(len(group.campaigns), "campaign"))}: '
+        f"{_e(_campaign_list(group.campaigns))}. Shown trial ran "
+        f"{_e(_provenance_line(rep))}.</p>",
     ]
     if rep.violation is not None and "\n" in rep.violation.message.strip():
         out += ["<h4>Message</h4>", f"<pre>{_e(rep.violation.message.rstrip())}</pre>"]
@@ -173,17 +239,41 @@ def _failure_section(
     return out
 
 
+_CAMPAIGNS_LISTED = 4
+"""Campaigns named one by one under a failure; a month of nights shows its ends."""
+
+
+def _campaign_list(campaigns: Sequence[str]) -> str:
+    if len(campaigns) <= _CAMPAIGNS_LISTED:
+        return ", ".join(campaigns)
+    return f"{campaigns[0]} ... {', '.join(campaigns[-(_CAMPAIGNS_LISTED - 1):])}"
+
+
+def _provenance_line(trial: Trial) -> str:
+    commit = (f"commit {trial.code_commit[:_COMMIT_SHOWN]}" if trial.code_commit
+              else "no recorded commit")
+    parts = [commit,
+             f"shmstress {trial.shmstress_version or '(version not recorded)'}",
+             f"Python {trial.python_version or '(not recorded)'}",
+             f"on {trial.host or '(host not recorded)'}"]
+    return ", ".join(parts)
+
+
 def _reproduce(rep: Trial, bundle: str | None) -> list[str]:
     """The bundle replay first (the very schedule), then the seeded rerun."""
     out: list[str] = []
     if bundle is not None:
+        # Each failure's shrunk bundle gets a name of its own (the bundle's, unique), so
+        # running the commands of two failures never overwrites the first one's result.
+        small = f"{PurePosixPath(bundle).stem}.small.json"
         out += [
             f'<p>Replay the recorded schedule (<a href="{_e(bundle)}">repro bundle</a>), '
             "from the directory of this page:</p>",
             f"<pre><code>{_e(f'shmstress replay {bundle}')}</code></pre>",
             "<p>Shrink it to the fewest steps, preemptions and workers, then replay the "
             "shrunk bundle to read its explanation:</p>",
-            f"<pre><code>{_e(f'shmstress shrink {bundle} -o small.json')}</code></pre>",
+            f"<pre><code>{_e(f'shmstress shrink {bundle} -o {small}')}</code></pre>",
+            f"<pre><code>{_e(f'shmstress replay {small}')}</code></pre>",
         ]
     elif rep.bundle:
         out.append(
@@ -239,11 +329,14 @@ def render_index(
     sources: Sequence[Path] = (),
     title: str = "shmstress campaign report",
     skipped_lines: int = 0,
+    provenance: Sequence[CampaignProvenance] = (),
+    new: NewFailures | None = None,
 ) -> str:
     """The page as a string; image paths are made relative to ``out_dir``.
 
     ``bundles``: the copied repro bundle of each failure, relative to ``out_dir``;
-    ``swimlanes``: the copied swimlane picture of each failure.
+    ``swimlanes``: the copied swimlane picture of each failure; ``provenance``: what each
+    campaign ran; ``new``: the failures to mark new.
     """
     bundles = bundles or {}
     swimlanes = swimlanes or {}
@@ -261,6 +354,7 @@ def render_index(
         *_summary(trials, sources),
         '<nav><a href="#charts">Charts</a><a href="#configurations">Configurations</a>'
         '<a href="#failures">Distinct failures</a>'
+        + ('<a href="#campaigns">Campaigns</a>' if provenance else "")
         + (
             '<a href="#errors">Errored trials</a>'
             if any(t.outcome == "error" for t in trials)
@@ -300,9 +394,11 @@ def render_index(
             '<p class="meta">Violations grouped by variant, invariant and the first line of '
             "the message, most frequent first.</p>"
         )
+        parts += _new_note(new, failures)
     for i, group in enumerate(failures, start=1):
-        parts += _failure_section(i, group, bundles.get(group), swimlanes.get(group))
+        parts += _failure_section(i, group, bundles.get(group), swimlanes.get(group), new)
 
+    parts += _provenance_table(provenance)
     parts += _error_table(trials)
     parts += ["</body>", "</html>", ""]
     return "\n".join(parts)
@@ -320,6 +416,8 @@ def write_index(
     warnings: Sequence[str] = (),
     sources: Sequence[Path] = (),
     skipped_lines: int = 0,
+    provenance: Sequence[CampaignProvenance] = (),
+    new: NewFailures | None = None,
 ) -> Path:
     """Write ``out_dir/index.html`` (whole or not at all) and return its path."""
     out_dir.mkdir(parents=True, exist_ok=True)
@@ -335,5 +433,7 @@ def write_index(
         warnings=warnings,
         sources=sources,
         skipped_lines=skipped_lines,
+        provenance=provenance,
+        new=new,
     )
     return write_text(path, text)

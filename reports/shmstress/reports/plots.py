@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from datetime import datetime, timedelta
+from datetime import UTC, datetime
 from pathlib import Path
 
 import matplotlib
@@ -24,6 +24,8 @@ from matplotlib.lines import Line2D
 from matplotlib.ticker import FuncFormatter, LogLocator, NullFormatter
 
 from shmstress.reports.aggregate import (
+    DetectionCurve,
+    TrendPoint,
     campaign_order,
     detection_curves,
     failing_variants,
@@ -139,7 +141,7 @@ def _draw_row(
         if i % 2 == 1:
             ax.axvspan(xs[0] - 0.6, xs[-1] + 0.6, color="0.95", zorder=0)
     for xpos, stat in zip(row.positions, row.stats, strict=True):
-        colour = colours[stat.strategy]
+        colour = colours[stat.drive]
         ax.errorbar(
             [xpos],
             [stat.rate],
@@ -183,7 +185,7 @@ def plot_failure_rates(stats: Sequence[ConfigStats], out_path: Path) -> Path:
     to it is there because "0.5" from 2 trials and from 200 trials mean different things.
     """
     rows = _layout_rows(stats)
-    colours = _colour_map([s.strategy for s in stats])
+    colours = _colour_map([s.drive for s in stats])  # as the detection chart's curves
     x_max = max((row.positions[-1] for row in rows), default=0.0)
     width = min(_MAX_WIDTH_IN, max(8.0, 2.8 + 0.75 * (x_max + 1)))
     row_height = 4.3 if x_max > _CROWDED_X else 3.3
@@ -242,7 +244,7 @@ def plot_time_to_detection(trials: Sequence[Trial], out_path: Path) -> Path:
     failing = failing_variants(trials)
     curves = detection_curves(trials, failing)
     # Colours come from every trial, as in the failure-rate chart, so they match across charts.
-    colours = _colour_map([t.config.strategy for t in trials])
+    colours = _colour_map([t.config.drive for t in trials])
     all_times = [t for curve in curves for t in curve.times]
     positive = [t for t in all_times if t > 0]
     log_scale = bool(positive) and max(positive) / min(positive) > _LOG_SPREAD
@@ -286,7 +288,7 @@ def plot_time_to_detection(trials: Sequence[Trial], out_path: Path) -> Path:
                 where="post",
                 color=colours[curve.strategy],
                 linewidth=2,
-                label=f"{curve.strategy}: {len(times)} of {curve.trials} ({curve.rate:.0%})",
+                label=_curve_label(curve),
             )
         ax.set_xlim(left, right)
         _legend_outside(ax, title="strategy: trials that\nfound a violation")
@@ -295,11 +297,89 @@ def plot_time_to_detection(trials: Sequence[Trial], out_path: Path) -> Path:
         plt.close(fig)
 
 
+def _curve_label(curve: DetectionCurve) -> str:
+    """``free p=0.1: 3 of 3 (100%)``: every detection, as the table and the failure-rate
+    chart count them; detections without a recorded time (which the curve cannot place)
+    are said, not left out."""
+    untimed = curve.detections - len(curve.times)
+    return (f"{curve.strategy}: {curve.detections} of {curve.trials} ({curve.rate:.0%})"
+            + (f", {untimed} without a time" if untimed else ""))
+
+
 # --------------------------------------------------------------------- nightly trend
 
 
-_TREND_DODGE = 0.012
-"""Horizontal offset between variants, as a fraction of the axis, so error bars stay apart."""
+@dataclass(frozen=True)
+class TrendSeries:
+    """One variant's line: its campaigns' rates at ``xs``; a band when it has two or more,
+    else one bar (a band needs two points)."""
+
+    variant: str
+    xs: tuple[float, ...]
+    points: tuple[TrendPoint, ...]
+
+    @property
+    def band(self) -> bool:
+        return len(self.points) > 1
+
+
+@dataclass(frozen=True)
+class TrendLayout:
+    """What the trend chart draws, decided apart from drawing it (and tested so).
+
+    Several campaigns go on a date axis, each point exactly at its campaign's start: no
+    sideways offset, which on a time axis would read as another time. One campaign has no
+    time to spread over, so its variants stand side by side as categories (``ticks``),
+    and the axis label names the campaign and when it started, in UTC.
+    """
+
+    dated: bool
+    series: tuple[TrendSeries, ...]
+    xlim: tuple[float, float]
+    ticks: tuple[tuple[float, str], ...]
+    title: str
+    xlabel: str
+
+
+def _trend_title(series: Sequence[TrendSeries], one: str | None) -> str:
+    """The title names only the interval marks that are drawn."""
+    marks = [name for name, drawn in (("bands", any(s.band for s in series)),
+                                      ("bars", any(not s.band for s in series))) if drawn]
+    where = f"in campaign {one}" if one else "across campaigns"
+    intervals = f" ({' and '.join(marks)}: 95% Wilson intervals)" if marks else ""
+    return f"Failure rate per variant {where}{intervals}"
+
+
+def trend_layout(trials: Sequence[Trial]) -> TrendLayout:
+    """The trend chart's data: its series, axis and title (see ``TrendLayout``)."""
+    campaigns = [info for info in campaign_order(trials) if info.started is not None]
+    trend = {variant: points for variant, points in trend_by_variant(trials, campaigns).items()
+             if points}
+    started = {info.campaign: info.started for info in campaigns if info.started is not None}
+    dated_campaigns = {p.campaign for points in trend.values() for p in points}
+    if len(dated_campaigns) <= 1:
+        (only,) = dated_campaigns or {""}
+        series = tuple(TrendSeries(variant, (float(i),), tuple(points))
+                       for i, (variant, points) in enumerate(trend.items()))
+        moment = started.get(only)
+        when = f", started {moment.astimezone(UTC):%Y-%m-%d %H:%M} UTC" if moment else ""
+        return TrendLayout(
+            dated=False, series=series, xlim=(-0.6, max(len(series) - 0.4, 0.6)),
+            ticks=tuple((s.xs[0], s.variant) for s in series),
+            title=_trend_title(series, only or None),
+            xlabel=f"variant (one campaign: {only}{when})" if only else "variant",
+        )
+    series = tuple(
+        TrendSeries(variant, tuple(_day_numbers([started[p.campaign] for p in points])),
+                    tuple(points))
+        for variant, points in trend.items()
+    )
+    moments = [started[c] for c in dated_campaigns]
+    first, last = min(moments), max(moments)
+    pad = (last - first) * 0.05
+    low, high = _day_numbers([first - pad, last + pad])
+    return TrendLayout(dated=True, series=series, xlim=(low, high), ticks=(),
+                       title=_trend_title(series, None), xlabel="campaign start (UTC)")
 
 
 def _day_numbers(moments: Sequence[datetime]) -> list[float]:
@@ -308,65 +388,55 @@ def _day_numbers(moments: Sequence[datetime]) -> list[float]:
 
 
 def plot_trend(trials: Sequence[Trial], out_path: Path) -> Path:
-    """Failure rate per variant across campaigns, on a time axis of when each campaign started.
-
-    A date axis with automatic ticks keeps sixty nights as readable as two, at a fixed
-    size; variants are offset a little so intervals at the same campaign do not overlap.
-    """
-    campaigns = [info for info in campaign_order(trials) if info.started is not None]
-    trend = trend_by_variant(trials, campaigns)
-    colours = _colour_map(list(trend))
-    started = {info.campaign: info.started for info in campaigns if info.started is not None}
+    """Failure rate per variant across campaigns, on a time axis of when each campaign started
+    (``trend_layout``): a date axis with automatic ticks keeps thirty nights as readable as
+    two, at a fixed size; a single campaign shows its variants side by side instead."""
+    layout = trend_layout(trials)
+    colours = _colour_map([s.variant for s in layout.series])
 
     fig, ax = plt.subplots(figsize=(10.0, 5.2), layout="constrained")
     try:
         ax.set_ylim(-0.03, 1.03)
         ax.set_ylabel(RATE_LABEL)
-        ax.set_xlabel("campaign start (UTC)")
-        ax.set_title(
-            "Failure rate per variant across campaigns (bands and bars: 95% Wilson intervals)",
-            loc="left",
-        )
+        ax.set_xlabel(layout.xlabel)
+        ax.set_title(layout.title, loc="left")
         ax.grid(color="0.9")
         ax.set_axisbelow(True)
-        if not any(trend.values()):
+        if not layout.series:
             _no_data(ax, "no dated campaigns with a verdict")
             return _save(fig, out_path)
-
-        first, last = min(started.values()), max(started.values())
-        pad = (last - first) * 0.05 if last > first else timedelta(hours=12)
-        dodge = (last - first + 2 * pad) * _TREND_DODGE
-        for i, (variant, points) in enumerate(trend.items()):
-            offset = dodge * (i - (len(trend) - 1) / 2)
-            xs = _day_numbers([started[p.campaign] + offset for p in points])
-            rates = [p.rate for p in points]
-            colour = colours[variant]
-            ax.plot(xs, rates, "o-", color=colour, linewidth=2, label=variant)
-            if len(points) > 1:
+        for line in layout.series:
+            colour = colours[line.variant]
+            rates = [p.rate for p in line.points]
+            ax.plot(line.xs, rates, "o-", color=colour, linewidth=2, label=line.variant)
+            if line.band:
                 ax.fill_between(
-                    xs,
-                    [p.wilson_low for p in points],
-                    [p.wilson_high for p in points],
+                    line.xs,
+                    [p.wilson_low for p in line.points],
+                    [p.wilson_high for p in line.points],
                     color=colour,
                     alpha=0.12,
                     linewidth=0,
                 )
-            else:  # a band needs two campaigns; one campaign's interval is a bar
-                p = points[0]
+            else:  # one campaign's interval is a bar
+                p = line.points[0]
                 ax.errorbar(
-                    xs,
+                    line.xs,
                     rates,
                     yerr=[[p.rate - p.wilson_low], [p.wilson_high - p.rate]],
                     fmt="none",
                     ecolor=colour,
                     capsize=4,
                 )
-        locator = mdates.AutoDateLocator()  # type: ignore[no-untyped-call]
-        ax.xaxis.set_major_locator(locator)
-        ax.xaxis.set_major_formatter(
-            mdates.ConciseDateFormatter(locator)  # type: ignore[no-untyped-call]
-        )
-        ax.set_xlim(*_day_numbers([first - pad, last + pad]))
+        if layout.dated:
+            locator = mdates.AutoDateLocator(tz=UTC)  # type: ignore[no-untyped-call]
+            ax.xaxis.set_major_locator(locator)
+            ax.xaxis.set_major_formatter(
+                mdates.ConciseDateFormatter(locator, tz=UTC)  # type: ignore[no-untyped-call]
+            )
+        else:
+            ax.set_xticks([x for x, _ in layout.ticks], [name for _, name in layout.ticks])
+        ax.set_xlim(*layout.xlim)
         _legend_outside(ax, title="variant")
         return _save(fig, out_path)
     finally:

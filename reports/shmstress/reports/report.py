@@ -10,7 +10,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from shmstress.reports.aggregate import group_failures
+from shmstress.reports.aggregate import campaign_provenance, group_failures, new_failures
 from shmstress.reports.bundles import copy_bundles
 from shmstress.reports.html import PlotImage, counted, write_index
 from shmstress.reports.plots import plot_failure_rates, plot_time_to_detection, plot_trend
@@ -78,7 +78,8 @@ def build_report(results_paths: Sequence[Path], out_dir: Path) -> ReportSummary:
             plot_trend(trials, out_dir / "trend.png"),
             alt="Failure rate per variant across campaigns, with 95% Wilson bands",
             caption="Nightly trend: failure rate per variant in each campaign, placed at the "
-            "campaign's start and pooling the variant's configurations in that campaign.",
+            "campaign's start and pooling the variant's configurations in that campaign "
+            "(with one campaign, its variants side by side).",
         ),
     ]
     index = write_index(
@@ -92,6 +93,8 @@ def build_report(results_paths: Sequence[Path], out_dir: Path) -> ReportSummary:
         warnings=loaded.warnings,
         sources=sources,
         skipped_lines=loaded.skipped_lines,
+        provenance=campaign_provenance(trials),
+        new=new_failures(failures, trials),
     )
     plot_paths = tuple(p.path for p in plots)
     return ReportSummary(

@@ -8,6 +8,10 @@ and field, and counted in the report, never guessed at and never silently droppe
 of every schema version ``schema.py`` knows are read (version 1 upgraded on the way in); a
 record of a version it does not know is skipped with a warning, never guessed at.
 
+A violation found at rest (in the state the workers left) was found when the run ended:
+a record that left its time out (releases before this one did) gets the run's elapsed
+time and points, so every chart and the table count it as a detection, with a time.
+
 A failing trial's ``bundle`` is a path relative to the directory of its results file
 (absolute paths are kept as they are), and its ``replay_command`` replays it from that
 directory; ``rerun_command`` reruns the configuration with the trial's seed.
@@ -28,6 +32,7 @@ from shmstress.reports.schema import (
     SchemaError,
     UnknownVersionError,
     decode,
+    drive_label,
     parse_json,
     workers_label,
 )
@@ -69,6 +74,11 @@ class TrialConfig:
     def workers_label(self) -> str:
         """The workers as the config key names them, e.g. ``x2 y1``."""
         return workers_label(self.workers)
+
+    @property
+    def drive(self) -> str:
+        """What drove the interleavings: ``pct``, or ``free p=0.1`` (see ``drive_label``)."""
+        return drive_label(self.strategy, self.mode, self.noise)
 
 
 @dataclass(frozen=True)
@@ -114,6 +124,10 @@ class Trial:
     replay_command: str | None = None
     rerun_command: str | None = None
     swimlane: str | None = None
+    host: str | None = None
+    shmstress_version: str | None = None
+    python_version: str | None = None
+    code_commit: str | None = None
 
     @property
     def bundle_file(self) -> Path | None:
@@ -158,11 +172,18 @@ class ConfigStats:
     wilson_high: float
     median_time_to_violation_s: float | None
     max_time_to_violation_s: float | None
+    timed_failures: int = 0
+    """Failures with a recorded time: the times' median and max are over these."""
 
     @property
     def worker_count(self) -> int:
         """Total worker processes."""
         return sum(n for _, n in self.workers)
+
+    @property
+    def drive(self) -> str:
+        """What drove the interleavings: ``pct``, or ``free p=0.1`` (see ``drive_label``)."""
+        return drive_label(self.strategy, self.mode, self.noise)
 
     @property
     def workers_label(self) -> str:
@@ -198,6 +219,11 @@ def parse_trial(obj: object, source: Path, line: int) -> Trial:
 def _trial(record: Record[Config], source: Path, line: int) -> Trial:
     config = record.config
     violation = record.violation
+    seconds, points = record.time_to_violation_s, record.points_to_violation
+    if record.outcome == "violation" and violation is not None and violation.at_rest:
+        # found at rest: when the run ended (older records left both out)
+        seconds = seconds if seconds is not None else record.elapsed_s
+        points = points if points is not None else record.points
     return Trial(
         campaign=record.campaign,
         tracker=record.tracker,
@@ -219,8 +245,8 @@ def _trial(record: Record[Config], source: Path, line: int) -> Trial:
         trial=record.trial,
         seed=record.seed,
         exit_reason=record.exit_reason,
-        time_to_violation_s=record.time_to_violation_s,
-        points_to_violation=record.points_to_violation,
+        time_to_violation_s=seconds,
+        points_to_violation=points,
         points=record.points,
         points_per_s=record.points_per_s,
         elapsed_s=record.elapsed_s,
@@ -235,6 +261,10 @@ def _trial(record: Record[Config], source: Path, line: int) -> Trial:
         replay_command=record.replay_command,
         rerun_command=record.rerun_command,
         swimlane=record.swimlane,
+        host=record.host,
+        shmstress_version=record.shmstress_version,
+        python_version=record.python_version,
+        code_commit=record.code_commit,
     )
 
 
@@ -362,6 +392,7 @@ def config_stats(trials: Sequence[Trial]) -> ConfigStats:
         wilson_high=high,
         median_time_to_violation_s=_median(times),
         max_time_to_violation_s=max(times) if times else None,
+        timed_failures=len(times),
     )
 
 

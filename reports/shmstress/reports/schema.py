@@ -22,7 +22,15 @@ version-1 record a release wrote has both; the rest of its config was specific t
 tracker and is ignored).
 
 Keys a reader does not know are ignored, so a newer engine may add fields without a new
-version; a new version is for a change an old reader would misread. A record of a version
+version; a new version is for a change an old reader would misread. So the provenance of
+a record (``shmstress_version``, ``python_version``, ``host``, and ``code_commit``, the
+commit of the code under test when it ran in a git checkout) came within version 2:
+absent from older records, read as unknown.
+
+Free mode is called ``free`` as on the command line, with its noise probability a
+parameter of the configuration; records written before that called it ``noise`` (noise
+above 0) or ``no-noise``, and ``decode`` renames them (strategy and ``config_key``), so
+a history mixing both reads as one name. A record of a version
 this module does not know raises ``UnknownVersionError``: the reports skip it with a
 warning rather than guess.
 """
@@ -41,6 +49,11 @@ from shmstress.reports.decoding import describe_error
 SCHEMA_VERSION = 2
 """The version this engine writes; ``decode`` reads it and every earlier one."""
 READABLE_VERSIONS = (1, 2)
+
+FREE = "free"
+"""Free mode's name, as a mode and as its strategy."""
+LEGACY_FREE_STRATEGIES = ("noise", "no-noise")
+"""What free mode's strategy was called in records before it was called ``free``."""
 
 Outcome = Literal["violation", "clean", "error"]
 
@@ -134,6 +147,10 @@ class Record(msgspec.Struct, Generic[C], kw_only=True, frozen=True):
     artifact_problems: list[str] = []
     host: str | None = None
     runner: str | None = None
+    shmstress_version: str | None = None
+    python_version: str | None = None
+    code_commit: str | None = None
+    """``git rev-parse HEAD`` of the code under test; absent outside a git checkout."""
 
 
 # --------------------------------------------------------------------------- reading
@@ -181,7 +198,18 @@ def decode(obj: object) -> Record[Config]:
                         ("time_to_violation_s", record.time_to_violation_s)):
         if value is not None and not math.isfinite(value):
             raise SchemaError(f"field {name}: Expected a finite number, got {value!r}")
-    return record
+    return _one_free_name(record)
+
+
+def _one_free_name(record: Record[Config]) -> Record[Config]:
+    """A record of free mode under its old names (``noise``, ``no-noise``) as ``free``."""
+    config = record.config
+    if config.strategy not in LEGACY_FREE_STRATEGIES or config.mode not in (FREE, None):
+        return record
+    key = record.config_key.replace(f" {FREE}/{config.strategy} ", f" {FREE} ")
+    return msgspec.structs.replace(
+        record, config=msgspec.structs.replace(config, strategy=FREE, mode=FREE),
+        config_key=key)
 
 
 def _convert(obj: object, kind: Any) -> Any:
@@ -211,6 +239,12 @@ def role_abbreviations(roles: Sequence[str]) -> dict[str, str]:
     if len(set(initials)) == len(initials):
         return {role: role[:1] for role in roles}
     return {role: f"{role}=" for role in roles}
+
+
+def drive_label(strategy: str, mode: str | None, noise: float) -> str:
+    """What drove a configuration's interleavings, as charts name it: a controlled
+    strategy (``pct``), or free mode with its noise probability (``free p=0.1``)."""
+    return f"{FREE} p={noise:g}" if FREE in (mode, strategy) else strategy
 
 
 def workers_label(workers: Sequence[tuple[str, int]]) -> str:
