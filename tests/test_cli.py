@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import argparse
 import os
+import shlex
 import signal
 import subprocess
 import sys
@@ -136,3 +138,22 @@ def test_version_names_shmstress_and_python(capsys: pytest.CaptureFixture[str]) 
     assert exited.value.code == 0
     out = capsys.readouterr().out
     assert out.startswith("shmstress ") and "(Python 3." in out and "unknown" not in out
+
+
+def _subcommands() -> dict[str, argparse.ArgumentParser]:
+    parser = build_parser()
+    found = [a for a in parser._actions if isinstance(a, argparse._SubParsersAction)]
+    return dict(found[0].choices)
+
+
+@pytest.mark.parametrize("name", sorted(_subcommands()))
+def test_every_help_ends_with_examples_that_parse_and_the_exit_codes(name: str) -> None:
+    sub = _subcommands()[name]
+    text = sub.format_help()
+    assert "examples:\n" in text and "exit codes:\n" in text, text
+    examples = text.split("examples:\n", 1)[1].split("\n\n", 1)[0].splitlines()
+    assert examples
+    for line in examples:
+        command = shlex.split(line.split("   #", 1)[0])
+        assert command[:2] == ["shmstress", name], line
+        build_parser().parse_args(command[1:])  # argparse exits 2 on an example gone stale

@@ -464,3 +464,14 @@ def test_single_lock_keeps_each_step_message_and_fields_at_its_own_site(
     assert main(["log", str(tmp_path), "--match", f"claim={CLAIM}"]) == 0
     found = {parse_line(e).message for e in split_events(capsys.readouterr().out)}
     assert {"Claim stored in assume cache", "Removed in-flight claim"} <= found
+
+
+def test_a_clean_run_without_a_log_does_not_warn_about_overwritten_records(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    code = main(["run", "--variant", "fixed", "--points", "2000", "--seed", "3", "--quiet",
+                 "--ring-size", "256", "--out", str(tmp_path)])
+    output = capsys.readouterr().out
+    assert code == 0, output
+    assert "exit reason: points-reached" in output
+    assert "records overwritten" not in output  # nobody reads a log that was never written

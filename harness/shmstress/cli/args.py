@@ -99,3 +99,20 @@ def refuse_unless(args: argparse.Namespace, options: Iterable[str], why: str) ->
 
 
 EPILOG = exit_code_table()
+
+
+def with_examples(*examples: str) -> dict[str, Any]:
+    """``add_parser`` keywords for a subcommand's help: its examples (``command  # why``),
+    then the exit codes, laid out as written."""
+    lines = "\n".join(f"  {example}" for example in examples)
+    return {"epilog": f"examples:\n{lines}\n\n{EPILOG}", "formatter_class": HelpFormatter}
+
+
+class HelpFormatter(argparse.HelpFormatter):
+    """argparse's, except that the epilog (examples, exit codes) stays as written: the
+    description is still wrapped to the terminal."""
+
+    def _fill_text(self, text: str, width: int, indent: str) -> str:
+        if text.startswith(("examples:", "exit codes:")):
+            return "".join(indent + line for line in text.splitlines(keepends=True))
+        return super()._fill_text(text, width, indent)

@@ -10,6 +10,7 @@ from dataclasses import asdict
 from pathlib import Path
 
 from shmstress.bench.suite import RACY_DRA, WARMUP_S, BenchOptions, render_bench, run_bench
+from shmstress.cli.args import with_examples
 from shmstress.cli.run import verdict
 from shmstress.core.config import DEFAULT_NOISE
 from shmstress.core.errors import ConfigError
@@ -22,6 +23,13 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         "bench", help="measure points/s, detection times vs the no-noise baseline, clean runs, "
         "plain code's steps/s",
         description="Benchmarks on this machine, printed as figures and ratios from one run.",
+        **with_examples(
+            "shmstress bench   # every section: several minutes",
+            "shmstress bench --section free --section controlled   # throughput only",
+            "shmstress bench --section detection --variant original --trials 10",
+            "shmstress bench --section plain   # plain multiprocessing code, next to Frontrun",
+            "shmstress bench --json bench.json   # the figures as JSON too",
+        ),
     )
     bench.add_argument("--trials", type=int, default=20, help="trials per racy variant (20)")
     bench.add_argument("--budget", type=float, default=5.0, metavar="S",

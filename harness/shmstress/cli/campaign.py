@@ -34,7 +34,7 @@ from shmstress.campaign.runner import (
     run_campaign,
     save_spec,
 )
-from shmstress.cli.args import key_value, no_repeats, split_list
+from shmstress.cli.args import key_value, no_repeats, split_list, with_examples
 from shmstress.cli.run import DEFAULT_TRACKER
 from shmstress.core.errors import ConfigError
 from shmstress.core.exit_reason import ExitCode, ExitReason
@@ -307,6 +307,14 @@ def register(sub: Any) -> None:
         "--expect-clean saw a violation (or, with --tx, a trial failed), 2 usage or "
         f"configuration error, {INCOMPLETE_EXIT} with --tx: trials missing from the results "
         "or a pytest internal error, 130 interrupted.",
+        **with_examples(
+            "shmstress campaign   # the default grid: about 3 minutes on 2 cores",
+            "shmstress campaign --out night --expect-clean fixed,single-lock   # nightly alarm",
+            "shmstress campaign --out night --resume   # finish one a signal or a kill cut",
+            "shmstress campaign --variant original --workers binder=1,2 --strategy free,pct "
+            "--trials 20",
+            "shmstress campaign --out night --tx socket=host-a:8888 --tx socket=host-b:8888",
+        ),
     )
     campaign.add_argument("--out", type=Path, default=DEFAULT_OUT, metavar="DIR",
                           help=f"campaign directory: campaign.json + results.jsonl "
@@ -360,6 +368,10 @@ def register(sub: Any) -> None:
         description="Failure rate per configuration (95%% Wilson intervals), time-to-detection "
         "CDF per strategy, the trend across campaigns, and each distinct failure with its log "
         "snippet, explanation and replay command.",
+        **with_examples(
+            "shmstress report shmstress-out/campaign/results.jsonl -o shmstress-out/report",
+            "shmstress report a/results.jsonl b/results.jsonl -o trend   # several histories",
+        ),
     )
     report.add_argument("results", nargs="+", type=Path, metavar="RESULTS",
                         help="results.jsonl file(s); several campaigns make the trend")

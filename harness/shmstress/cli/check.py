@@ -16,6 +16,7 @@ from __future__ import annotations
 import argparse
 import sys
 
+from shmstress.cli.args import with_examples
 from shmstress.cli.run import DEFAULT_TRACKER
 from shmstress.controlled.execution import ExecutionEnd
 from shmstress.controlled.options import DEFAULT_MAX_STEPS
@@ -24,6 +25,7 @@ from shmstress.core.config import RunConfig
 from shmstress.core.control import Phase
 from shmstress.core.errors import ConfigError, PluginError
 from shmstress.core.exit_reason import ExitReason
+from shmstress.core.plurals import counted
 from shmstress.plugin import registry
 from shmstress.plugin.probe import ProbeReport, probe
 from shmstress.plugin.resolve import resolve
@@ -41,6 +43,11 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         description="Load a tracker, check its class, build each variant in a throwaway arena "
         "and step its roles one at a time, then run a few controlled executions under PCT: a "
         "malformed tracker fails with one line and exit code 2.",
+        **with_examples(
+            "shmstress check   # the built-in dra tracker",
+            "shmstress check --tracker examples/counter_tracker.py:TicketTracker",
+            "shmstress check --tracker my_tracker.py:MyTracker --executions 0   # probe only",
+        ),
     )
     parser.add_argument("--tracker", default=DEFAULT_TRACKER,
                         help="installed tracker name or path/to/file.py:ClassName "
@@ -128,8 +135,9 @@ def render_check(spec: str, reports: list[ProbeReport], explored: dict[str, str]
                 if report.violations else "")
         controlled = f"; {explored[report.variant]}" if report.variant in explored else ""
         lines.append(
-            f"  {report.variant:22} {report.workers} workers, {report.steps} steps, "
-            f"{report.points} points, {report.arrays} arrays, {report.locks} locks{seen}"
+            f"  {report.variant:22} {counted(report.workers, 'worker')}, "
+            f"{counted(report.steps, 'step')}, {counted(report.points, 'point')}, "
+            f"{counted(report.arrays, 'array')}, {counted(report.locks, 'lock')}{seen}"
             f"{controlled}"
         )
     return "\n".join(lines)

@@ -19,6 +19,7 @@ import sys
 from collections.abc import Mapping
 from pathlib import Path
 
+from shmstress.cli.args import with_examples
 from shmstress.core.config import DEFAULT_RING_SIZE, MIN_RING_SIZE
 from shmstress.core.errors import ConfigError
 from shmstress.core.exit_reason import ExitCode
@@ -78,7 +79,9 @@ def report_run_log(
     recording = result.recording
     if recording is None:
         return lines, unwritten
-    if recording.ring_lost:
+    broke = result.exit_code == ExitCode.BROKEN
+    wanted = bool(args.log) or bool(result.violation_count) or broke  # a log is read
+    if recording.ring_lost and wanted:  # a clean run's lost records matter to nobody
         lost = sum(recording.ring_lost.values())
         lines.append(f"  log: {lost:,} records overwritten in the workers' rings "
                      "(older events are missing; raise --ring-size)")
@@ -92,7 +95,6 @@ def report_run_log(
     except ArtifactError as exc:
         unwritten.append(exc)
     out = getattr(args, "out", None)  # the bundle directory, when the run has one
-    broke = result.exit_code == ExitCode.BROKEN
     try:
         if out and bundle_path is not None:
             written.append(write_log(result, log_path(bundle_path), args.log_level, words,
@@ -240,6 +242,11 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         "claim=\"ns/claim-0553\"); it must name one object of the log, else the candidates "
         "are listed. With the words of the tracker the log names, fields that name an "
         "object under another key and objects that belong to it match too.",
+        **with_examples(
+            "shmstress log shmstress-out/dra-gather-unchecked-free-seed3-1f0c9a2e.json",
+            "shmstress log BUNDLE --match claim=553   # what happened to one claim",
+            "shmstress log BUNDLE --pid 4242   # one worker's events",
+        ),
     )
     parser.add_argument("source", metavar="BUNDLE_OR_DIR",
                         help="a bundle (.json), a log file, or a directory holding one log")

@@ -15,12 +15,14 @@ from collections.abc import Iterator
 from dataclasses import replace
 from pathlib import Path
 
+from shmstress.cli.args import with_examples
 from shmstress.cli.log import add_log_options, validate_log_options
 from shmstress.cli.run import verdict
 from shmstress.cli.test import replay_plain_bundle, shrink_plain_bundle
 from shmstress.core.errors import BundleError, ConfigError, ReplayDivergedError
 from shmstress.core.exit_reason import ExitCode
 from shmstress.core.files import ArtifactError, require_writable
+from shmstress.core.plurals import counted
 from shmstress.render.failure import failure_report, report_lines
 from shmstress.repro.bundle import (
     Bundle,
@@ -41,7 +43,8 @@ def _describe(bundle: Bundle) -> str:
               f"found by {bundle.strategy.describe()} in execution "
               f"{(bundle.execution or 0) + 1} of seed {bundle.seed}")
     if bundle.strategy.name == "shrink":
-        source = (f"shrunk to {bundle.preemptions} preemptions from a failure found in "
+        shrunk = counted(bundle.preemptions or 0, "preemption")
+        source = (f"shrunk to {shrunk} from a failure found in "
                   f"{'a free' if bundle.mode == 'free' else 'a controlled'} run with seed "
                   f"{bundle.seed}")
     return (f"  tracker {bundle.tracker}, variant {bundle.variant}; {counts}; "
@@ -156,8 +159,12 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         "replay", help="replay a repro bundle in controlled mode and say if it reproduces",
         description="Take the bundle's recorded steps one at a time, checking each label; "
         "exit 1 and print 'reproduced' with the violation; exit 3 on divergence, if the "
-        "violation does not occur or another one does; exit 4 if a worker crashed; exit 2 "
+        "violation does not occur or another one does; exit 2 "
         "if the bundle cannot be read or does not fit its tracker.",
+        **with_examples(
+            "shmstress replay shmstress-out/dra-gather-unchecked-free-seed3-1f0c9a2e.json",
+            "shmstress replay BUNDLE --log replayed.log --log-level 2   # its log, fewer points",
+        ),
     )
     replay.add_argument("bundle", metavar="BUNDLE", help="a repro bundle (JSON) a failing run "
                         "wrote into its --out directory")
@@ -171,6 +178,11 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         description="Search for a schedule that fails the same way with the fewest "
         "preemptions, then the fewest steps, then the fewest workers and smallest scenario; "
         "write it as a bundle that replays.",
+        **with_examples(
+            "shmstress shrink BUNDLE -o small.json",
+            "shmstress shrink BUNDLE -o small.json --max-executions 500   # a shorter search",
+            "shmstress shrink counter-racy-plain-seed2-e5.json -o small.json   # shmstress test",
+        ),
     )
     shrink.add_argument("bundle", metavar="BUNDLE", help="the repro bundle to shrink")
     shrink.add_argument("-o", "--output", required=True, metavar="SMALLER",

@@ -12,12 +12,12 @@ from typing import Any
 
 from shmstress.cli import log as cli_log
 from shmstress.cli.args import (
-    EPILOG,
     key_value,
     no_repeats,
     noise_kinds,
     refuse_unless,
     track_given,
+    with_examples,
 )
 from shmstress.controlled.options import (
     DEFAULT_EXECUTIONS,
@@ -67,7 +67,13 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         description="Fork the tracker's workers (one process per role instance) against its "
         "shared memory, inject noise at points (or, with --mode controlled, explore "
         "interleavings one worker at a time), check invariants online and at rest.",
-        epilog=EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter,
+        **with_examples(
+            "shmstress run   # dra tracker, 10 s of free mode with noise",
+            "shmstress run --variant fixed --duration 60   # a correct variant must stay clean",
+            "shmstress run --mode controlled --seed 3   # one worker at a time, PCT",
+            "shmstress run --tracker examples/counter_tracker.py:TicketTracker --workers clerk=4",
+            "shmstress run --keep-going --json result.json --log run.log   # count every violation",
+        ),
     )
     _add_run_options(parser)
     cli_log.add_run_log_options(parser)

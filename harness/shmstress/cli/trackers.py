@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 
+from shmstress.cli.args import with_examples
 from shmstress.plugin import registry
 
 
@@ -11,7 +12,8 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     parser = sub.add_parser("list", help="list trackers, variants, roles and invariants",
                             description="List every installed tracker (entry point group "
                             "shmstress.trackers): its variants, roles with their default "
-                            "worker counts, parameters with their defaults, and invariants.")
+                            "worker counts, parameters with their defaults, and invariants.",
+                            **with_examples("shmstress list"))
     parser.set_defaults(handler=_cmd_list)
 
 

@@ -21,6 +21,7 @@ from shmstress.controlled.result import ControlledResult
 from shmstress.controlled.runner import run_controlled
 from shmstress.controlled.strategies import StrategySpec
 from shmstress.core.config import RunConfig, default_out
+from shmstress.core.plurals import counted
 from shmstress.render.failure import failure_report
 from shmstress.render.summary import controlled_command
 from shmstress.repro.bundle import from_controlled, write_bundle
@@ -88,8 +89,8 @@ def failure_message(result: ControlledResult, out: Path) -> str:
     lines = [
         f"{result.strategy.describe()} found a failing interleaving of "
         f"{config.tracker}/{config.variant} in execution {failing.index + 1} (seed "
-        f"{config.seed}; {len(failing.outcome.steps)} steps, {failing.outcome.preemptions} "
-        f"preemptions):",
+        f"{config.seed}; {counted(len(failing.outcome.steps), 'step')}, "
+        f"{counted(failing.outcome.preemptions, 'preemption')}):",
     ]
     for violation in result.run.violations[:3]:
         lines.append(f"  {violation.invariant}: {violation.message}")
