@@ -9,7 +9,10 @@ of its process-local state, so an execution costs no fork.
 Within an execution exactly one worker runs. The coordinator waits for the
 running worker to report (it reached a point it may not take on its own, or
 its role finished), then asks the strategy who goes next. The global
-sequence number of a point therefore equals its step index.
+sequence number of a point therefore equals its step index. A strategy that
+scripts (random walk) is asked for the workers of several steps at once; the
+workers then hand the step to each other as the script says, and the
+coordinator learns who ran which step from the script and where it ended.
 """
 
 from __future__ import annotations
