@@ -3,6 +3,7 @@ executions, clean correct variants, deadlocks, step bounds, crashes and hangs.""
 
 from __future__ import annotations
 
+import itertools
 import os
 from pathlib import Path
 
@@ -14,13 +15,20 @@ from shmstress.controlled.options import ControlledOptions
 from shmstress.controlled.result import ControlledResult
 from shmstress.controlled.runner import prepare, run_controlled, session_spec
 from shmstress.controlled.session import Session
-from shmstress.controlled.strategies import Replay, StrategySpec, exploring_strategy
+from shmstress.controlled.strategies import (
+    RandomWalk,
+    Replay,
+    SchedulerView,
+    StrategySpec,
+    exploring_strategy,
+)
 from shmstress.core.config import RunConfig
 from shmstress.core.errors import ConfigError
 from shmstress.core.exit_reason import ExitReason
 
 TRACKERS = Path(__file__).parent / "trackers"
 LOCK_ORDER = f"{TRACKERS / 'lock_order.py'}:LockOrder"
+TICKERS = f"{TRACKERS / 'tickers.py'}:Tickers"
 SMALL = {"counts": {"binder": 1, "informer": 1, "gatherer": 1},
          "params": {"nodes": 1, "devices-per-node": 2}}
 
@@ -46,6 +54,82 @@ def test_same_seed_and_strategy_give_the_same_step_trace(strategy: str) -> None:
     assert len({o.steps for o in first}) == 5  # the executions differ from one another
     assert all(len(o.steps) > 50 for o in first)
     assert _executions("fixed", strategy, seed=12, count=1)[0].steps != first[0].steps
+
+
+def test_a_scripted_random_walk_replays_step_for_step() -> None:
+    config, tracker_cls, workers = prepare(RunConfig(tracker="dra", variant="fixed", seed=3))
+    walk = RandomWalk(3)
+    with Session(session_spec(config, tracker_cls, workers, 5000)) as session:
+        for _ in range(3):
+            walk.new_execution()
+            seed = walk.next_u64()
+            walked = session.execute(walk, seed, PhasePlan(100))
+            replayed = session.execute(Replay(walked.steps, seed), seed,
+                                       PhasePlan(100, forced=walked.phase_changes))
+            assert replayed.divergence is None
+            assert replayed.steps == walked.steps
+            # preemptions counted by the workers' own handoffs, as the coordinator counts them
+            assert replayed.preemptions == walked.preemptions > 0
+
+
+@pytest.mark.parametrize("variant", ["gather-unchecked", "events-unordered", "original"])
+def test_random_walk_finds_every_dra_race_and_the_failure_reproduces(variant: str) -> None:
+    result = run_controlled(RunConfig(tracker="dra", variant=variant, seed=0),
+                            ControlledOptions(StrategySpec("random_walk"), executions=300))
+    assert result.failing is not None and result.failing.reproduced
+    assert result.run.violations[0].invariant == "gather-complete"
+
+
+class _StepByStep:
+    """Random walk asked one step at a time (no ``next_script``), as before scripts."""
+
+    def __init__(self, seed: int) -> None:
+        self._walk = RandomWalk(seed)
+        self.spec = self._walk.spec
+
+    def new_execution(self) -> bool:
+        return self._walk.new_execution()
+
+    def next_task(self, view: SchedulerView) -> tuple[int, int]:
+        return self._walk.next_task(view)
+
+    def next_u64(self) -> int:
+        return self._walk.next_u64()
+
+
+def _ticker_frequencies(walk: RandomWalk | _StepByStep) -> tuple[list[float], float]:
+    """Over the steps while all three tickers are unfinished (all of them runnable): how
+    often each takes a step, and how often a step's worker is the previous step's."""
+    config, tracker_cls, workers = prepare(RunConfig(
+        tracker=TICKERS, seed=0, counts={"ticker": 3}, params={"ticks": 200}))
+    taken: list[int] = []
+    stays = pairs = 0
+    with Session(session_spec(config, tracker_cls, workers, 1000)) as session:
+        for _ in range(20):
+            walk.new_execution()
+            outcome = session.execute(walk, walk.next_u64(), PhasePlan(1000))
+            assert outcome.end is ExecutionEnd.FINISHED
+            left = [200, 200, 200]
+            run: list[int] = []
+            for step in outcome.steps:
+                left[step.worker] -= 1
+                if not all(left):
+                    break
+                run.append(step.worker)
+            taken += run
+            stays += sum(a == b for a, b in itertools.pairwise(run))
+            pairs += len(run) - 1
+    return [taken.count(w) / len(taken) for w in range(3)], stays / pairs
+
+
+def test_scripted_random_walk_picks_always_runnable_workers_as_the_step_by_step_one() -> None:
+    scripted, scripted_stays = _ticker_frequencies(RandomWalk(8))
+    stepwise, stepwise_stays = _ticker_frequencies(_StepByStep(8))
+    for frequency, reference in zip(scripted, stepwise, strict=True):
+        assert frequency == pytest.approx(1 / 3, abs=0.04)  # ~10,000 steps each: wide
+        assert frequency == pytest.approx(reference, abs=0.05)
+    assert scripted_stays == pytest.approx(1 / 3, abs=0.04)
+    assert scripted_stays == pytest.approx(stepwise_stays, abs=0.05)
 
 
 def test_a_found_failure_is_the_same_twice() -> None:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from math import comb
@@ -271,3 +272,59 @@ def test_a_yield_hands_over_in_turn_for_free_and_out_of_turn_for_one_unit() -> N
     while search.new_execution():
         chosen.append(search.next_task(yielded)[0])
     assert chosen == [1, 0, 2]
+
+
+def _walk_frequencies(scripted: bool, ends_early: bool, steps: int = 30_000
+                      ) -> tuple[list[float], float]:
+    """Follow random walk over three always-runnable workers as the coordinator and workers
+    do: (how often each worker takes a step, how often a step's worker is the previous
+    step's). ``ends_early``: the workers end scripts at points the history decides (as a
+    lock or a finished worker would), dropping the rest of each."""
+    walk = RandomWalk(seed=4)
+    walk.new_execution()
+    taken: list[int] = []
+    while len(taken) < steps:
+        view = FakeView(step=len(taken), current=taken[-1] if taken else -1)
+        if not scripted:
+            taken.append(walk.next_task(view)[0])
+            continue
+        script = walk.next_script(view, 1 << 30)
+        taken.append(script[0])
+        for choice in script[1:]:
+            if ends_early and len(taken) % 7 == 0 and taken[-1] == 0:
+                break  # decided by what ran, never by the entry it would use
+            taken.append(choice)
+    counts = [taken.count(w) / len(taken) for w in range(3)]
+    stays = sum(a == b for a, b in itertools.pairwise(taken)) / (len(taken) - 1)
+    return counts, stays
+
+
+@pytest.mark.parametrize("ends_early", [False, True])
+def test_a_scripted_random_walk_picks_like_the_step_by_step_one(ends_early: bool) -> None:
+    stepwise, stepwise_stays = _walk_frequencies(scripted=False, ends_early=False)
+    scripted, scripted_stays = _walk_frequencies(scripted=True, ends_early=ends_early)
+    for frequency, reference in zip(scripted, stepwise, strict=True):
+        assert frequency == pytest.approx(1 / 3, abs=0.02)  # ~8 standard deviations
+        assert frequency == pytest.approx(reference, abs=0.03)
+    # the length of a worker's run: the next step is its own with probability 1/3, as ever
+    assert scripted_stays == pytest.approx(1 / 3, abs=0.02)
+    assert scripted_stays == pytest.approx(stepwise_stays, abs=0.03)
+
+
+def test_a_script_is_reproducible_for_a_seed_bounded_by_the_limit_and_adapts() -> None:
+    def scripts(seed: int) -> list[list[int]]:
+        walk = RandomWalk(seed)
+        walk.new_execution()
+        out, step = [], 0
+        for used in (8, 16, 3, 6, 6):  # steps each script lasted (the 3rd ended early)
+            out.append(walk.next_script(FakeView(step=step), 1000))
+            step += used
+        return out
+
+    first = scripts(1)
+    assert first == scripts(1) and first != scripts(2)
+    assert [len(s) for s in first] == [8, 16, 32, 6, 12]  # doubles while used up
+    walk = RandomWalk(1)
+    walk.new_execution()
+    assert len(walk.next_script(FakeView(), 3)) == 3  # never past the coordinator's limit
+    assert walk.next_script(FakeView(step=3, runnable=(2,)), 100) == [2] * 16  # no choice

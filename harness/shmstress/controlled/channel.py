@@ -9,6 +9,16 @@ must ask again. Leases keep the common case (the same worker goes on) free
 of handoffs; a lease ends early when the worker yields, would block on a
 lock, or frees a lock a parked worker is waiting for, so a strategy sees
 every point where its choice could differ.
+
+A strategy that draws its choices ahead of time (random walk) instead hands
+out a *script*: the worker of each of the next steps, drawn for the set of
+runnable workers at the grant. The running worker follows it on its own: it
+goes on while the script names it, and when the script names another worker
+it parks and posts that worker's grant itself (one handoff, not two through
+the coordinator). Whoever reaches the script's end, or a point where the set
+of runnable workers may have changed (it would block, it freed a lock a
+blocked worker waits for, its last step took a lock another parked worker
+waits at, it finished), asks the coordinator again.
 """
 
 from __future__ import annotations
@@ -45,9 +55,12 @@ CMD_EXIT = 2
 G_STEP = 0  # index of the next step of this execution
 G_EXEC_SEED = 1  # worker RNGs derive from (execution seed, worker id)
 G_RECORD = 2  # 1: record this execution's points into the rings
-G_AWAITED_N = 3  # how many locks blocked workers wait for ...
-G_AWAITED = 4  # ... and their slots
-_GLOBAL_FIXED = 4
+G_SCRIPT_END = 3  # steps before this one follow the script (0: no script)
+G_CURRENT = 4  # the worker running now (a scripted handoff changes it without the coordinator)
+G_HANDOFF_PREEMPTIONS = 5  # scripted handoffs away from a worker that could have gone on
+G_AWAITED_N = 6  # how many locks blocked workers wait for ...
+G_AWAITED = 7  # ... and their slots
+_GLOBAL_FIXED = 7
 
 
 class Channel:
@@ -59,11 +72,15 @@ class Channel:
         self.globals: SharedArray = arena.array(f"{ARRAY_PREFIX}globals",
                                                 _GLOBAL_FIXED + max_locks)
         self.step_log: SharedArray = arena.array(f"{ARRAY_PREFIX}steps", max_steps + 1)
+        self.script: SharedArray = arena.array(f"{ARRAY_PREFIX}script", max_steps + 1)
         self.report: MpSemaphore = FORK.Semaphore(0)
         self.grants: list[MpSemaphore] = [FORK.Semaphore(0) for _ in range(workers)]
 
     def slot(self, worker: int, name: int) -> int:
         return int(self.slots.mv[worker * S_STRIDE + name])
+
+    def slot_global(self, name: int) -> int:
+        return int(self.globals.mv[name])
 
     def set_slot(self, worker: int, name: int, value: int) -> None:
         self.slots.mv[worker * S_STRIDE + name] = value

@@ -5,8 +5,12 @@ from __future__ import annotations
 from shmstress.controlled.channel import (
     G_AWAITED,
     G_AWAITED_N,
+    G_CURRENT,
+    G_HANDOFF_PREEMPTIONS,
+    G_SCRIPT_END,
     G_STEP,
     PARKED,
+    RUNNING,
     S_LABEL,
     S_LEASE,
     S_LOCK,
@@ -31,7 +35,11 @@ class ControlledGate:
         self, channel: Channel, worker: int, control: ControlBlock, recorder: Recorder
     ) -> None:
         self._slots = channel.slots.mv
+        self._me = worker
+        self._workers = channel.workers
         self._base = worker * S_STRIDE
+        self._script = channel.script.mv
+        self._grants = channel.grants
         self._globals = channel.globals.mv
         self._step_log = channel.step_log.mv
         self._report = channel.report
@@ -42,6 +50,7 @@ class ControlledGate:
         self._ids: dict[str, int] = {}
         self.lease = 0
         self.yielded = 0
+        self._took = -1  # the lock the step this worker took last acquires, or -1
         # A replay of a free run repeats the noise gate's draws (without sleeping), so the
         # worker's RNG hands the role the same values it had in the recorded run.
         self.noise: NoiseGate | None = None
@@ -68,7 +77,7 @@ class ControlledGate:
             and (lock < 0 or self._locks[lock * L_STRIDE + L_OWNER] == NO_OWNER)
             and not self._frees_awaited_lock()
         ):
-            self.lease -= 1
+            self.lease -= 1  # PCT's path: scripted grants carry no lease, so _took is not kept
             globals_ = self._globals
             step = globals_[G_STEP]
             self._step_log[step] = ident
@@ -76,16 +85,62 @@ class ControlledGate:
             return
         slots = self._slots
         base = self._base
+        globals_ = self._globals
+        step = globals_[G_STEP]
+        successor = -1
+        if step < globals_[G_SCRIPT_END] and self._script_holds(lock):
+            successor = self._script[step]
+            if successor == self._me:  # the script goes on with this worker
+                self.yielded = 0
+                self._took = lock
+                self._step_log[step] = ident
+                globals_[G_STEP] = step + 1
+                return
         slots[base + S_LABEL] = ident
         slots[base + S_LOCK] = lock
         slots[base + S_YIELDED] = self.yielded
-        self.yielded = 0
         slots[base + S_STATE] = PARKED
-        self._report.release()
+        if successor >= 0:  # the script hands the step to another worker: post it directly
+            if not self.yielded:
+                globals_[G_HANDOFF_PREEMPTIONS] += 1
+            other = successor * S_STRIDE
+            self._step_log[step] = slots[other + S_LABEL]
+            globals_[G_STEP] = step + 1
+            slots[other + S_LEASE] = 0
+            slots[other + S_STATE] = RUNNING
+            globals_[G_CURRENT] = successor
+            self.yielded = 0
+            self._grants[successor].release()
+        else:
+            self.yielded = 0
+            self._report.release()
         self._grant.acquire()
         if self._control[ABORT]:
             raise StopRun
+        self._took = lock
         self.lease = slots[base + S_LEASE]
+
+    def _script_holds(self, lock: int) -> bool:
+        """May the script decide this step? Only while the set of runnable workers is the one
+        it was drawn for. Only the step just taken can have changed it, and it was this
+        worker's: it would block here, or it freed a lock a blocked worker waits for, or the
+        lock its previous step took is one another parked worker waits at. A worker parking
+        at a held lock ends the script itself (the first test), so no other change is
+        possible. Nothing here looks at the script's entry for this step: whether the script
+        goes on must not depend on the choice it would make (``strategies/random_walk``)."""
+        locks = self._locks
+        if lock >= 0 and locks[lock * L_STRIDE + L_OWNER] != NO_OWNER:
+            return False
+        took = self._took
+        if took >= 0 and locks[took * L_STRIDE + L_OWNER] != NO_OWNER:
+            slots = self._slots
+            me = self._me
+            for other in range(self._workers):
+                base = other * S_STRIDE
+                if (other != me and slots[base + S_STATE] == PARKED
+                        and slots[base + S_LOCK] == took):
+                    return False
+        return not self._frees_awaited_lock()
 
     def _frees_awaited_lock(self) -> bool:
         """Has this worker released a lock that a parked worker is blocked on?"""

@@ -9,7 +9,10 @@ of its process-local state, so an execution costs no fork.
 Within an execution exactly one worker runs. The coordinator waits for the
 running worker to report (it reached a point it may not take on its own, or
 its role finished), then asks the strategy who goes next. The global
-sequence number of a point therefore equals its step index.
+sequence number of a point therefore equals its step index. A strategy that
+scripts (random walk) is asked for the workers of several steps at once; the
+workers then hand the step to each other as the script says, and the
+coordinator learns who ran which step from the script and where it ended.
 """
 
 from __future__ import annotations
@@ -31,8 +34,11 @@ from shmstress.controlled.channel import (
     FINISHED,
     G_AWAITED,
     G_AWAITED_N,
+    G_CURRENT,
     G_EXEC_SEED,
+    G_HANDOFF_PREEMPTIONS,
     G_RECORD,
+    G_SCRIPT_END,
     G_STEP,
     PARKED,
     RUNNING,
@@ -54,6 +60,7 @@ from shmstress.controlled.strategies.base import (
     SEED_MASK,
     ScheduleDiverged,
     ScheduleEnded,
+    Scripting,
     Strategy,
 )
 from shmstress.controlled.worker import WorkerSetup, controlled_worker_main
@@ -83,6 +90,9 @@ from shmstress.plugin.violations import at_rest_violations, recorded_violations
 from shmstress.record.recorder import Recorder
 
 _WAIT_SLICE_S = 0.1
+DRAIN_SCRIPT = 16
+"""The longest script while draining: the coordinator notices that the tracker settled only
+when a script ends, so this bounds the steps of drain taken after it settled."""
 _RECORDING_ARRAYS = "recording."
 DEADLOCK = "deadlock"  # the invariant name a deadlock is reported under
 
@@ -287,6 +297,8 @@ class Session:
         globals_[G_EXEC_SEED] = execution_seed
         globals_[G_RECORD] = int(record)
         globals_[G_AWAITED_N] = 0
+        globals_[G_SCRIPT_END] = 0
+        globals_[G_HANDOFF_PREEMPTIONS] = 0
         if record:
             self.recorder.ring_written.np[:] = 0
             self.recorder.tape.np[: self._tape_used] = 0
@@ -332,7 +344,7 @@ class Session:
             end=end,
             execution_seed=execution_seed,
             steps=scheduled.steps(steps),
-            preemptions=scheduled.preemptions,
+            preemptions=scheduled.preemptions + int(globals_[G_HANDOFF_PREEMPTIONS]),
             phase_changes=tuple(scheduled.phase_changes),
             violations=violations,
             violation_count=count,
@@ -344,20 +356,23 @@ class Session:
         """What the last execution run with ``record=True`` recorded."""
         return self.recorder.collect(points)
 
-    def _wait(self, worker: int) -> None:
+    def _wait(self, worker: int, follow: bool = False) -> None:
         """Wait for the running worker to report; a dead or hung worker ends the session.
 
-        A hung worker's own stack goes into the error (``dump_stacks`` wakes a stopped
+        ``follow``: the worker may have handed the step on (a script); watch whoever runs
+        now. A hung worker's own stack goes into the error (``dump_stacks`` wakes a stopped
         one first). A signal whose exception a fork swallowed is delivered here.
         """
         checkpoint()
         report = self.channel.report
         if report.acquire(True, _WAIT_SLICE_S):
             return
-        process = self._processes[worker]
         deadline = time.monotonic() + self.spec.stop_timeout
         while not report.acquire(True, _WAIT_SLICE_S):
             checkpoint()
+            if follow:
+                worker = self.channel.slot_global(G_CURRENT)
+            process = self._processes[worker]
             if process.exitcode is not None:
                 raise WorkerLostError(f"{self.who(worker)} died with exit code {process.exitcode}")
             if time.monotonic() > deadline:
@@ -450,6 +465,8 @@ class _Scheduling:
         control = session.control.control.mv
         max_steps = min(session.spec.max_steps, self._phases.step_limit or (1 << 62))
         strategy = self._strategy
+        scripting = strategy if isinstance(strategy, Scripting) else None
+        script_log = channel.script.np
         view = _View(session)
         forced = self._phases.forced
         run_steps = self._phases.run_steps
@@ -510,7 +527,13 @@ class _Scheduling:
             view.current = current
             view.runnable = runnable
             view.current_can_continue = can_continue
-            chosen, lease = strategy.next_task(view)
+            script: Sequence[int] = ()
+            if scripting is not None:
+                script = scripting.next_script(
+                    view, min(limit, DRAIN_SCRIPT) if phase is Phase.DRAIN else limit)
+                chosen, lease = script[0], 1
+            else:
+                chosen, lease = strategy.next_task(view)
             if can_continue and chosen != current:
                 self.preemptions += 1
             base = chosen * S_STRIDE
@@ -522,6 +545,19 @@ class _Scheduling:
             for index, lock in enumerate(awaited):
                 globals_[G_AWAITED + index] = lock
             grant_log.append((step, chosen))
+            globals_[G_CURRENT] = chosen
+            if len(script) > 1:
+                end = step + len(script)
+                script_log[step:end] = script
+                globals_[G_SCRIPT_END] = end
+                grants[chosen].release()
+                session._wait(chosen, follow=True)
+                globals_[G_SCRIPT_END] = 0
+                current = int(globals_[G_CURRENT])
+                for index in range(step + 1, int(globals_[G_STEP])):  # the handoffs it made
+                    if script[index - step] != script[index - step - 1]:
+                        grant_log.append((index, script[index - step]))
+                continue
             grants[chosen].release()
             session._wait(chosen)
             current = chosen

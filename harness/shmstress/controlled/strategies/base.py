@@ -12,7 +12,7 @@ from __future__ import annotations
 import random
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Protocol
+from typing import Protocol, runtime_checkable
 
 from shmstress.core.trace import Step
 
@@ -92,6 +92,24 @@ class Strategy(Protocol):
         ...
 
     def next_u64(self) -> int: ...
+
+
+@runtime_checkable
+class Scripting(Protocol):
+    """A strategy that can decide several steps ahead, for the runnable set it is shown.
+
+    The coordinator of a controlled session asks ``next_script`` instead of
+    ``next_task``: the first worker takes the step now, and the running worker
+    hands each later step to the worker the script names, without the
+    coordinator, until the script ends or the set of runnable workers may have
+    changed (``controlled.channel``). Only a strategy whose choice at a step
+    depends on nothing but the runnable set (and its own RNG) can script;
+    whatever was drawn beyond the point where a script ends is dropped.
+    """
+
+    def next_script(self, view: SchedulerView, limit: int) -> Sequence[int]:
+        """The worker of each of the next steps (1 to ``limit`` of them), first one now."""
+        ...
 
 
 class ScheduleDiverged(Exception):  # noqa: N818 - a replay outcome, not a harness error
