@@ -305,6 +305,9 @@ def test_heartbeat_is_plain_lines_when_not_a_terminal() -> None:
     # Counts cover the whole campaign; a finished trial is no longer "running".
     assert lines[-1].startswith("shmstress campaign: 4/5 trials done (violations: 3, errors: 0)")
     assert "running" not in lines[-1]
+    # the rate and the time left are this invocation's: none before its first trial ends
+    assert "trials/min" not in lines[0]
+    assert "trials/min, about " in lines[-1] and lines[-1].endswith(" left")
     quiet = io.StringIO()
     with CampaignProgress(3, heartbeat_s=3600.0, stream=quiet) as progress:
         progress.trial_done("clean")

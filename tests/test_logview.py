@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from shmstress.cli.main import main
+from shmstress.cli.main import build_parser, main
 from shmstress.core.config import RunConfig
 from shmstress.core.control import ControlBlock
 from shmstress.core.exit_reason import ExitReason
@@ -373,8 +373,19 @@ def test_log_command_errors_are_one_line(
     assert main(["log", str(tmp_path / "missing")]) == 2
     err = capsys.readouterr().err
     assert err.startswith("shmstress: error: cannot read") and err.count("\n") == 1
-    assert main(["run", "--log-level", "12"]) == 2
-    assert "--log-level" in capsys.readouterr().err
+    for wrong in ("12", "loud"):
+        with pytest.raises(SystemExit) as refused:  # argparse: before anything starts
+            main(["run", "--log-level", wrong])
+        assert refused.value.code == 2
+        err = capsys.readouterr().err
+        assert "--log-level" in err and "main, all, or 0..9" in err and err.count("\n") == 1
+
+
+def test_log_levels_have_names_for_their_ends() -> None:
+    parser = build_parser()
+    assert parser.parse_args(["run", "--log-level", "main"]).log_level == 0
+    assert parser.parse_args(["run", "--log-level", "ALL"]).log_level == 9
+    assert parser.parse_args(["replay", "b.json", "--log-level", "4"]).log_level == 4
 
 
 def test_bench_measures_recording_on_against_off() -> None:

@@ -42,11 +42,30 @@ def add_log_options(parser: argparse.ArgumentParser, what: str) -> argparse._Arg
     group = parser.add_argument_group("log")
     group.add_argument("--log", metavar="PATH",
                        help=f"write the merged klog-style log of {what} to PATH")
-    group.add_argument("--log-level", type=int, default=MAX_VERBOSITY, metavar="V",
-                       help=f"verbosity of the written log, like klog's -v: 0 only the "
-                       f"tracker's main messages ... {MAX_VERBOSITY} every point "
-                       f"(default {MAX_VERBOSITY})")
+    group.add_argument("--log-level", type=log_level, default=MAX_VERBOSITY, metavar="LEVEL",
+                       help=f"how much the written log holds: main (only the tracker's main "
+                       f"messages), all (every point; the default), or a number like klog's "
+                       f"-v, 0 (= main) to {MAX_VERBOSITY} (= all)")
     return group
+
+
+LOG_LEVELS = {"main": 0, "all": MAX_VERBOSITY}
+"""Names for the ends of klog's -v scale, for those who do not think in numbers."""
+
+
+def log_level(text: str) -> int:
+    """argparse type of ``--log-level``: a name of ``LOG_LEVELS`` or a number 0..9."""
+    if text.lower() in LOG_LEVELS:
+        return LOG_LEVELS[text.lower()]
+    try:
+        level = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(
+            f"{text!r} is not a level: main, all, or 0..{MAX_VERBOSITY}") from None
+    if not 0 <= level <= MAX_VERBOSITY:
+        raise argparse.ArgumentTypeError(f"{level} is not a level: main, all, or "
+                                         f"0..{MAX_VERBOSITY}")
+    return level
 
 
 def add_run_log_options(parser: argparse.ArgumentParser) -> None:

@@ -102,6 +102,7 @@ class CampaignProgress(Progress):
         self._violations = (outcomes or {}).get("violation", 0)
         self._errors = (outcomes or {}).get("error", 0)
         self._current: str | None = None
+        self._done_here = 0  # trials finished by this invocation: the rate is theirs
 
     def _new_bar(self, stream: TextIO) -> tqdm[Any] | None:
         bar = tqdm(total=self._total, initial=self._done, unit="trial", file=stream)
@@ -116,6 +117,7 @@ class CampaignProgress(Progress):
 
     def trial_done(self, outcome: str) -> None:
         self._done += 1
+        self._done_here += 1
         self._violations += outcome == "violation"
         self._errors += outcome == "error"
         self._current = None
@@ -133,4 +135,17 @@ class CampaignProgress(Progress):
             f"shmstress campaign: {self._done}/{self._total} trials done (violations: "
             f"{self._violations}, errors: {self._errors}), {seconds:.0f} s into this run"
         )
+        if self._done_here and seconds > 0:
+            rate = self._done_here / seconds
+            left = max(0, self._total - self._done) / rate
+            line += f", {rate * 60:.1f} trials/min, about {_duration(left)} left"
         return f"{line}; running {self._current}" if self._current else line
+
+
+def _duration(seconds: float) -> str:
+    """``45 s``, ``12 min``, ``2.5 h``: an ETA as precise as it can be."""
+    if seconds < 90:
+        return f"{seconds:.0f} s"
+    if seconds < 90 * 60:
+        return f"{seconds / 60:.0f} min"
+    return f"{seconds / 3600:.1f} h"
