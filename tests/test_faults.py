@@ -834,3 +834,53 @@ def test_the_rerun_commands_shmstress_prints_pass_its_own_checks(
     assert "--mode controlled" in commands[1] and "--duration" not in commands[1]
     for command in commands:
         validate_run_args(build_parser().parse_args(shlex.split(command)[1:]))
+
+
+def test_a_segment_the_code_under_test_left_is_swept_by_the_runs_list(
+    private_shm: tuple[dict[str, str], Path],
+) -> None:
+    """kill -9 during ``shmstress test``: the scenario's own SharedMemory (a name the
+    harness did not choose) is found by the run's list of created segments, not by name."""
+    env, private = private_shm
+    scenario = Path(__file__).parent / "scenarios" / "segments.py"
+    proc = subprocess.Popen(
+        [*SHMSTRESS, "test", f"{scenario}:long_with_a_segment", "--executions", "5",
+         "--max-steps", "2000000", "--quiet"],
+        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=env)
+    try:
+        deadline = time.monotonic() + 60
+        left: list[str] = []
+        while not left:
+            assert time.monotonic() < deadline and proc.poll() is None
+            time.sleep(0.05)
+            lists = list(private.glob("shmstress-*-created"))
+            if lists:
+                left = shm.CreatedSegments(lists[0]).left()
+        workers = _descendants(proc.pid)
+    finally:
+        os.kill(proc.pid, signal.SIGKILL)
+        proc.wait(timeout=10)
+    assert not psutil.wait_procs(workers, timeout=5)[1], "processes outlived the coordinator"
+    assert all((shm.POSIX_SHM_DIR / name).exists() for name in left), left
+    swept = subprocess.run([*SHMSTRESS, "sweep"], env=env, capture_output=True, text=True,
+                           timeout=60, check=False)
+    assert swept.returncode == 0, swept.stderr
+    assert all(name in swept.stdout for name in left), swept.stdout
+    assert not any((shm.POSIX_SHM_DIR / name).exists() for name in left)
+    assert not list(private.iterdir())
+
+
+def test_a_finished_test_leaves_no_list_and_no_segment(
+    private_shm: tuple[dict[str, str], Path], tmp_path: Path,
+) -> None:
+    env, private = private_shm
+    scenario = Path(__file__).parent.parent / "examples" / "plain" / "numpy_counts.py"
+    before = {p.name for p in shm.POSIX_SHM_DIR.iterdir() if p.name.startswith("psm_")}
+    done = subprocess.run(
+        [*SHMSTRESS, "test", f"{scenario}:locked", "--executions", "3",
+         "--quiet", "--out", str(tmp_path)],
+        env=env, capture_output=True, text=True, timeout=120, check=False)
+    assert done.returncode == 0, done.stdout + done.stderr
+    after = {p.name for p in shm.POSIX_SHM_DIR.iterdir() if p.name.startswith("psm_")}
+    assert not after - before
+    assert not list(private.iterdir())

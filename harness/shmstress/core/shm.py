@@ -249,23 +249,100 @@ def segment_owner_started(name: str) -> int | None:
 def is_stale(name: str) -> bool:
     """Whether segment ``name``'s owner is gone: no process has its pid, or the process that
     has it now started at another time (the pid was reused by an unrelated process)."""
-    pid = segment_owner(name)
+    return _owner_gone(segment_owner(name), segment_owner_started(name))
+
+
+def _owner_gone(pid: int, started: int | None) -> bool:
     if not psutil.pid_exists(pid):
         return True
-    started = segment_owner_started(name)
     if started is None:  # an old name: the pid is all it says
         return False
-    now = start_time(pid)
-    return now != started  # None: it exited meanwhile
+    return start_time(pid) != started  # None: it exited meanwhile
+
+
+POSIX_SHM_DIR = Path("/dev/shm")
+"""Where ``shm_open`` names live on Linux (the code under test's segments, not ours)."""
+_CREATED_RE = re.compile(r"^shmstress-(\d+)-(\d+)-created$")
+
+
+@dataclass(frozen=True)
+class CreatedSegments:
+    """The named segments the code under test created during a run, in a file beside ours.
+
+    Code under test may ``shm_open`` segments under names of its own (``SharedMemory``, a
+    library's blocks). The run unlinks those it left when it ends; a coordinator killed
+    with SIGKILL cannot, so each creation and unlink is also appended here (one ``write``
+    of ``+name`` or ``-name``, atomic under ``O_APPEND``, from any process of the run) and
+    ``sweep_stale_segments`` unlinks what the file says is still there once its owner is
+    gone: by this list, never by guessing from names.
+    """
+
+    path: Path
+
+    @classmethod
+    def of(cls, owner_pid: int, owner_started: int | None) -> CreatedSegments:
+        return cls(SHM_DIR / f"{SEGMENT_PREFIX}{owner_pid}-{owner_started or 0}-created")
+
+    def created(self, name: str) -> None:
+        self._append(f"+{name}\n")
+
+    def unlinked(self, name: str) -> None:
+        self._append(f"-{name}\n")
+
+    def _append(self, line: str) -> None:
+        with contextlib.suppress(OSError):  # bookkeeping for a crash must not cause one
+            fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
+            try:
+                os.write(fd, line.encode("utf-8", "surrogateescape"))
+            finally:
+                os.close(fd)
+
+    def left(self) -> list[str]:
+        """The names created and not unlinked since, in the order they were created."""
+        alive: dict[str, None] = {}
+        with contextlib.suppress(OSError):
+            for line in self.path.read_text("utf-8", "surrogateescape").splitlines():
+                name = line[1:].lstrip("/")  # shm_open's names may start with a slash
+                if line.startswith("+") and "/" not in name and name:
+                    alive[name] = None
+                elif line.startswith("-"):
+                    alive.pop(name, None)
+        return list(alive)
+
+    def unlink_left(self) -> list[str]:
+        """Unlink every segment still listed (one may be gone already), then the list."""
+        removed = []
+        for name in self.left():
+            with contextlib.suppress(OSError):
+                os.unlink(POSIX_SHM_DIR / name)
+                removed.append(name)
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(self.path)
+        return removed
 
 
 def sweep_stale_segments() -> list[str]:
     """Unlink segments whose owner process is gone (a coordinator killed with SIGKILL), or
-    whose pid now belongs to another process."""
+    whose pid now belongs to another process; and the segments its code under test created
+    and left, as its ``CreatedSegments`` list says."""
     removed = []
     for name in live_segments():
         if is_stale(name):
             with contextlib.suppress(FileNotFoundError):
                 os.unlink(SHM_DIR / name)
             removed.append(name)
+    for path in _created_lists():
+        match = _CREATED_RE.match(path.name)
+        assert match is not None
+        started = int(match.group(2)) or None
+        if not _owner_gone(int(match.group(1)), started):
+            continue
+        removed += CreatedSegments(path).unlink_left()
     return removed
+
+
+def _created_lists() -> list[Path]:
+    try:
+        return sorted(p for p in SHM_DIR.iterdir() if _CREATED_RE.match(p.name))
+    except FileNotFoundError:
+        return []

@@ -64,7 +64,7 @@ def host_main(
         if board.globals.mv[G_HOST_EXIT]:
             os.close(go)  # the waiting main reads the end of the pipe and leaves
             os.waitpid(main, 0)
-            _unlink(runtime.segments_left(0))
+            _unlink(runtime, runtime.segments_left(0))
             return
         runtime.manifest.restore()
         os.write(go, b"!")
@@ -72,16 +72,18 @@ def host_main(
         with contextlib.suppress(ChildProcessError):
             while True:
                 os.waitpid(-main, 0)  # main, and every process of its group left behind
-        _unlink(runtime.segments_left(int(board.globals.mv[G_HOST_SEGMENTS])))
+        _unlink(runtime, runtime.segments_left(int(board.globals.mv[G_HOST_SEGMENTS])))
         board.host_done.release()
         main, go = _prefork(runtime, function)  # forked while the coordinator wraps up
 
 
-def _unlink(names: list[str]) -> None:
+def _unlink(runtime: PlainRuntime, names: list[str]) -> None:
     """Remove the named segments the scenario left (one may be gone already)."""
     for name in names:
         with contextlib.suppress(OSError):
             _SHM_UNLINK(name)
+        if runtime.created is not None:
+            runtime.created.unlinked(name)
 
 
 def _prefork(runtime: PlainRuntime, function: Callable[[], object]) -> tuple[int, int]:

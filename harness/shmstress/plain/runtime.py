@@ -21,6 +21,7 @@ from dataclasses import dataclass, field
 from types import FrameType
 
 from shmstress.core.errors import PlainLimitError
+from shmstress.core.shm import CreatedSegments
 from shmstress.plain.board import (
     G_ABORT,
     G_FAIL_STEP,
@@ -134,9 +135,11 @@ class FreeNoise:
 class PlainRuntime:
     """This process's handle on the board: its slot, its lease, and the string table."""
 
-    def __init__(self, board: Board, recorder: Recorder) -> None:
+    def __init__(self, board: Board, recorder: Recorder,
+                 created: CreatedSegments | None = None) -> None:
         self.board = board
         self.recorder = recorder
+        self.created = created  # the run's list of the segments the scenario created
         self.slot = NOBODY
         self.lease = 0
         self.yielded = 0
@@ -423,8 +426,12 @@ class PlainRuntime:
         globals_[G_SEGMENTS] = count + 1
         if not self.scheduled:
             globals_[G_HOST_SEGMENTS] = count + 1
+        if self.created is not None:
+            self.created.created(name)
 
     def unlinked_segment(self, name: str) -> None:
+        if self.created is not None:
+            self.created.unlinked(name)
         ident = self.recorder.intern(name)
         segments = self.board.segments.mv
         for index in range(int(self._globals[G_SEGMENTS])):

@@ -31,7 +31,7 @@ from shmstress.controlled.strategies.base import (
 from shmstress.core.control import FORK
 from shmstress.core.errors import ConfigError, HostLostError, ScenarioError
 from shmstress.core.processes import reap
-from shmstress.core.shm import Arena
+from shmstress.core.shm import Arena, CreatedSegments
 from shmstress.core.signals import shielded
 from shmstress.plain.board import (
     ARRAY_PREFIX,
@@ -156,7 +156,8 @@ class PlainSession:
         self.board = Board.build(self._arena, spec.max_processes, spec.max_objects,
                                  spec.max_steps)
         self.recorder = Recorder(self._arena, 1, 16, 1, max_strings=16384)
-        self.runtime = PlainRuntime(self.board, self.recorder)
+        self.created = CreatedSegments.of(self._arena.owner_pid, self._arena.owner_started)
+        self.runtime = PlainRuntime(self.board, self.recorder, self.created)
         if spec.free is not None:
             spec.free.validate()
             self.runtime.free = FreeNoise(spec.free.noise, spec.free.max_sleep_us / 1e6)
@@ -196,6 +197,8 @@ class PlainSession:
                 with contextlib.suppress(ValueError):
                     host.close()
                 self._host = None
+            if hasattr(self, "created"):  # what a host that died could not unlink
+                self.created.unlink_left()
             if hasattr(self, "recorder"):
                 self.recorder.release()
             self._arena.close()
