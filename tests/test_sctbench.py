@@ -106,7 +106,8 @@ def test_every_twin_runs_clean(twin: Program) -> None:
 def test_the_runner_prints_its_table_twins_totals_and_the_papers_headline() -> None:
     logged: list[str] = []
     options = SuiteOptions(executions=5, seeds=2, programs=("lazy01_bad", "sync01_bad"),
-                           strategies=("pct-d3", "random-walk", "exhaustive-b0"),
+                           strategies=("pct-d3", "random-walk", "exhaustive-b0",
+                                       "free-noise"),
                            twin_executions=3)
     report = run_suite(options, logged.append)
 

@@ -4,8 +4,8 @@ The Windows Bluetooth driver model of KISS/CHESS: ``main`` adds work
 (``BCSP_PnpAdd``) while a thread stops the device. The add reads the stopping
 flag, then increments the pending count; a stop that runs whole between the two
 sees the count fall to 0 and marks the device stopped, and the add asserts it
-is not. The ``__ESBMC_atomic_begin``/``_end`` markers are no-ops in SCTBench's
-build, so the ports leave them out.
+is not. The ``__ESBMC_atomic_begin``/``_end`` markers are taken as no-ops and
+left out (README.md says why).
 """
 
 from __future__ import annotations

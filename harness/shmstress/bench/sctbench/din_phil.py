@@ -7,8 +7,8 @@ asserts false: every execution in which all eat and no increment is lost fails
 on that assert; the others are the circular wait, a deadlock. ``_unsat`` has no
 assert, but the same circular wait: under controlled scheduling it is not clean,
 it can deadlock (SCTBench's C code can too). The ``__ESBMC_atomic_begin``/``_end``
-markers are no-ops in SCTBench's build (``din_phil7_sat`` calls begin three
-times and end once), so the ports leave them out.
+markers are taken as no-ops and left out (``din_phil7_sat`` calls begin three
+times and end once; README.md says more).
 """
 
 from __future__ import annotations

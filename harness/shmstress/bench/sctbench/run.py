@@ -3,8 +3,10 @@
 Per buggy program and strategy: whether a failure was found within the budget of
 executions (the paper's limit is 100,000 schedules), and the executions and wall
 time to the first failure, median over seeds. The strategies are PCT at depth 1,
-2 and 3 (depth 3 is controlled mode's default), random walk, and bounded
-exhaustive search at preemption bounds 0 to 3. Exhaustive search does not depend
+2 and 3 (depth 3 is controlled mode's default), random walk, bounded exhaustive
+search at preemption bounds 0 to 3, and free mode with noise (the OS schedules,
+noise perturbs; not a strategy's choice, so not reproducible by seed, but every
+failure it finds replays). Exhaustive search does not depend
 on the seed (it enumerates the same schedules in the same order), so it runs once
 per program, not once per seed; a search that ran out of schedules without a
 failure says so (the bug needs more preemptions than its bound). Each twin then
@@ -21,13 +23,15 @@ from __future__ import annotations
 
 import statistics
 from collections.abc import Callable
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from typing import Any
 
 from shmstress.bench.sctbench.programs import BUGGY, Program, program
 from shmstress.controlled.strategies.base import StrategySpec
+from shmstress.core.config import DEFAULT_NOISE
 from shmstress.core.signals import interruptible
 from shmstress.plain.runner import Exploration, PlainResult, explore
+from shmstress.plain.session import FreeSpec
 
 PAPER_EXECUTIONS = 100_000
 PAPER_HEADLINE = (
@@ -46,10 +50,11 @@ class SuiteStrategy:
     key: str
     spec: StrategySpec
     seeded: bool = True  # False: one trial stands for every seed
+    free: FreeSpec | None = None  # free mode: ``spec`` is not used
 
     @property
     def is_default(self) -> bool:
-        return self.spec == StrategySpec("pct")
+        return self.free is None and self.spec == StrategySpec("pct")
 
 
 STRATEGIES: tuple[SuiteStrategy, ...] = (
@@ -59,6 +64,7 @@ STRATEGIES: tuple[SuiteStrategy, ...] = (
     SuiteStrategy("random-walk", StrategySpec("random_walk")),
     *(SuiteStrategy(f"exhaustive-b{bound}", StrategySpec("exhaustive", bound=bound),
                     seeded=False) for bound in range(4)),
+    SuiteStrategy("free-noise", StrategySpec("pct"), free=FreeSpec(noise=DEFAULT_NOISE)),
 )
 TWIN_STRATEGIES = ("pct-d3", "random-walk")
 
@@ -176,13 +182,14 @@ class SuiteReport:
 Log = Callable[[str], None]
 
 
-def _trial(subject: Program, spec: StrategySpec, seed: int, executions: int,
+def _trial(subject: Program, strategy: SuiteStrategy, seed: int, executions: int,
            log: Log, what: str) -> PlainResult:
     def progress(done: int, ends: dict[str, int]) -> None:
         if done % PROGRESS_EVERY == 0:
             log(f"{SUITE}: {what}: {done:,} executions, {ends}")
 
-    return explore(subject.spec(), Exploration(spec, seed, executions), progress)
+    spec = replace(subject.spec(), free=strategy.free)
+    return explore(spec, Exploration(strategy.spec, seed, executions), progress)
 
 
 def _describe(result: PlainResult) -> tuple[str, str]:
@@ -199,7 +206,7 @@ def run_strategy(subject: Program, strategy: SuiteStrategy, options: SuiteOption
     seeds = range(options.seed, options.seed + (options.seeds if strategy.seeded else 1))
     for seed in seeds:
         what = f"{subject.name} {strategy.key} seed {seed}"
-        result = _trial(subject, strategy.spec, seed, options.executions, log, what)
+        result = _trial(subject, strategy, seed, options.executions, log, what)
         end, message = _describe(result)
         trial = Trial(seed, bool(end), result.executions, result.elapsed_s, end, message,
                       subject.expected(end) if end else True, result.exhausted)
@@ -215,7 +222,7 @@ def run_twin(twin: Program, strategy: SuiteStrategy, options: SuiteOptions,
              log: Log) -> TwinFigures:
     budget = options.twin_executions or options.executions
     what = f"{twin.name} (twin) {strategy.key} seed {options.seed}"
-    result = _trial(twin, strategy.spec, options.seed, budget, log, what)
+    result = _trial(twin, strategy, options.seed, budget, log, what)
     end, message = _describe(result)
     log(f"{SUITE}: {what}: " + (f"{end} after {result.executions:,} executions ({message})"
                                 if end else f"clean over {result.executions:,} executions"))
@@ -292,8 +299,9 @@ def render_suite(report: SuiteReport) -> str:
     width = max(14, *(len(k) + 1 for k in keys))
     name_width = max([22, *(len(p.program) + 1 for p in report.programs)])
     lines = [
-        f"SCTBench ports ({len(report.programs)} buggy programs), controlled plain-code "
-        f"exploration, budget {options.executions:,} executions per trial, "
+        f"SCTBench ports ({len(report.programs)} buggy programs), plain-code exploration "
+        f"(controlled; free-noise: free mode, noise {DEFAULT_NOISE:g}), budget "
+        f"{options.executions:,} executions per trial, "
         f"{options.seeds} seeds from {options.seed} (exhaustive: one search per bound, "
         f"seed-independent)",
         "executions to the first failure: found/trials, median (a miss counts as the "

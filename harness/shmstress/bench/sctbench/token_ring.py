@@ -3,7 +3,7 @@
 Each of ``t1``..``t3`` copies its predecessor's value (``t1`` adds one, mod 4) and
 raises its flag; ``t4`` asserts the three agree once all flags are up, which
 fails unless they ran in one particular order. The ``__ESBMC_atomic_begin``/
-``_end`` markers are no-ops in SCTBench's build, so the ports leave them out.
+``_end`` markers are taken as no-ops and left out (README.md says why).
 The C main never joins its threads; the port does.
 """
 
