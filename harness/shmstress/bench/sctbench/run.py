@@ -71,6 +71,8 @@ TWIN_STRATEGIES = ("pct-d3", "random-walk")
 
 @dataclass(frozen=True)
 class SuiteOptions:
+    """What to run: the paper's budget by default, tiny ones for tests and quick looks."""
+
     executions: int = PAPER_EXECUTIONS  # per trial
     seeds: int = 5
     seed: int = 0  # the first seed; trials use seed, seed + 1, ...
@@ -103,6 +105,8 @@ class Trial:
 
 @dataclass(frozen=True)
 class StrategyFigures:
+    """One cell of the table: a program under a strategy, over its trials."""
+
     strategy: str
     budget: int
     trials: tuple[Trial, ...]
@@ -135,6 +139,8 @@ class StrategyFigures:
 
 @dataclass(frozen=True)
 class TwinFigures:
+    """A twin's run under one strategy: clean, or how it first failed."""
+
     twin: str
     strategy: str
     seed: int
@@ -152,6 +158,8 @@ class TwinFigures:
 
 @dataclass(frozen=True)
 class ProgramFigures:
+    """A row of the table, with its twins' runs."""
+
     program: str
     threads: int
     strategies: tuple[StrategyFigures, ...]
@@ -160,6 +168,8 @@ class ProgramFigures:
 
 @dataclass
 class SuiteReport:
+    """The programs measured to their end (a signal cuts the rest), in the order run."""
+
     options: SuiteOptions
     programs: list[ProgramFigures] = field(default_factory=list)
     cut: str | None = None  # the program a SIGINT or SIGTERM cut short: none of it kept
@@ -193,8 +203,8 @@ def _trial(subject: Program, strategy: SuiteStrategy, seed: int, executions: int
 
 
 def _describe(result: PlainResult) -> tuple[str, str]:
-    failing = result.failing
-    if failing is None or not failing.failed:
+    failing = result.failing  # a failure, or a process hung outside control (unexpected)
+    if failing is None:
         return "", ""
     message = failing.failure.message if failing.failure is not None else failing.end.value
     return failing.end.value, message
