@@ -121,8 +121,10 @@ class StrategyFigures:
 
     @property
     def median_executions(self) -> float:
-        """Misses count as the budget: a lower bound unless ``all_found``."""
-        return float(statistics.median(t.executions for t in self.trials))
+        """Misses count as the budget (a search that ran out of schedules too, so that sums
+        compare): a lower bound unless ``all_found``."""
+        return float(statistics.median(t.executions if t.found else self.budget
+                                       for t in self.trials))
 
     @property
     def median_s(self) -> float:
@@ -292,6 +294,8 @@ def report_json(report: SuiteReport) -> dict[str, Any]:
 
 
 def _cell(f: StrategyFigures) -> str:
+    if f.exhausted and not f.found:
+        return f"0/{len(f.trials)} all {max(t.executions for t in f.trials):,}"
     bound = "" if f.all_found else ">="
     mark = "!" if f.unexpected else ""
     return f"{f.found}/{len(f.trials)} {bound}{f.median_executions:,.0f}{mark}"
@@ -315,7 +319,8 @@ def render_suite(report: SuiteReport) -> str:
         f"{options.seeds} seeds from {options.seed} (exhaustive: one search per bound, "
         f"seed-independent)",
         "executions to the first failure: found/trials, median (a miss counts as the "
-        "budget: >= marks a lower bound; ! marks a failure the program should not show):",
+        "budget: >= marks a lower bound; 'all N': the bounded search ran all its N schedules "
+        "without a failure; ! marks a failure the program should not show):",
         f"  {'program':{name_width}}{'thr':>4} " + "".join(f"{k:>{width}}" for k in keys),
     ]
     for p in report.programs:
