@@ -9,6 +9,16 @@ import sys
 from dataclasses import asdict
 from pathlib import Path
 
+from shmstress.bench.sctbench.programs import BUGGY
+from shmstress.bench.sctbench.run import (
+    PAPER_EXECUTIONS,
+    STRATEGIES,
+    SUITE,
+    SuiteOptions,
+    render_suite,
+    report_json,
+    run_suite,
+)
 from shmstress.bench.suite import RACY_DRA, WARMUP_S, BenchOptions, render_bench, run_bench
 from shmstress.cli.args import with_examples
 from shmstress.cli.run import verdict
@@ -48,6 +58,23 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
                        choices=BenchOptions.sections,
                        help="measure only these sections (repeatable; default all)")
     bench.add_argument("--json", metavar="PATH", help="also write the figures as JSON")
+    suite = bench.add_argument_group(
+        "suites", "--suite sctbench: SCTBench's small programs, ported to plain multiprocessing "
+        "code, under PCT d=1/2/3, random walk, bounded exhaustive search and free mode with "
+        "noise (instead of the sections)")
+    suite.add_argument("--suite", choices=(SUITE,), help="run a benchmark suite instead of the "
+                       "sections")
+    suite.add_argument("--executions", type=int, default=PAPER_EXECUTIONS, metavar="N",
+                       help=f"budget of executions per trial ({PAPER_EXECUTIONS}, the paper's)")
+    suite.add_argument("--seeds", type=int, default=5, metavar="N",
+                       help="seeds per program and strategy; medians over them (5)")
+    suite.add_argument("--program", action="append", metavar="NAME",
+                       help="buggy program(s) to run, with their twins (all)")
+    suite.add_argument("--strategy", action="append", metavar="KEY",
+                       help="strategies to run: " + ", ".join(s.key for s in STRATEGIES)
+                       + " (all)")
+    suite.add_argument("--twin-executions", type=int, metavar="N",
+                       help="executions each twin runs per strategy (--executions)")
     bench.set_defaults(handler=_cmd_bench)
 
 
@@ -71,14 +98,58 @@ def _validate(args: argparse.Namespace) -> None:
     if unknown:
         problems.append(f"--variant {', '.join(unknown)}: the bench times the racy DRA "
                         f"variants {', '.join(RACY_DRA)}")
+    if args.suite:
+        problems.extend(_suite_problems(args))
     if problems:
         raise ConfigError("; ".join(problems))
     if args.json:
         require_writable(Path(args.json), "the --json file")
 
 
+def _suite_problems(args: argparse.Namespace) -> list[str]:
+    problems = []
+    for name, value in (("--executions", args.executions), ("--seeds", args.seeds),
+                        ("--twin-executions", args.twin_executions)):
+        if value is not None and value < 1:
+            problems.append(f"{name} must be >= 1, got {value}")
+    if args.section:
+        problems.append("--section and --suite exclude each other: a suite runs instead of "
+                        "the sections")
+    names = {p.name for p in BUGGY}
+    unknown = [name for name in args.program or () if name not in names]
+    if unknown:
+        problems.append(f"--program {', '.join(unknown)}: not a ported buggy program of "
+                        f"{args.suite} (shmstress.bench.sctbench.programs lists them)")
+    keys = {s.key for s in STRATEGIES}
+    unknown = [key for key in args.strategy or () if key not in keys]
+    if unknown:
+        problems.append(f"--strategy {', '.join(unknown)}: choose from "
+                        f"{', '.join(s.key for s in STRATEGIES)}")
+    return problems
+
+
+def _cmd_suite(args: argparse.Namespace) -> int:
+    options = SuiteOptions(
+        executions=args.executions, seeds=args.seeds, seed=args.seed,
+        programs=tuple(args.program or ()), strategies=tuple(args.strategy or ()),
+        twin_executions=args.twin_executions,
+    )
+    report = run_suite(options, log=lambda line: print(line, file=sys.stderr, flush=True))
+    print(render_suite(report))
+    code = int(ExitCode.INTERRUPTED) if report.cut is not None else int(ExitCode.CLEAN)
+    if args.json:
+        try:
+            write_text_atomically(Path(args.json), json.dumps(report_json(report), indent=2)
+                                  + "\n", "the suite's figures")
+        except ArtifactError as exc:
+            return verdict(code, [exc])
+    return code
+
+
 def _cmd_bench(args: argparse.Namespace) -> int:
     _validate(args)
+    if args.suite:
+        return _cmd_suite(args)
     options = BenchOptions(
         trials=args.trials, budget_s=args.budget, free_seconds=args.free_seconds,
         clean_points=args.clean_points, noise=args.noise, seed=args.seed,

@@ -1,0 +1,368 @@
+"""``shmstress bench --suite sctbench``: the ported SCTBench programs under every strategy.
+
+Per buggy program and strategy: whether a failure was found within the budget of
+executions (the paper's limit is 100,000 schedules), and the executions and wall
+time to the first failure, median over seeds. The strategies are PCT at depth 1,
+2 and 3 (depth 3 is controlled mode's default), random walk, bounded exhaustive
+search at preemption bounds 0 to 3, and free mode with noise (the OS schedules,
+noise perturbs; not a strategy's choice, so not reproducible by seed, but every
+failure it finds replays). Exhaustive search does not depend
+on the seed (it enumerates the same schedules in the same order), so it runs once
+per program, not once per seed; a search that ran out of schedules without a
+failure says so (the bug needs more preemptions than its bound). Each twin then
+runs its budget under PCT (the default) and random walk, and must run clean (the
+``din_phil*_unsat`` twins may only deadlock, as their C code can).
+
+A trial that misses counts as the whole budget in the medians, which are then
+lower bounds (printed with ``>=``). Figures are printed beside the paper's
+headline; the paper counts schedules, and ports count executions: one execution
+is one schedule.
+"""
+
+from __future__ import annotations
+
+import statistics
+from collections.abc import Callable
+from dataclasses import asdict, dataclass, field, replace
+from typing import Any
+
+from shmstress.bench.sctbench.programs import BUGGY, Program, program
+from shmstress.controlled.strategies.base import StrategySpec
+from shmstress.core.config import DEFAULT_NOISE
+from shmstress.core.signals import interruptible
+from shmstress.plain.runner import Exploration, PlainResult, explore
+from shmstress.plain.session import FreeSpec
+
+PAPER_EXECUTIONS = 100_000
+PAPER_HEADLINE = (
+    "SCTBench paper (Thomson, Donaldson, Betts, ACM TOPC 2016): within 100,000 schedules "
+    "PCT d=3 found 48 of its 49 buggy programs, more than DFS, preemption bounding, delay "
+    "bounding and a random scheduler"
+)
+PROGRESS_EVERY = 10_000  # executions of one trial between two progress lines
+SUITE = "sctbench"
+
+
+@dataclass(frozen=True)
+class SuiteStrategy:
+    """A column of the table: a strategy and whether its trials differ by seed."""
+
+    key: str
+    spec: StrategySpec
+    seeded: bool = True  # False: one trial stands for every seed
+    free: FreeSpec | None = None  # free mode: ``spec`` is not used
+
+    @property
+    def is_default(self) -> bool:
+        return self.free is None and self.spec == StrategySpec("pct")
+
+
+STRATEGIES: tuple[SuiteStrategy, ...] = (
+    SuiteStrategy("pct-d1", StrategySpec("pct", depth=1)),
+    SuiteStrategy("pct-d2", StrategySpec("pct", depth=2)),
+    SuiteStrategy("pct-d3", StrategySpec("pct", depth=3)),
+    SuiteStrategy("random-walk", StrategySpec("random_walk")),
+    *(SuiteStrategy(f"exhaustive-b{bound}", StrategySpec("exhaustive", bound=bound),
+                    seeded=False) for bound in range(4)),
+    SuiteStrategy("free-noise", StrategySpec("pct"), free=FreeSpec(noise=DEFAULT_NOISE)),
+)
+TWIN_STRATEGIES = ("pct-d3", "random-walk")
+
+
+@dataclass(frozen=True)
+class SuiteOptions:
+    """What to run: the paper's budget by default, tiny ones for tests and quick looks."""
+
+    executions: int = PAPER_EXECUTIONS  # per trial
+    seeds: int = 5
+    seed: int = 0  # the first seed; trials use seed, seed + 1, ...
+    programs: tuple[str, ...] = ()  # buggy programs to run; () for all
+    strategies: tuple[str, ...] = ()  # keys of STRATEGIES; () for all
+    twin_executions: int | None = None  # per twin and strategy; None: ``executions``
+
+    def selected_programs(self) -> tuple[Program, ...]:
+        return tuple(program(name) for name in self.programs) if self.programs else BUGGY
+
+    def selected_strategies(self) -> tuple[SuiteStrategy, ...]:
+        if not self.strategies:
+            return STRATEGIES
+        return tuple(s for s in STRATEGIES if s.key in self.strategies)
+
+
+@dataclass(frozen=True)
+class Trial:
+    """One exploration: until the first failure, the budget, or the end of the search."""
+
+    seed: int
+    found: bool
+    executions: int  # to the first failure (included), or all that ran
+    seconds: float
+    end: str = ""  # how the failing execution ended
+    message: str = ""  # its one-line failure
+    expected: bool = True  # the failure is one the program is expected to show
+    exhausted: bool = False  # the strategy ran out of schedules (exhaustive search)
+
+
+@dataclass(frozen=True)
+class StrategyFigures:
+    """One cell of the table: a program under a strategy, over its trials."""
+
+    strategy: str
+    budget: int
+    trials: tuple[Trial, ...]
+
+    @property
+    def found(self) -> int:
+        return sum(t.found for t in self.trials)
+
+    @property
+    def all_found(self) -> bool:
+        return bool(self.trials) and self.found == len(self.trials)
+
+    @property
+    def median_executions(self) -> float:
+        """Misses count as the budget (a search that ran out of schedules too, so that sums
+        compare): a lower bound unless ``all_found``."""
+        return float(statistics.median(t.executions if t.found else self.budget
+                                       for t in self.trials))
+
+    @property
+    def median_s(self) -> float:
+        return float(statistics.median(t.seconds for t in self.trials))
+
+    @property
+    def exhausted(self) -> bool:
+        return any(t.exhausted and not t.found for t in self.trials)
+
+    @property
+    def unexpected(self) -> tuple[str, ...]:
+        return tuple(t.message for t in self.trials if t.found and not t.expected)
+
+
+@dataclass(frozen=True)
+class TwinFigures:
+    """A twin's run under one strategy: clean, or how it first failed."""
+
+    twin: str
+    strategy: str
+    seed: int
+    executions: int
+    seconds: float
+    ends: dict[str, int]
+    end: str = ""  # how the first failing execution ended, "" if none failed
+    message: str = ""
+    allowed: bool = True  # no failure, or one the twin may show (din_phil*_unsat: deadlock)
+
+    @property
+    def clean(self) -> bool:
+        return not self.end
+
+
+@dataclass(frozen=True)
+class ProgramFigures:
+    """A row of the table, with its twins' runs."""
+
+    program: str
+    threads: int
+    strategies: tuple[StrategyFigures, ...]
+    twins: tuple[TwinFigures, ...] = ()
+
+
+@dataclass
+class SuiteReport:
+    """The programs measured to their end (a signal cuts the rest), in the order run."""
+
+    options: SuiteOptions
+    programs: list[ProgramFigures] = field(default_factory=list)
+    cut: str | None = None  # the program a SIGINT or SIGTERM cut short: none of it kept
+    headline: str = PAPER_HEADLINE
+
+    def totals(self) -> list[tuple[str, int, int, float, float]]:
+        """Per strategy: (key, programs found in every seed, in some seed, sum of median
+        executions, sum of median seconds), over the programs measured to their end."""
+        rows = []
+        for strategy in self.options.selected_strategies():
+            figures = [f for p in self.programs for f in p.strategies
+                       if f.strategy == strategy.key]
+            rows.append((strategy.key, sum(f.all_found for f in figures),
+                         sum(f.found > 0 for f in figures),
+                         sum(f.median_executions for f in figures),
+                         sum(f.median_s for f in figures)))
+        return rows
+
+
+Log = Callable[[str], None]
+
+
+def _trial(subject: Program, strategy: SuiteStrategy, seed: int, executions: int,
+           log: Log, what: str) -> PlainResult:
+    def progress(done: int, ends: dict[str, int]) -> None:
+        if done % PROGRESS_EVERY == 0:
+            log(f"{SUITE}: {what}: {done:,} executions, {ends}")
+
+    spec = replace(subject.spec(), free=strategy.free)
+    return explore(spec, Exploration(strategy.spec, seed, executions), progress)
+
+
+def _describe(result: PlainResult) -> tuple[str, str]:
+    failing = result.failing  # a failure, or a process hung outside control (unexpected)
+    if failing is None:
+        return "", ""
+    message = failing.failure.message if failing.failure is not None else failing.end.value
+    return failing.end.value, message
+
+
+def run_strategy(subject: Program, strategy: SuiteStrategy, options: SuiteOptions,
+                 log: Log) -> StrategyFigures:
+    trials = []
+    seeds = range(options.seed, options.seed + (options.seeds if strategy.seeded else 1))
+    for seed in seeds:
+        what = f"{subject.name} {strategy.key} seed {seed}"
+        result = _trial(subject, strategy, seed, options.executions, log, what)
+        end, message = _describe(result)
+        trial = Trial(seed, bool(end), result.executions, result.elapsed_s, end, message,
+                      subject.expected(end) if end else True, result.exhausted)
+        trials.append(trial)
+        outcome = (f"{end} after {trial.executions:,} executions ({message})" if end
+                   else f"nothing in {trial.executions:,} executions"
+                   + (" (search complete)" if trial.exhausted else ""))
+        log(f"{SUITE}: {what}: {outcome}, {trial.seconds:.2f} s")
+    return StrategyFigures(strategy.key, options.executions, tuple(trials))
+
+
+def run_twin(twin: Program, strategy: SuiteStrategy, options: SuiteOptions,
+             log: Log) -> TwinFigures:
+    budget = options.twin_executions or options.executions
+    what = f"{twin.name} (twin) {strategy.key} seed {options.seed}"
+    result = _trial(twin, strategy, options.seed, budget, log, what)
+    end, message = _describe(result)
+    log(f"{SUITE}: {what}: " + (f"{end} after {result.executions:,} executions ({message})"
+                                if end else f"clean over {result.executions:,} executions"))
+    return TwinFigures(twin.name, strategy.key, options.seed, result.executions,
+                       result.elapsed_s, dict(result.ends), end, message,
+                       not end or twin.expected(end))
+
+
+def run_program(subject: Program, options: SuiteOptions, log: Log) -> ProgramFigures:
+    figures = tuple(run_strategy(subject, s, options, log)
+                    for s in options.selected_strategies())
+    twin_strategies = [s for s in STRATEGIES if s.key in TWIN_STRATEGIES]
+    twins = tuple(run_twin(program(name), s, options, log)
+                  for name in subject.twins for s in twin_strategies)
+    return ProgramFigures(subject.name, subject.threads, figures, twins)
+
+
+def run_suite(options: SuiteOptions, log: Log) -> SuiteReport:
+    """Every selected program in turn. A SIGINT or SIGTERM stops the suite: the programs
+    measured to their end are kept, the one it cut is named in ``cut``."""
+    report = SuiteReport(options)
+    with interruptible() as interrupt:
+        for subject in options.selected_programs():
+            try:
+                figures = run_program(subject, options, log)
+            except KeyboardInterrupt:
+                interrupted = True
+            else:
+                interrupted = interrupt.fired
+            if interrupted:
+                interrupt.acknowledge()
+                report.cut = subject.name
+                break
+            report.programs.append(figures)
+    return report
+
+
+def report_json(report: SuiteReport) -> dict[str, Any]:
+    """The report as JSON data: every trial, and the figures the table prints from them."""
+    data = asdict(report)
+    for program_data, figures in zip(data["programs"], report.programs, strict=True):
+        for strategy_data, f in zip(program_data["strategies"], figures.strategies,
+                                    strict=True):
+            strategy_data.update(found=f.found, all_found=f.all_found,
+                                 median_executions=f.median_executions, median_s=f.median_s,
+                                 exhausted=f.exhausted)
+        for twin_data, twin in zip(program_data["twins"], figures.twins, strict=True):
+            twin_data["clean"] = twin.clean
+    data["totals"] = [
+        {"strategy": key, "found_every_seed": every, "found_some_seed": some,
+         "median_executions_sum": executions, "median_s_sum": seconds}
+        for key, every, some, executions, seconds in report.totals()
+    ]
+    data["paper"] = {"headline": PAPER_HEADLINE, "executions": PAPER_EXECUTIONS,
+                     "programs": 49, "pct_d3_found": 48}
+    return data
+
+
+def _cell(f: StrategyFigures) -> str:
+    if f.exhausted and not f.found:
+        return f"0/{len(f.trials)} all {max(t.executions for t in f.trials):,}"
+    bound = "" if f.all_found else ">="
+    mark = "!" if f.unexpected else ""
+    return f"{f.found}/{len(f.trials)} {bound}{f.median_executions:,.0f}{mark}"
+
+
+def _time_cell(f: StrategyFigures) -> str:
+    bound = "" if f.all_found else ">="
+    return f"{bound}{f.median_s:.2f}"
+
+
+def render_suite(report: SuiteReport) -> str:
+    options = report.options
+    strategies = options.selected_strategies()
+    keys = [s.key + (" (default)" if s.is_default else "") for s in strategies]
+    width = max(14, *(len(k) + 1 for k in keys))
+    name_width = max([22, *(len(p.program) + 1 for p in report.programs)])
+    lines = [
+        f"SCTBench ports ({len(report.programs)} buggy programs), plain-code exploration "
+        f"(controlled; free-noise: free mode, noise {DEFAULT_NOISE:g}), budget "
+        f"{options.executions:,} executions per trial, "
+        f"{options.seeds} seeds from {options.seed} (exhaustive: one search per bound, "
+        f"seed-independent)",
+        "executions to the first failure: found/trials, median (a miss counts as the "
+        "budget: >= marks a lower bound; 'all N': the bounded search ran all its N schedules "
+        "without a failure; ! marks a failure the program should not show):",
+        f"  {'program':{name_width}}{'thr':>4} " + "".join(f"{k:>{width}}" for k in keys),
+    ]
+    for p in report.programs:
+        lines.append(f"  {p.program:{name_width}}{p.threads:>4} "
+                     + "".join(f"{_cell(f):>{width}}" for f in p.strategies))
+    lines.append("wall time to the first failure, median seconds (session start included):")
+    for p in report.programs:
+        lines.append(f"  {p.program:{name_width}}{'':>4} "
+                     + "".join(f"{_time_cell(f):>{width}}" for f in p.strategies))
+    searched = [(p.program, f.strategy) for p in report.programs for f in p.strategies
+                if f.exhausted]
+    if searched:
+        lines.append("bounded searches that ended without a failure (the bug needs more "
+                     "preemptions): " + ", ".join(f"{n} {s}" for n, s in searched))
+    odd = [(p.program, f.strategy, m) for p in report.programs for f in p.strategies
+           for m in f.unexpected]
+    lines.extend(f"  unexpected failure: {n} {s}: {m}" for n, s, m in odd)
+    twins = [t for p in report.programs for t in p.twins]
+    if twins:
+        lines.append("twins (must run clean; din_phil*_unsat may only deadlock):")
+        for t in twins:
+            verdict = ("clean" if t.clean else
+                       f"{t.end} after {t.executions:,}" + ("" if t.allowed else " UNEXPECTED"))
+            lines.append(f"  {t.twin:{name_width}} {t.strategy:12} {t.executions:>9,} "
+                         f"executions in {t.seconds:8.2f} s: {verdict}")
+        clean = sum(t.clean for t in twins)
+        allowed = sum(t.allowed for t in twins)
+        lines.append(f"  {clean} of {len(twins)} twin runs clean, {allowed} of {len(twins)} "
+                     "clean or deadlocked only where the C code can")
+    lines.append("totals (programs found in every seed / in some seed; sums of the medians):")
+    for key, all_found, any_found, executions, seconds in report.totals():
+        lines.append(f"  {key:16} found {all_found:>2} / {any_found:>2} of "
+                     f"{len(report.programs)}, {executions:>12,.0f} executions, "
+                     f"{seconds:9.2f} s")
+    lines.append(f"  {report.headline}")
+    if options.executions != PAPER_EXECUTIONS:
+        lines.append(f"  (this run's budget is {options.executions:,} executions, not the "
+                     f"paper's {PAPER_EXECUTIONS:,}; its 49 programs include larger ones "
+                     "not ported here)")
+    else:
+        lines.append("  (the paper's 49 programs include larger ones not ported here)")
+    if report.cut is not None:
+        lines.append(f"interrupted: program {report.cut!r} was cut short by a signal; its "
+                     "figures are left out")
+    return "\n".join(lines)
