@@ -85,6 +85,8 @@ def install(runtime: PlainRuntime) -> Bound:
             vars(importlib.import_module(module))["Popen"] = bound.popen
         except ImportError:  # popen_forkserver needs fd passing; not everywhere
             continue
+    process = importlib.import_module("multiprocessing.process")
+    vars(process)["_cleanup"] = _cleanup_in_start_order
 
     def sleep(seconds: float | SupportsIndex) -> None:
         runtime.pause("sleep") if runtime.scheduled else real_sleep(seconds)
@@ -96,3 +98,16 @@ def install(runtime: PlainRuntime) -> Bound:
     time.sleep = sleep
     os.sched_yield = sched_yield
     return bound
+
+
+def _cleanup_in_start_order() -> None:
+    """``multiprocessing.process._cleanup``, which ``Process.start`` calls, polling the
+    children in the order they were started. Its own order is a ``set``'s, which follows
+    memory addresses: each poll is a step, so the same seed took other steps in another
+    session (SCTBench's three-process ports did not replay)."""
+    process = importlib.import_module("multiprocessing.process")
+    children = vars(process)["_children"]
+    for child in sorted(children, key=lambda p: p._identity):
+        popen = child._popen
+        if popen is not None and popen.poll() is not None:
+            children.discard(child)
