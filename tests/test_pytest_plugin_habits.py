@@ -279,3 +279,30 @@ def test_the_database_follows_the_ini_option(pytester: pytest.Pytester) -> None:
     result.assert_outcomes(failed=1)
     assert list((pytester.path / "cache" / "stress-failures" / "failures").glob("*.json"))
     assert not (pytester.path / ".shmstress").exists()
+
+
+def test_failure_database_is_a_cache_that_never_breaks_a_test(tmp_path: Path) -> None:
+    from shmstress.testing.failure_db import FailureDatabase, StoredFailure
+
+    database = FailureDatabase(tmp_path / ".shmstress")
+    assert database.fetch("t.py::test", 0) is None
+    database.save("t.py::test", 0, StoredFailure(seed=5, bundle="/b.json", invariant="x"))
+    database.save("t.py::test", 1, StoredFailure(seed=6))
+    assert database.fetch("t.py::test", 0) == StoredFailure(seed=5, bundle="/b.json",
+                                                            invariant="x")
+    assert database.fetch("t.py::other", 0) is None
+    database.delete("t.py::test", 0)
+    assert database.fetch("t.py::test", 0) is None
+    assert database.fetch("t.py::test", 1) == StoredFailure(seed=6)
+    database.delete("t.py::test", 1)
+    assert list((tmp_path / ".shmstress" / "failures").iterdir()) == []
+
+    database.save("t.py::test", 0, StoredFailure(seed=5))
+    (entry,) = (tmp_path / ".shmstress" / "failures").iterdir()
+    entry.write_text("{not json")  # a torn or hand-edited file is a miss, not an error
+    assert database.fetch("t.py::test", 0) is None
+
+    blocked = FailureDatabase(tmp_path / "a-file")
+    (tmp_path / "a-file").write_text("")
+    with pytest.warns(UserWarning, match="not updated"):
+        blocked.save("t.py::test", 0, StoredFailure(seed=1))

@@ -17,11 +17,12 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import json
+import warnings
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
-from shmstress.core.files import write_text_atomically
+from shmstress.core.files import ArtifactError, write_text_atomically
 
 DEFAULT_DIRECTORY = ".shmstress"
 _FAILURES = "failures"
@@ -84,14 +85,20 @@ class FailureDatabase:
         if entries:
             self._write(test_id, entries)
         else:
-            with contextlib.suppress(FileNotFoundError):
+            with contextlib.suppress(OSError):  # gone already, or read-only: a stale hint
                 self._file(test_id).unlink()
 
     def _write(self, test_id: str, entries: dict[str, Any]) -> None:
+        """Store, or warn: a cache that cannot be written (a read-only checkout) must never
+        turn a test's own verdict into an error."""
         path = self._file(test_id)
-        path.parent.mkdir(parents=True, exist_ok=True)
-        ignore = self.directory / ".gitignore"
-        if not ignore.exists():
-            write_text_atomically(ignore, _GITIGNORE, "the failure database's .gitignore")
         text = json.dumps({"test": test_id, "runs": entries}, indent=1, sort_keys=True)
-        write_text_atomically(path, text + "\n", "the failure database")
+        try:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            ignore = self.directory / ".gitignore"
+            if not ignore.exists():
+                write_text_atomically(ignore, _GITIGNORE, "the failure database's .gitignore")
+            write_text_atomically(path, text + "\n", "the failure database")
+        except (OSError, ArtifactError) as exc:
+            warnings.warn(f"shmstress failure database {self.directory} not updated: {exc}",
+                          stacklevel=2)
