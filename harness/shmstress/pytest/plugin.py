@@ -164,6 +164,9 @@ def pytest_configure(config: pytest.Config) -> None:
         grid = GridSpec.from_json(grid_text) if grid_text else None
     except ShmstressError as exc:
         raise pytest.UsageError(f"--stress-grid: {exc}") from None
+    for bundle in config.getoption("stress_replay"):
+        if not Path(bundle).is_file():
+            raise pytest.UsageError(f"--stress-replay: {bundle} does not exist")
     workerinput: dict[str, Any] | None = getattr(config, "workerinput", None)
     campaign = (workerinput or {}).get(_WORKER_CAMPAIGN) or (
         grid.campaign if grid else new_campaign_id()
