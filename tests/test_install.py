@@ -10,6 +10,7 @@ So the test needs no network, and the ``shmstress`` it runs is the wheel's alone
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -92,7 +93,7 @@ def fresh(tmp_path_factory: pytest.TempPathFactory) -> Path:
     source = base / "source"  # a copy: building in the checkout would leave build/ in it
     shutil.copytree(ROOT, source, ignore=shutil.ignore_patterns(
         ".git", ".venv", ".tox", "build", "*.egg-info", "__pycache__", "shmstress-out", "out",
-        ".*_cache"))
+        ".*_cache", ".shmstress"))
     wheels = base / "wheels"
     subprocess.run([sys.executable, "-m", "pip", "wheel", "--quiet", "--no-deps",
                     "--no-build-isolation", "--wheel-dir", str(wheels), str(source)],
@@ -165,3 +166,65 @@ def test_a_user_tracker_runs_and_type_checks_against_the_api(fresh: Path, projec
     mypy = _run(fresh, project, sys.executable, "-m", "mypy", "--strict", "--no-incremental",
                 "--python-executable", str(fresh / "bin" / "python"), "my_tracker.py")
     assert mypy.returncode == 0, mypy.stdout + mypy.stderr
+
+
+def _readme_blocks(language: str, start: str, end: str) -> list[str]:
+    """The ``language`` code blocks of the README between the headings ``start`` and
+    ``end``: what a user copies, so what must run as written."""
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    section = readme[readme.index(start):readme.index(end, readme.index(start))]
+    return re.findall(rf"```{language}\n(.*?)```", section, flags=re.DOTALL)
+
+
+@pytest.mark.stress
+def test_the_readme_pytest_examples_run_in_a_user_project(
+    fresh: Path, tmp_path: Path
+) -> None:
+    stress = _readme_blocks("python", "### Stress tests in pytest", "### `tox -e stress`")
+    plain = _readme_blocks("python", "**In pytest**", "**Free mode**")
+    assert len(stress) == 2 and len(plain) == 1
+    project = tmp_path / "project"
+    project.mkdir()
+    for index, block in enumerate([*stress, *plain]):
+        (project / f"test_readme_{index}.py").write_text(block)
+    done = _run(fresh, project, str(fresh / "bin" / "python"), "-m", "pytest",
+                "-p", "no:cacheprovider", "-rA", "--junitxml=junit.xml")
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "4 passed" in done.stdout, done.stdout
+    assert "from shmstress" not in done.stdout  # nothing failed, nothing to show
+    junit = (project / "junit.xml").read_text(encoding="utf-8")
+    assert junit.count('<property name="seed"') == 2  # one per shmstress_run
+    plugin = _run(fresh, project, str(fresh / "bin" / "python"), "-m", "pytest",
+                  "--fixtures", "-p", "no:cacheprovider")
+    assert "shmstress_run(variant=None, *, expect=" in plugin.stdout, plugin.stdout
+    assert "site-packages/shmstress/pytest/plugin.py" in plugin.stdout  # the wheel's
+
+    # The ini example, unchanged, in a project whose tests run from a subdirectory.
+    (toml,) = _readme_blocks("toml", "### Stress tests in pytest", "### `tox -e stress`")
+    ini_project = tmp_path / "ini-project"
+    (ini_project / "stress").mkdir(parents=True)
+    (ini_project / "tests").mkdir()
+    (ini_project / "pyproject.toml").write_text(toml)
+    shutil.copy(ROOT / "examples" / "counter_tracker.py",
+                ini_project / "stress" / "ticket_tracker.py")
+    (ini_project / "tests" / "test_tickets.py").write_text(textwrap.dedent("""
+        import pytest
+
+        @pytest.mark.stress
+        def test_the_race_is_caught(shmstress_run):
+            shmstress_run("racy", expect="violation", duration=10)
+
+        @pytest.mark.stress
+        def test_the_lock_holds(shmstress_run):
+            shmstress_run("locked", duration=0.5)
+
+        @pytest.mark.stress
+        def test_the_race_is_not_claimed_clean(shmstress_run):
+            shmstress_run("racy", duration=10)
+    """))
+    ran = _run(fresh, ini_project / "tests", str(fresh / "bin" / "python"), "-m", "pytest",
+               "-p", "no:cacheprovider")
+    assert ran.returncode == 1, ran.stdout + ran.stderr
+    assert "2 passed" in ran.stdout and "1 failed" in ran.stdout, ran.stdout
+    assert "broke unique-tickets" in ran.stdout or "broke no-lost-update" in ran.stdout
+    assert list((ini_project / ".shmstress" / "failures").glob("*.json"))

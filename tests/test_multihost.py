@@ -97,12 +97,15 @@ def test_campaign_over_two_socket_gateways_merges_into_one_report(
     assert all(s.rate > 0 for s in stats if s.variant == "gather-unchecked")
     assert all((s.trials, s.failures) == (2, 0) for s in stats if s.variant == "fixed")
     # Bundles travel from the hosts to the controller, which writes them next to the
-    # results; they stay out of the JUnit XML.
+    # results; they, and the records, stay out of the JUnit XML, which has one property
+    # per fact instead.
     failures = [r for r in records if r["outcome"] == "violation"]
     assert failures
     assert all((out / str(r["bundle"])).is_file() for r in failures)
     junit = (out / "junit-campaign.xml").read_text(encoding="utf-8")
-    assert "shmstress_trial" in junit and "shmstress_bundle" not in junit
+    assert "shmstress_trial" not in junit and "shmstress_bundle" not in junit
+    assert junit.count('<property name="seed"') == len(records)
+    assert junit.count('<property name="invariant"') == len(failures)
     page = (out / "index.html").read_text(encoding="utf-8")
     assert "dra/gather-unchecked b2 i1 g1 free p=0.1" in page
     assert "dra/gather-unchecked b2 i1 g1 controlled/random_walk" in page

@@ -164,6 +164,7 @@ def test_duration_option_overrides_and_marker_needs_no_config(pytester: pytest.P
         (["--stress-duration", "0"], "--stress-duration must be > 0"),
         (["--stress-seed", "-1"], "--stress-seed must be >= 0"),
         (["--stress-grid", "{}"], "--stress-grid: not a campaign grid"),
+        (["--stress-replay", "no-such.json"], "--stress-replay: no-such.json does not exist"),
     ],
 )
 def test_bad_options_are_usage_errors(

@@ -22,10 +22,9 @@ from shmstress.cli.test import replay_plain_bundle, shrink_plain_bundle
 from shmstress.core.errors import BundleError, ConfigError, ReplayDivergedError
 from shmstress.core.exit_reason import ExitCode
 from shmstress.core.files import ArtifactError, require_writable
-from shmstress.core.plurals import counted
-from shmstress.render.failure import failure_report, report_lines
+from shmstress.render.failure import failure_report
+from shmstress.render.replay_text import render_replay
 from shmstress.repro.bundle import (
-    Bundle,
     bundle_target,
     load_bundle,
     new_bundle_id,
@@ -33,40 +32,8 @@ from shmstress.repro.bundle import (
     write_bundle,
 )
 from shmstress.repro.plain_bundle import peek_plain
-from shmstress.repro.replay import ReplayReport, Verdict, replay_bundle
+from shmstress.repro.replay import replay_bundle
 from shmstress.repro.shrink import ShrinkOptions, ShrinkReport, shrink_bundle
-
-
-def _describe(bundle: Bundle) -> str:
-    counts = ", ".join(f"{n} {role}{'s' if n != 1 else ''}" for role, n in bundle.counts.items())
-    source = (f"found in a free run with seed {bundle.seed}" if bundle.mode == "free" else
-              f"found by {bundle.strategy.describe()} in execution "
-              f"{(bundle.execution or 0) + 1} of seed {bundle.seed}")
-    if bundle.strategy.name == "shrink":
-        shrunk = counted(bundle.preemptions or 0, "preemption")
-        source = (f"shrunk to {shrunk} from a failure found in "
-                  f"{'a free' if bundle.mode == 'free' else 'a controlled'} run with seed "
-                  f"{bundle.seed}")
-    return (f"  tracker {bundle.tracker}, variant {bundle.variant}; {counts}; "
-            f"{len(bundle.steps):,} steps, {source}")
-
-
-def _failure_text(report: ReplayReport, path: Path) -> list[str]:
-    """The log snippet and explanation of the replayed failure."""
-    result = report.result
-    if result.recording is None or not result.violations:
-        return []
-    return report_lines(failure_report(result, str(path)))
-
-
-def render_replay(report: ReplayReport, path: Path) -> str:
-    lines = [f"shmstress replay: {path}", _describe(report.bundle)]
-    if report.verdict is Verdict.REPRODUCED:
-        lines.append(f"  reproduced: {report.detail}")
-        lines += _failure_text(report, path)
-    else:
-        lines.append(f"  {report.verdict.value}: {report.detail}")
-    return "\n".join(lines)
 
 
 @contextlib.contextmanager

@@ -19,7 +19,8 @@ from shmstress.plain.runner import Exploration, explore
 from shmstress.plain.scenario import ScenarioRef
 from shmstress.plain.session import FreeSpec, PlainSpec
 from shmstress.render.plain_log import log_lines
-from shmstress.render.plain_report import outcome_lines, result_lines
+from shmstress.render.plain_report import result_lines
+from shmstress.render.replay_text import render_plain_replay
 from shmstress.repro.plain_bundle import PlainBundle, from_outcome, write_plain_bundle
 from shmstress.repro.plain_replay import replay_plain
 from shmstress.repro.plain_shrink import shrink_plain
@@ -93,17 +94,11 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
 def replay_plain_bundle(path: Path, bundle: PlainBundle, log: str | None) -> int:
     """``shmstress replay`` of a plain bundle: the verdict, and the interleaving again."""
     report = replay_plain(bundle)
-    print(f"shmstress replay: {path}")
-    print(f"  scenario {bundle.scenario}; {len(bundle.steps):,} steps, found by "
-          f"{bundle.strategy.describe()} in execution {bundle.execution + 1} of seed "
-          f"{bundle.seed}")
-    print(f"  {report.verdict.value}: {report.detail}")
-    if report.outcome.failure is not None and report.outcome.failed:
-        print("\n".join(outcome_lines(report.outcome)))
-        if log:
-            written = write_text_atomically(Path(log), "\n".join(log_lines(report.outcome))
-                                            + "\n", "the log")
-            print(f"  log: {written}")
+    print(render_plain_replay(report, bundle, path))
+    if report.outcome.failure is not None and report.outcome.failed and log:
+        written = write_text_atomically(Path(log), "\n".join(log_lines(report.outcome))
+                                        + "\n", "the log")
+        print(f"  log: {written}")
     return int(report.exit_code)
 
 

@@ -8,15 +8,18 @@ from __future__ import annotations
 
 import hashlib
 import importlib.util
+import inspect
 import sys
 from importlib.metadata import entry_points
 from pathlib import Path
+from types import ModuleType
 
 from shmstress.core.errors import PluginError, UnknownTrackerError
 from shmstress.plugin.class_check import check_class, one_line
 from shmstress.plugin.tracker import Tracker
 
 ENTRY_POINT_GROUP = "shmstress.trackers"
+_USER_PREFIX = "shmstress_user_"
 
 
 def available() -> dict[str, str]:
@@ -52,6 +55,51 @@ def load(spec: str) -> type[Tracker]:
     raise UnknownTrackerError(f"unknown tracker {spec!r}; available: {names}")
 
 
+def spec_of(tracker_cls: type) -> str:
+    """The spec ``load`` takes back for a class in hand: an installed tracker's name, or
+    ``/abs/path/file.py:Class``, which is what a bundle and a rerun line must carry (a
+    class object cannot be written into either).
+
+    Raises ``TypeError`` for what cannot be found again by a spec: a class made inside a
+    function, or one from no file.
+    """
+    if not isinstance(tracker_cls, type):
+        raise TypeError(f"a tracker is a name, a path/to/file.py:Class or a Tracker class, "
+                        f"not {tracker_cls!r}")
+    for ep in entry_points(group=ENTRY_POINT_GROUP):
+        module_name, _, attribute = ep.value.partition(":")
+        if module_name == tracker_cls.__module__ and attribute == tracker_cls.__qualname__:
+            return ep.name
+    name = tracker_cls.__qualname__
+    try:
+        path = inspect.getfile(tracker_cls)
+    except (TypeError, OSError):
+        path = ""
+    if "<locals>" in name or not path.endswith(".py"):
+        raise TypeError(f"tracker class {name} must be defined at the top level of a .py "
+                        "file, so that a bundle and a rerun can load it again by path")
+    return f"{Path(path).resolve()}:{name}"
+
+
+def _imported(path: Path) -> ModuleType | None:
+    """The module the program itself imported from ``path`` (a test module, the tracker's
+    own package), so a class passed as an object and the one loaded by its spec are the
+    same class, and the file's import-time code does not run twice. Modules this registry
+    loaded are not reused: loading a path again reads the file again, as it always did."""
+    target = path.resolve()
+    for name, module in list(sys.modules.items()):
+        if name.startswith(_USER_PREFIX):
+            continue
+        file = getattr(module, "__file__", None)
+        if file is not None and file.endswith(".py"):
+            try:
+                if Path(file).resolve() == target:
+                    return module
+            except OSError:
+                continue
+    return None
+
+
 def _load_from_path(spec: str) -> object:
     path_text, _, class_name = spec.partition(":")
     path = Path(path_text)
@@ -60,6 +108,9 @@ def _load_from_path(spec: str) -> object:
     folder = str(path.resolve().parent)
     if folder not in sys.path:  # the tracker's sibling modules import as they would next to it
         sys.path.insert(0, folder)
+    already = _imported(path)
+    if already is not None and _attribute(already, class_name) is not None:
+        return _attribute(already, class_name)
     module_name = _module_name(path)
     module_spec = importlib.util.spec_from_file_location(module_name, path)
     if module_spec is None or module_spec.loader is None:
@@ -77,13 +128,22 @@ def _load_from_path(spec: str) -> object:
     except BaseException as exc:
         sys.modules.pop(module_name, None)
         raise PluginError(f"importing {path} failed: {one_line(exc)}") from exc
-    tracker = getattr(module, class_name, None)
-    if tracker is None:
+    if _attribute(module, class_name) is None:
         raise PluginError(f"{path} defines no {class_name!r}")
-    return tracker
+    return _attribute(module, class_name)
+
+
+def _attribute(module: ModuleType, qualname: str) -> object:
+    """``Outer.Inner`` as well as ``Name``: ``spec_of`` writes a class's qualified name."""
+    found: object = module
+    for part in qualname.split("."):
+        found = getattr(found, part, None)
+        if found is None:
+            return None
+    return found
 
 
 def _module_name(path: Path) -> str:
     """One module name per file: two plugins both called ``tracker.py`` must not collide."""
     digest = hashlib.sha256(str(path.resolve()).encode()).hexdigest()[:12]
-    return f"shmstress_user_{path.stem}_{digest}"
+    return f"{_USER_PREFIX}{path.stem}_{digest}"

@@ -22,7 +22,7 @@ from shmstress.campaign.runner import utc_now
 from shmstress.campaign.trial import campaign_record, run_trial
 from shmstress.core.exit_reason import ExitReason
 from shmstress.pytest.cpu_slots import xdist_cpu_slot
-from shmstress.pytest.stress_runner import TRIAL_PROPERTY
+from shmstress.pytest.stress_runner import TRIAL_PROPERTY, junit_properties
 from shmstress.testing.verdict import judge, render_verdict
 
 
@@ -61,6 +61,8 @@ class CampaignTrialItem(pytest.Item):
         report = ran.report(recorded)
         picture = self.bundles.keep_swimlane(report, recorded, self.user_properties)
         record = campaign_record(trial, ran, started_at, report, picture)
+        self.user_properties.extend(
+            junit_properties(ran.result, replace(report, bundle=shown), shown))
         self.user_properties.append((TRIAL_PROPERTY, json.dumps(record, default=str)))
         outcome = record["outcome"]
         if outcome == "error" or (self.expect_clean and outcome == "violation"):

@@ -1,7 +1,11 @@
 """The shmstress pytest plugin (``pytest11`` entry point ``shmstress``).
 
-Gives any project the ``stress`` marker, the ``shmstress_run`` fixture and the
-``--stress-duration``, ``--stress-seed``, ``--stress-report DIR`` options. Under
+Gives any project the ``stress`` marker, the ``shmstress_run`` fixture, the
+``--stress-duration``, ``--stress-seed``, ``--stress-report DIR``, ``--stress-replay
+BUNDLE`` and ``--stress-database DIR`` options, and the ini options
+``shmstress_tracker`` (the default tracker) and ``shmstress_database``. Paths in ini
+options and tracker arguments are relative to pytest's rootdir, as pytest users expect
+of a project setting, never to the directory pytest happened to be started in. Under
 pytest-xdist, stress-marked tests take a CPU slot (see ``harness.cpu_slots``) so
 ``-n auto`` on a small machine never runs two stress runs on the same cores, and
 they carry ``xdist_group`` so ``--dist loadgroup`` sends them all to one worker.
@@ -38,7 +42,10 @@ from shmstress.core.errors import ShmstressError
 from shmstress.core.plurals import counted
 from shmstress.pytest.campaign_items import campaign_items
 from shmstress.pytest.cpu_slots import default_slots, xdist_cpu_slot, xdist_slot_directory
+from shmstress.pytest.replay_items import replay_items
 from shmstress.pytest.stress_runner import TRIAL_PROPERTY, StressOptions, StressRunner
+from shmstress.testing.failure_db import DEFAULT_DIRECTORY, FailureDatabase
+from shmstress.testing.trackers import tracker_spec
 
 MARKER_LINE = (
     "stress: runs real worker processes against a shmstress tracker (slower; takes a CPU slot "
@@ -60,10 +67,15 @@ class StressSession:
     slots: int
     grid: GridSpec | None
     bundles: BundleKeeper
+    tracker: str = "dra"
+    root: Path | None = None
+    database: FailureDatabase | None = None
+    replays: tuple[str, ...] = ()
     slot_dirs: set[Path] = field(default_factory=set)
 
     def options(self) -> StressOptions:
-        return StressOptions(self.duration, self.seed, self.report_dir is not None, self.campaign)
+        return StressOptions(self.duration, self.seed, self.report_dir is not None,
+                             self.campaign, self.tracker, self.root, self.database)
 
 
 _SESSION = pytest.StashKey[StressSession]()
@@ -92,6 +104,43 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         "--stress-grid", metavar="JSON", default=None,
         help="run a campaign grid as one test per trial (written by `shmstress campaign --tx`)",
     )
+    group.addoption(
+        "--stress-replay", metavar="BUNDLE", action="append", default=[],
+        help="replay a repro bundle as a test (instead of the collected tests): it fails "
+        "with the explanation if the failure reproduces; repeatable",
+    )
+    group.addoption(
+        "--stress-database", metavar="DIR", default=None,
+        help="failure database: failing runs' seeds, tried first next time "
+        f"(default: ini shmstress_database, else {DEFAULT_DIRECTORY} in the rootdir; "
+        "'none' turns it off; safe to delete)",
+    )
+    parser.addini(
+        "shmstress_tracker",
+        "default tracker of shmstress_run: an installed name or path/to/file.py:Class "
+        "(relative to the rootdir)",
+        default="dra",
+    )
+    parser.addini(
+        "shmstress_database",
+        f"directory of the failure database, relative to the rootdir (default "
+        f"{DEFAULT_DIRECTORY}; 'none' turns it off)",
+        default=DEFAULT_DIRECTORY,
+    )
+
+
+def _database(config: pytest.Config) -> FailureDatabase | None:
+    """Where failing runs' seeds are kept: the option, else the ini value, from the rootdir;
+    none while a campaign grid runs (its trials have their own seeds by design)."""
+    text = config.getoption("stress_database")
+    if text is None:
+        text = str(config.getini("shmstress_database")).strip()
+        if text.lower() in ("", "none"):
+            return None
+        return FailureDatabase(config.rootpath / Path(text).expanduser())
+    if text.strip().lower() in ("", "none"):
+        return None
+    return FailureDatabase(Path(text).expanduser().absolute())  # the command line: cwd
 
 
 def _marker_registered(config: pytest.Config) -> bool:
@@ -115,6 +164,9 @@ def pytest_configure(config: pytest.Config) -> None:
         grid = GridSpec.from_json(grid_text) if grid_text else None
     except ShmstressError as exc:
         raise pytest.UsageError(f"--stress-grid: {exc}") from None
+    for bundle in config.getoption("stress_replay"):
+        if not Path(bundle).is_file():
+            raise pytest.UsageError(f"--stress-replay: {bundle} does not exist")
     workerinput: dict[str, Any] | None = getattr(config, "workerinput", None)
     campaign = (workerinput or {}).get(_WORKER_CAMPAIGN) or (
         grid.campaign if grid else new_campaign_id()
@@ -129,6 +181,11 @@ def pytest_configure(config: pytest.Config) -> None:
         slots=slots or default_slots(),
         grid=grid,
         bundles=BundleKeeper(report_dir),
+        tracker=tracker_spec(str(config.getini("shmstress_tracker")).strip() or "dra",
+                             config.rootpath),
+        root=config.rootpath,
+        database=None if grid is not None else _database(config),
+        replays=tuple(config.getoption("stress_replay")),
     )
     config.stash[_SESSION] = state
     if report_dir is not None and workerinput is None:
@@ -155,8 +212,16 @@ def pytest_itemcollected(item: pytest.Item) -> None:
 def pytest_collection_modifyitems(
     session: pytest.Session, config: pytest.Config, items: list[pytest.Item]
 ) -> None:
-    """Campaign trials join before ``-k``/``-m`` deselection, so those filters apply to them."""
+    """Campaign trials join before ``-k``/``-m`` deselection, so those filters apply to them.
+
+    ``--stress-replay`` replaces the collected tests with one item per bundle: asking to
+    replay a bundle is asking for that alone, not for the whole suite around it.
+    """
     state = config.stash[_SESSION]
+    if state.replays:
+        config.hook.pytest_deselected(items=list(items))
+        items[:] = replay_items(session, list(state.replays))
+        return
     if state.grid is not None:
         items.extend(campaign_items(session, state.grid, state.slots, state.bundles))
 
@@ -171,12 +236,32 @@ def _shmstress_cpu_slot(request: pytest.FixtureRequest) -> Iterator[None]:
         yield
 
 
+# The signature and arguments are the docstring's first paragraph: ``pytest --fixtures``
+# shows a fixture's first paragraph only (all of it with -v).
 @pytest.fixture
 def shmstress_run(request: pytest.FixtureRequest) -> StressRunner:
-    """Run a tracker configuration; fails the test with the explanation and replay command.
+    """Run a tracker in free mode and fail the test, with the story, unless it went as expected:
+    shmstress_run(variant=None, *, expect="clean", tracker=<ini shmstress_tracker or "dra">,
+                  duration=2.0, seed=None, noise=0.1, counts=None, params=None,
+                  max_points=None, checks=None) -> RunResult
+    variant     the tracker's variant (None: its default)
+    expect      "clean": any violation fails; "violation": a run that stays clean fails
+    tracker     an installed name, "path/to/file.py:Class" (relative to the rootdir),
+                or the Tracker class itself (defined at the top level of a file)
+    duration    seconds the run lasts (--stress-duration overrides)
+    seed        the run's seed (--stress-seed overrides; default: a stored failure's
+                seed from the failure database, else a random one, printed on failure)
+    noise       probability of a random yield at each point
+    counts      workers per role, e.g. {"clerk": 3}
+    params      tracker parameters, e.g. {"capacity": 8}
+    max_points  stop after this many points (None: run for the duration)
+    checks      names of the invariants checked (None: all of the tracker's)
 
-    ``shmstress_run("fixed")`` must run clean; ``shmstress_run("gather-unchecked",
-    expect="violation")`` must be caught. Returns the RunResult for further checks.
+    A failure carries the summary, the explanation, the replay and rerun commands and
+    the bundle (in $SHMSTRESS_OUT, or next to --stress-report's results); its seed is
+    stored in the failure database (.shmstress/) and tried first next session. JUnit
+    XML gets seed, bundle, replay_command and invariant properties. Call it several
+    times in one test for several runs.
     """
     state = request.config.stash[_SESSION]
     return StressRunner(
@@ -208,9 +293,10 @@ class TrialRecorder:
             if key == SWIMLANE_PROPERTY:  # a picture, far too long for a JUnit property
                 write_carried_swimlane(str(value), self.report_dir)
                 continue
-            if key == TRIAL_PROPERTY:
+            if key == TRIAL_PROPERTY:  # for results.jsonl; JUnit has its own properties
                 self.results.append(json.loads(str(value)))
                 self.recorded += 1
+                continue
             kept.append((key, value))
         report.user_properties = kept
 

@@ -5,6 +5,9 @@
     def test_claim_tracker_survives_pct() -> None:
         check_interleavings("dra", "fixed", strategy="pct", executions=200)
 
+    def test_my_tracker() -> None:
+        check_interleavings(MyTracker, "locked")  # the class itself, or "file.py:MyTracker"
+
 On a failure the assertion message carries the violation, the explanation
 rendered from the failing schedule and the command that replays its bundle,
 so a red test says what went wrong and how to see it again.
@@ -25,6 +28,7 @@ from shmstress.core.plurals import counted
 from shmstress.render.failure import failure_report
 from shmstress.render.summary import controlled_command
 from shmstress.repro.bundle import from_controlled, write_bundle
+from shmstress.testing.trackers import TrackerRef, tracker_spec
 
 
 class InterleavingFailure(AssertionError):  # noqa: N818 - reads as what the test saw
@@ -32,7 +36,7 @@ class InterleavingFailure(AssertionError):  # noqa: N818 - reads as what the tes
 
 
 def explore(
-    tracker: str = "dra",
+    tracker: TrackerRef = "dra",
     variant: str | None = None,
     *,
     strategy: str = "pct",
@@ -46,8 +50,13 @@ def explore(
     run_steps: int = DEFAULT_RUN_STEPS,
     max_steps: int = DEFAULT_MAX_STEPS,
 ) -> ControlledResult:
-    """Run a controlled exploration and return its result (no assertion)."""
-    config = RunConfig(tracker=tracker, variant=variant, counts=dict(counts or {}),
+    """Run a controlled exploration and return its result (no assertion).
+
+    ``tracker`` is an installed tracker's name, ``path/to/file.py:Class`` or the class
+    itself (defined at the top level of a file, so its bundle can load it again).
+    """
+    __tracebackhide__ = True  # a failing test's traceback ends in the test, not in here
+    config = RunConfig(tracker=tracker_spec(tracker), variant=variant, counts=dict(counts or {}),
                        params=dict(params or {}), seed=seed, max_points=run_steps)
     options = ControlledOptions(
         strategy=StrategySpec(strategy, depth=depth, bound=bound, spin=spin),
@@ -57,7 +66,7 @@ def explore(
 
 
 def check_interleavings(
-    tracker: str = "dra",
+    tracker: TrackerRef = "dra",
     variant: str | None = None,
     *,
     strategy: str = "pct",
@@ -72,8 +81,17 @@ def check_interleavings(
     max_steps: int = DEFAULT_MAX_STEPS,
     out: Path | str | None = None,
 ) -> ControlledResult:
-    """``explore``; raise InterleavingFailure if an execution failed (its bundle is written to
-    ``out``, by default ``$SHMSTRESS_OUT`` or ``shmstress-out``)."""
+    """Explore ``tracker``'s interleavings and raise ``InterleavingFailure`` if one fails.
+
+    Arguments are ``explore``'s: ``strategy`` ("pct", "random_walk", "exhaustive", ...) with its
+    ``depth``, ``bound`` and ``spin`` rule, ``executions`` from ``seed``, ``counts`` of
+    workers per role, tracker ``params``, ``run_steps`` per execution and ``max_steps``
+    before one counts as hung. The failing execution's bundle is written to ``out``
+    (default ``$SHMSTRESS_OUT`` or ``shmstress-out``) and the message carries the
+    violation, its explanation and the replay command: a CI log keeps nothing else.
+    Returns the result when every execution passed.
+    """
+    __tracebackhide__ = True
     result = explore(tracker, variant, strategy=strategy, depth=depth, spin=spin, bound=bound,
                      executions=executions, seed=seed, counts=counts, params=params,
                      run_steps=run_steps, max_steps=max_steps)

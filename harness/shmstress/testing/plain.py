@@ -76,8 +76,16 @@ def concurrency_test(*, executions: int = 1000, strategy: str = "pct", seed: int
                      depth: int = 3, trace: tuple[str, ...] = (),
                      max_steps: int = PlainSpec.max_steps,
                      max_processes: int = PlainSpec.max_processes - 1) -> Callable[[F], F]:
-    """Decorate a test: it passes when ``executions`` controlled executions all do;
-    ``trace`` names code whose shared-memory accesses are points (``--trace``)."""
+    """Decorate a module-level test: it passes when ``executions`` controlled executions
+    of it all do, and fails with the interleaving and the replay command otherwise.
+
+    ``strategy`` ("pct" with ``depth``, "random_walk", "exhaustive") picks who steps,
+    from ``seed`` (the same seed, the same executions, so a CI failure repeats on a
+    laptop); ``trace`` names code whose shared-memory accesses are points (``--trace``);
+    ``max_steps`` bounds one execution before it counts as hung; ``max_processes`` is
+    how many processes the scenario may start. Module-level, because each execution
+    imports the test's module afresh in a process of its own.
+    """
 
     def decorate(function: F) -> F:
         @functools.wraps(function)
