@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import sys
 import textwrap
 from collections.abc import Iterator
 from dataclasses import replace
@@ -122,6 +123,11 @@ def render_shrink(report: ShrinkReport, source: Path, target: Path, written: boo
     return "\n".join(lines)
 
 
+def _progress(line: str) -> None:
+    """A shrink of a long free failure takes a while: one line per stage on stderr."""
+    print(line, file=sys.stderr, flush=True)
+
+
 def _cmd_shrink(args: argparse.Namespace) -> int:
     if args.max_executions < 1:
         raise ConfigError(f"--max-executions must be >= 1, got {args.max_executions}")
@@ -135,7 +141,7 @@ def _cmd_shrink(args: argparse.Namespace) -> int:
     require_writable(output, "the shrunk bundle", directory=output.is_dir() or not output.suffix)
     with _about(source):
         report = shrink_bundle(bundle, ShrinkOptions(max_executions=args.max_executions,
-                                                     pin=not args.no_pin))
+                                                     pin=not args.no_pin, progress=_progress))
     if report is None:
         raise ReplayDivergedError(
             f"{source} does not reproduce its violation, so there is nothing to shrink "
