@@ -106,10 +106,10 @@ def render_shrink(report: ShrinkReport, source: Path, target: Path, written: boo
     before, after = report.before, report.after
     lines = [
         f"shmstress shrink: {source} -> {target}",
-        f"  {'':12} {'preemptions':>12} {'steps':>8} {'workers':>8}  scenario",
-        f"  {'before':12} {before.preemptions:>12} {before.steps:>8} {before.workers:>8}  "
+        f"  {'':12} {'preemptions':>12} {'steps':>10} {'workers':>8}  scenario",
+        f"  {'before':12} {before.preemptions:>12,} {before.steps:>10,} {before.workers:>8}  "
         f"{before.scenario}",
-        f"  {'after':12} {after.preemptions:>12} {after.steps:>8} {after.workers:>8}  "
+        f"  {'after':12} {after.preemptions:>12,} {after.steps:>10,} {after.workers:>8}  "
         f"{after.scenario}",
         f"  {report.executions:,} executions in {report.elapsed_s:.2f} s",
         f"  still fails with: {report.bundle.violation.invariant}: "
@@ -174,9 +174,10 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
 
     shrink = sub.add_parser(
         "shrink", help="minimize a bundle's failing schedule and write a smaller bundle",
-        description="Search for a schedule that fails the same way with the fewest "
-        "preemptions, then the fewest steps, then the fewest workers and smallest scenario; "
-        "write it as a bundle that replays.",
+        description="Search for a schedule that breaks the same invariant in the fewest "
+        "steps and preemptions (a short churn, a fresh search within short step bounds, "
+        "fewer switches), then the fewest workers and smallest scenario; write it as a "
+        "bundle that replays. One line per stage on stderr.",
     )
     shrink.add_argument("bundle", metavar="BUNDLE", help="the repro bundle to shrink")
     shrink.add_argument("-o", "--output", required=True, metavar="SMALLER",

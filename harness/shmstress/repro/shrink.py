@@ -6,21 +6,24 @@ under the ``guided`` strategy gives the schedule back. Shrinking then works on
 such lists, keeping a candidate only if it still breaks the same invariant
 (the fields may differ: a shorter schedule hands out other claims and devices):
 
-1. the churn is cut: the run phase of the best schedule is shortened (binary
-   search on its length, the same deviations), so the failure comes from the
-   fewest operations begun;
-2. a short search on a ladder of step bounds (8, 16, 32... steps, each with
+1. a short search on a ladder of step bounds (8, 16, 32... steps, each with
    a run phase a quarter as long) looks for a fresh failing schedule with
    PCT (both spin rules), random walk and a capped bounded exhaustive
    search: a schedule found within a bound of L steps is at most L long, and
    PCT's change points fall within those L steps, so a race a long free run
    hit after hundreds of thousands of steps is found again in tens;
-3. smaller scenarios are tried (one worker fewer of a role, each parameter
+2. smaller scenarios are tried (one worker fewer of a role, each parameter
    lowered), first with the deviations of the remaining workers, then with
-   the short search below the best length so far;
-4. delta debugging (Zeller and Hildebrandt, TSE 2002) removes deviations from
-   every candidate kept;
-5. a bounded exhaustive search looks for a schedule with fewer preemptions
+   the short search below the best cost so far; the smallest that still
+   fails gets a full short search of its own (its executions are shorter and
+   a race needs fewer steps to show);
+3. every candidate kept is polished: delta debugging (Zeller and Hildebrandt,
+   TSE 2002) removes deviations; whole blocks of one worker's steps are
+   dropped one at a time (``strategies.blocks``: the switches ddmin cannot
+   take out, since dropping a deviation shifts every later one); and the
+   churn is cut, a binary search for the shortest run phase under which the
+   schedule still fails (fewer operations begun, less state to explain);
+4. a bounded exhaustive search looks for a schedule with fewer preemptions
    than the best so far.
 
 Candidates are compared by their *cost*, steps plus ``PREEMPTION_COST`` per
@@ -44,9 +47,11 @@ from dataclasses import dataclass, replace
 from shmstress.controlled.execution import ExecutionOutcome, PhasePlan
 from shmstress.controlled.runner import prepare, session_spec
 from shmstress.controlled.session import Session
-from shmstress.controlled.strategies import Exhaustive, Guided, Pct, RandomWalk, Replay
+from shmstress.controlled.strategies import Blocks, Exhaustive, Guided, Pct, RandomWalk, Replay
 from shmstress.controlled.strategies.base import Strategy, StrategySpec
+from shmstress.controlled.strategies.blocks import Block, blocks_of, without_block
 from shmstress.core.config import RunConfig
+from shmstress.core.trace import Step
 from shmstress.plugin.registry import load
 from shmstress.plugin.tracker import Tracker
 from shmstress.repro.bundle import Bundle, ExpectedViolation
@@ -212,9 +217,9 @@ class _Search:
             return
         size = self.best.size
         self.options.progress(
-            f"shrink: {stage}: best {size.steps:,} steps, {size.preemptions} preemptions, "
-            f"{size.workers} workers ({self.executions:,} executions, "
-            f"{time.monotonic() - self._t0:.1f} s)")
+            f"shrink: {stage}: best {_count(size.steps, 'step')}, "
+            f"{_count(size.preemptions, 'preemption')}, {_count(size.workers, 'worker')} "
+            f"({_count(self.executions, 'execution')}, {time.monotonic() - self._t0:.1f} s)")
 
     def offer(self, candidate: _Candidate) -> bool:
         """Keep ``candidate`` if it is smaller than the best so far and no bigger than the input."""
@@ -278,17 +283,17 @@ def shrink_bundle(bundle: Bundle, options: ShrinkOptions | None = None) -> Shrin
                 baseline = search.guided(start, original.deviations, seed, recorded)
             if baseline is not None:
                 search.best = baseline
-        with search.stage("shorter churn", 0.1):
-            _shorter_churn(search, search.best)
         # cheap first: a short failing schedule found afresh beats a long recorded one
         with search.stage("short search", 0.3):
             _short_search(search, start, options.search_executions)
         with search.stage("smaller scenarios", 0.4):
             _smaller_scenarios(search, max(2, options.search_executions // 4))
-        with search.stage("fewer deviations", 0.5):
-            _ddmin(search, search.best)
-            _shorter_churn(search, search.best)
-        with search.stage("fewer preemptions", 1.0):
+        if search.best.scenario != start:  # the smaller scenario earns a longer search
+            with search.stage("short search in the smaller scenario", 0.5):
+                _short_search(search, search.best.scenario, options.search_executions)
+        with search.stage("fewer deviations and switches", 0.5):
+            _polish(search, search.best)
+        with search.stage("fewer preemptions", 1.0, executions=options.search_executions):
             _fewer_preemptions(search)
     finally:
         search.close()
@@ -307,6 +312,10 @@ def shrink_bundle(bundle: Bundle, options: ShrinkOptions | None = None) -> Shrin
         elapsed_s=time.monotonic() - t0,
         replay=replayed,
     )
+
+
+def _count(n: int, noun: str) -> str:
+    return f"{n:,} {noun}{'' if n == 1 else 's'}"
 
 
 def _ddmin(search: _Search, current: _Candidate) -> _Candidate:
@@ -333,6 +342,52 @@ def _ddmin(search: _Search, current: _Candidate) -> _Candidate:
         if candidate is not None and search.offer(candidate):
             current = candidate
     return current
+
+
+def _fewer_switches(search: _Search, current: _Candidate) -> _Candidate:
+    """Drop one worker's block of steps at a time (``strategies.blocks``) while the schedule
+    still fails: the context switches ddmin cannot take out, because dropping a deviation
+    shifts every later one (a spinner that looks again after each step of a busy worker
+    costs a preemption per look; PCT's ``aside`` rule and random walk make many). Then
+    trim blocks (``_trimmed``): a worker that ran many operations before the race began
+    need run only the last of them."""
+    index = 0
+    while index < len(blocks := blocks_of(current.outcome.steps)):
+        found = _via_blocks(search, current.scenario, without_block(blocks, index),
+                            current.seed, current.plan)
+        if found is not None and found.size.key() < current.size.key():
+            current = found
+            search.offer(current)
+            continue  # the block now at ``index`` is another one: try it too
+        index += 1
+    index = 0
+    while index < len(blocks := blocks_of(current.outcome.steps)):
+        for trimmed in _trimmed(current.outcome.steps, blocks, index):
+            found = _via_blocks(search, current.scenario, trimmed, current.seed, current.plan)
+            if found is not None and found.size.key() < current.size.key():
+                current = found
+                search.offer(current)
+                break
+        index += 1
+    return current
+
+
+def _trimmed(steps: tuple[Step, ...], blocks: tuple[Block, ...], index: int
+             ) -> Iterator[tuple[Block, ...]]:
+    """``blocks`` with block ``index`` cut short, shortest first, each cut ending at the label
+    the block ends at: the worker stops where it stopped, but after fewer rounds of its loop
+    (a gatherer that scheduled six pods before the binder moved schedules one)."""
+    start = sum(count for _, count in blocks[:index])
+    worker, count = blocks[index]
+    last = steps[start + count - 1].label
+    for end in range(start, start + count - 1):
+        if steps[end].label == last:
+            yield (*blocks[:index], (worker, end - start + 1), *blocks[index + 1:])
+
+
+def _polish(search: _Search, candidate: _Candidate) -> None:
+    """Everything that shortens a failing schedule without searching afresh."""
+    _shorter_churn(search, _fewer_switches(search, _ddmin(search, candidate)))
 
 
 def _shorter_churn(search: _Search, current: _Candidate) -> None:
@@ -396,20 +451,31 @@ def _short_search(search: _Search, scenario: Scenario, executions: int) -> None:
                     _size(scenario, outcome).key() < search.best.size.key()):
                 candidate = _canonical(search, scenario, outcome, plan)
                 if candidate is not None and search.offer(candidate):
-                    _shorter_churn(search, _ddmin(search, candidate))
+                    _polish(search, candidate)
 
 
 def _smaller_scenarios(search: _Search, executions: int) -> None:
-    """Fewer workers of a role, lower parameters: keep each change that shrinks the result."""
+    """Fewer workers of a role, lower parameters: keep each change that shrinks the result.
+
+    The best schedule is carried over first as deviations, then as blocks of each worker's
+    steps (which survive a scenario whose operations take a few steps more or less), and
+    only then searched afresh."""
     tracker_cls = load(search.bundle.tracker)
     improved = True
     while improved:
         improved = False
         best = search.best
-        for scenario, remap in _scenario_candidates(tracker_cls, best.scenario):
-            candidate = search.guided(scenario, remap(best.deviations), best.seed, best.plan)
-            if candidate is not None and search.offer(candidate):
-                _ddmin(search, candidate)
+        for scenario, dropped in _scenario_candidates(tracker_cls, best.scenario):
+            candidate = search.guided(scenario, _remap_deviations(best.deviations, dropped),
+                                      best.seed, best.plan)
+            if candidate is None or not search.offer(candidate):
+                candidate = _via_blocks(
+                    search, scenario, _remap_blocks(blocks_of(best.outcome.steps), dropped),
+                    best.seed, best.plan)
+                if candidate is not None and not search.offer(candidate):
+                    candidate = None
+            if candidate is not None:
+                _polish(search, candidate)
             else:
                 _short_search(search, scenario, executions)
             if search.best is not best:
@@ -419,35 +485,56 @@ def _smaller_scenarios(search: _Search, executions: int) -> None:
 
 def _scenario_candidates(
     tracker_cls: type[Tracker], scenario: Scenario
-) -> list[tuple[Scenario, Callable[[Deviations], Deviations]]]:
-    found: list[tuple[Scenario, Callable[[Deviations], Deviations]]] = []
+) -> list[tuple[Scenario, int | None]]:
+    """Each scenario one change smaller, with the worker it drops (None: the same workers)."""
+    found: list[tuple[Scenario, int | None]] = []
     counts = dict(scenario.counts)
     first = 0
     for role in tracker_cls.roles:
         if counts[role] > 1:
             dropped = first + counts[role] - 1
             fewer = Scenario(counts | {role: counts[role] - 1}, scenario.params)
-            found.append((fewer, _without_worker(dropped)))
+            found.append((fewer, dropped))
         first += counts[role]
     for name, parameter in tracker_cls.parameters.items():
         value = scenario.params[name]
         for lower in dict.fromkeys((parameter.minimum, (value + parameter.minimum) // 2,
                                     value - 1)):
             if parameter.minimum <= lower < value:
-                found.append((Scenario(counts, dict(scenario.params) | {name: lower}),
-                              _same_workers))
+                found.append((Scenario(counts, dict(scenario.params) | {name: lower}), None))
     return found
 
 
-def _same_workers(deviations: Deviations) -> Deviations:
-    return deviations
+def _remap_deviations(deviations: Deviations, dropped: int | None) -> Deviations:
+    if dropped is None:
+        return deviations
+    return tuple((step, worker - (worker > dropped)) for step, worker in deviations
+                 if worker != dropped)
 
 
-def _without_worker(dropped: int) -> Callable[[Deviations], Deviations]:
-    def remap(deviations: Deviations) -> Deviations:
-        return tuple((step, worker - (worker > dropped)) for step, worker in deviations
-                     if worker != dropped)
-    return remap
+def _remap_blocks(blocks: tuple[Block, ...], dropped: int | None) -> tuple[Block, ...]:
+    if dropped is None:
+        return blocks
+    kept = [(worker - (worker > dropped), count) for worker, count in blocks
+            if worker != dropped]
+    merged: list[Block] = []
+    for worker, count in kept:
+        if merged and merged[-1][0] == worker:
+            merged[-1] = (worker, merged[-1][1] + count)
+        else:
+            merged.append((worker, count))
+    return tuple(merged)
+
+
+def _via_blocks(search: _Search, scenario: Scenario, blocks: tuple[Block, ...], seed: int,
+                plan: PhasePlan) -> _Candidate | None:
+    """The candidate the schedule ``blocks`` gives, if it still fails."""
+    strategy = Blocks(blocks, seed)
+    strategy.new_execution()
+    outcome = search.run(scenario, strategy, plan)
+    if not search.fails(outcome):
+        return None
+    return _canonical(search, scenario, outcome, plan)
 
 
 def _fewer_preemptions(search: _Search) -> None:
@@ -460,7 +547,7 @@ def _fewer_preemptions(search: _Search) -> None:
             if search.fails(outcome) and outcome.preemptions < best.size.preemptions:
                 candidate = _canonical(search, best.scenario, outcome, best.plan)
                 if candidate is not None and search.offer(candidate):
-                    _ddmin(search, candidate)
+                    _polish(search, candidate)
                 return
 
 
