@@ -281,8 +281,8 @@ def shrink_bundle(bundle: Bundle, options: ShrinkOptions | None = None) -> Shrin
             baseline = search.guided(start, original.deviations, seed, free_plan)
             if baseline is None:  # the failure needs the recorded phase changes
                 baseline = search.guided(start, original.deviations, seed, recorded)
-            if baseline is not None:
-                search.best = baseline
+            if baseline is not None and baseline.size.within(before):
+                search.best = baseline  # the same schedule, now as deviations to work on
         # cheap first: a short failing schedule found afresh beats a long recorded one
         with search.stage("short search", 0.3):
             _short_search(search, start, options.search_executions)
