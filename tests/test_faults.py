@@ -219,7 +219,9 @@ def test_a_signal_ends_shrink_in_its_search_with_130_and_writes_nothing(
                         "--max-executions", "1000000"], env, _workers_started(4, settle_s=1.5),
                        signum, tmp_path)
     _assert_torn_down(ended, private)
-    assert ended.err.strip() == "shmstress: interrupted"
+    *progress, last = ended.err.strip().splitlines()
+    assert last == "shmstress: interrupted"
+    assert all(line.startswith("shrink: ") for line in progress)  # one line per stage done
     assert not target.exists() and not list(tmp_path.glob(".small.json*"))
 
 

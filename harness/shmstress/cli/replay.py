@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import sys
 import textwrap
 from collections.abc import Iterator
 from dataclasses import replace
@@ -75,10 +76,10 @@ def render_shrink(report: ShrinkReport, source: Path, target: Path, written: boo
     before, after = report.before, report.after
     lines = [
         f"shmstress shrink: {source} -> {target}",
-        f"  {'':12} {'preemptions':>12} {'steps':>8} {'workers':>8}  scenario",
-        f"  {'before':12} {before.preemptions:>12} {before.steps:>8} {before.workers:>8}  "
+        f"  {'':12} {'preemptions':>12} {'steps':>10} {'workers':>8}  scenario",
+        f"  {'before':12} {before.preemptions:>12,} {before.steps:>10,} {before.workers:>8}  "
         f"{before.scenario}",
-        f"  {'after':12} {after.preemptions:>12} {after.steps:>8} {after.workers:>8}  "
+        f"  {'after':12} {after.preemptions:>12,} {after.steps:>10,} {after.workers:>8}  "
         f"{after.scenario}",
         f"  {report.executions:,} executions in {report.elapsed_s:.2f} s",
         f"  still fails with: {report.bundle.violation.invariant}: "
@@ -90,6 +91,11 @@ def render_shrink(report: ShrinkReport, source: Path, target: Path, written: boo
     if written:
         lines += ["  replay it:", f"    {replay_command(target)}"]
     return "\n".join(lines)
+
+
+def _progress(line: str) -> None:
+    """A shrink of a long free failure takes a while: one line per stage on stderr."""
+    print(line, file=sys.stderr, flush=True)
 
 
 def _cmd_shrink(args: argparse.Namespace) -> int:
@@ -105,7 +111,7 @@ def _cmd_shrink(args: argparse.Namespace) -> int:
     require_writable(output, "the shrunk bundle", directory=output.is_dir() or not output.suffix)
     with _about(source):
         report = shrink_bundle(bundle, ShrinkOptions(max_executions=args.max_executions,
-                                                     pin=not args.no_pin))
+                                                     pin=not args.no_pin, progress=_progress))
     if report is None:
         raise ReplayDivergedError(
             f"{source} does not reproduce its violation, so there is nothing to shrink "
@@ -142,9 +148,10 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
 
     shrink = sub.add_parser(
         "shrink", help="minimize a bundle's failing schedule and write a smaller bundle",
-        description="Search for a schedule that fails the same way with the fewest "
-        "preemptions, then the fewest steps, then the fewest workers and smallest scenario; "
-        "write it as a bundle that replays.",
+        description="Search for a schedule that breaks the same invariant in the fewest "
+        "steps and preemptions (a short churn, a fresh search within short step bounds, "
+        "fewer switches), then the fewest workers and smallest scenario; write it as a "
+        "bundle that replays. One line per stage on stderr.",
         **with_examples(
             "shmstress shrink BUNDLE -o small.json",
             "shmstress shrink BUNDLE -o small.json --max-executions 500   # a shorter search",

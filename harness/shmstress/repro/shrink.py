@@ -1,26 +1,40 @@
-"""Shrinking a failing schedule: fewest preemptions, then steps, then workers and scenario.
+"""Shrinking a failing schedule: fewest steps and preemptions, then workers and scenario.
 
 A schedule is rewritten as its *deviations* from the schedule without
 preemptions (``strategies.base.default_choice``); replaying the deviations
 under the ``guided`` strategy gives the schedule back. Shrinking then works on
-such lists, keeping a candidate only if it still breaks the same invariant:
+such lists, keeping a candidate only if it still breaks the same invariant
+(the fields may differ: a shorter schedule hands out other claims and devices):
 
-1. a short search (PCT, then random walk, with a short run phase) looks for a
-   fresh failing schedule: far shorter than one recorded in a long free run;
+1. a short search on a ladder of step bounds (8, 16, 32... steps, each with
+   a run phase a quarter as long) looks for a fresh failing schedule with
+   PCT (both spin rules), random walk and a capped bounded exhaustive
+   search: a schedule found within a bound of L steps is at most L long, and
+   PCT's change points fall within those L steps, so a race a long free run
+   hit after hundreds of thousands of steps is found again in tens;
 2. smaller scenarios are tried (one worker fewer of a role, each parameter
-   lowered), first with the deviations of the remaining workers, then with a
-   short search;
-3. delta debugging (Zeller and Hildebrandt, TSE 2002) removes deviations from
-   every candidate kept;
+   lowered), first with the deviations of the remaining workers, then with
+   the short search below the best cost so far; the smallest that still
+   fails gets a full short search of its own (its executions are shorter and
+   a race needs fewer steps to show);
+3. every candidate kept is polished: delta debugging (Zeller and Hildebrandt,
+   TSE 2002) removes deviations; whole blocks of one worker's steps are
+   dropped one at a time (``strategies.blocks``: the switches ddmin cannot
+   take out, since dropping a deviation shifts every later one); and the
+   churn is cut, a binary search for the shortest run phase under which the
+   schedule still fails (fewer operations begun, less state to explain);
 4. a bounded exhaustive search looks for a schedule with fewer preemptions
    than the best so far.
 
-Candidates are compared by (preemptions, steps, workers, scenario size). Each
-step of the search has its share of a budget of executions and of steps, so
-a long schedule cannot starve the later steps. Every execution is
-deterministic for its seed and every random draw comes from strategies seeded
-by the bundle's seed, in the coordinator, so shrinking the same bundle twice
-gives the same result.
+Candidates are compared by their *cost*, steps plus ``PREEMPTION_COST`` per
+preemption (a reader follows a handful of switches in a short table more
+easily than no switch in a long one), then preemptions, steps, workers and
+scenario size; a candidate bigger than the input in steps, preemptions or
+workers is never kept. Each step of the search has its share of a budget of
+executions and of steps, so a long schedule cannot starve the later steps.
+Every execution is deterministic for its seed and every random draw comes
+from strategies seeded by the bundle's seed, in the coordinator, so shrinking
+the same bundle twice gives the same result.
 """
 
 from __future__ import annotations
@@ -33,9 +47,11 @@ from dataclasses import dataclass, replace
 from shmstress.controlled.execution import ExecutionOutcome, PhasePlan
 from shmstress.controlled.runner import prepare, session_spec
 from shmstress.controlled.session import Session
-from shmstress.controlled.strategies import Exhaustive, Guided, Pct, RandomWalk, Replay
+from shmstress.controlled.strategies import Blocks, Exhaustive, Guided, Pct, RandomWalk, Replay
 from shmstress.controlled.strategies.base import Strategy, StrategySpec
+from shmstress.controlled.strategies.blocks import Block, blocks_of, without_block
 from shmstress.core.config import RunConfig
+from shmstress.core.trace import Step
 from shmstress.plugin.registry import load
 from shmstress.plugin.tracker import Tracker
 from shmstress.repro.bundle import Bundle, ExpectedViolation
@@ -44,15 +60,27 @@ from shmstress.repro.replay import ReplayReport, Verdict, replay_bundle
 Deviations = tuple[tuple[int, int], ...]
 
 
-_SHORT_RUN_STEPS = 100
+PREEMPTION_COST = 10  # one preemption weighs as much as ten steps when candidates compare
+_FIRST_RUNG = 8  # the shortest step bound the short search tries
+_RUN_SHARE = 4  # on a rung of L steps the run phase is L / _RUN_SHARE steps
+_CHURN_FLOOR = 1  # the shortest run phase tried when the churn is cut
+
+Progress = Callable[[str], None]
 
 
 @dataclass(frozen=True)
 class ShrinkOptions:
+    """The budget of a shrink and where its progress goes.
+
+    ``progress`` gets one line per stage (the CLI prints them on stderr), so a
+    long shrink is never silent; None for a library caller that wants quiet.
+    """
+
     max_executions: int = 3000
     max_steps: int = 3_000_000  # steps over all executions: long schedules cost more
-    search_executions: int = 200  # PCT and random-walk executions looking for a shorter one
+    search_executions: int = 200  # executions of the short search, per rung of its ladder
     pin: bool = True
+    progress: Progress | None = None
 
 
 @dataclass(frozen=True)
@@ -80,8 +108,18 @@ class Size:
     scenario: str
     scenario_size: int
 
-    def key(self) -> tuple[int, int, int, int]:
-        return (self.preemptions, self.steps, self.workers, self.scenario_size)
+    @property
+    def cost(self) -> int:
+        """What a reader pays: every step is a row, every preemption a switch to follow."""
+        return self.steps + PREEMPTION_COST * self.preemptions
+
+    def key(self) -> tuple[int, int, int, int, int]:
+        return (self.cost, self.preemptions, self.steps, self.workers, self.scenario_size)
+
+    def within(self, other: Size) -> bool:
+        """No bigger than ``other`` in any measure the table shows."""
+        return (self.preemptions <= other.preemptions and self.steps <= other.steps
+                and self.workers <= other.workers)
 
 
 @dataclass(frozen=True)
@@ -89,6 +127,7 @@ class _Candidate:
     scenario: Scenario
     deviations: Deviations
     outcome: ExecutionOutcome
+    plan: PhasePlan  # the phases it ran under: the deviations reproduce it only with them
 
     @property
     def seed(self) -> int:
@@ -121,18 +160,19 @@ class _Budget(Exception):  # noqa: N818 - internal signal
 class _Search:
     """Runs candidates; keeps one session open (the scenario last used)."""
 
-    def __init__(self, bundle: Bundle, options: ShrinkOptions, best: _Candidate) -> None:
+    def __init__(self, bundle: Bundle, options: ShrinkOptions, best: _Candidate,
+                 limit: Size) -> None:
         self.bundle = bundle
         self.options = options
         self.best = best
+        self.limit = limit  # the input's size: nothing bigger is ever kept
         self.executions = 0
         self.steps = 0
+        self._t0 = time.monotonic()
         self._stage_end = (options.max_executions, options.max_steps)
         self._session: Session | None = None
         self._session_of: Scenario | None = None
         self._max_steps = max(len(bundle.steps) * 2, 1000)
-        self.plan = PhasePlan(bundle.phase_changes[0] if bundle.phase_changes
-                              else len(bundle.steps) + 1)
 
     def close(self) -> None:
         if self._session is not None:
@@ -154,13 +194,14 @@ class _Search:
         return self._session
 
     @contextlib.contextmanager
-    def stage(self, share: float, executions: int | None = None) -> Iterator[None]:
+    def stage(self, name: str, share: float, executions: int | None = None) -> Iterator[None]:
         """A step of the search with ``share`` of what is left of the budget (or a number of
-        executions); running out ends only this step."""
+        executions); running out ends only this step. Reports the best so far when done."""
         options = self.options
         left = (options.max_executions - self.executions, options.max_steps - self.steps)
         self._stage_end = (
-            self.executions + (executions if executions is not None else int(left[0] * share)),
+            self.executions + min(left[0], executions if executions is not None
+                                  else int(left[0] * share)),
             self.steps + int(left[1] * share),
         )
         try:
@@ -169,20 +210,29 @@ class _Search:
             pass
         finally:
             self._stage_end = (options.max_executions, options.max_steps)
+        self.report(name)
+
+    def report(self, stage: str) -> None:
+        if self.options.progress is None:
+            return
+        size = self.best.size
+        self.options.progress(
+            f"shrink: {stage}: best {_count(size.steps, 'step')}, "
+            f"{_count(size.preemptions, 'preemption')}, {_count(size.workers, 'worker')} "
+            f"({_count(self.executions, 'execution')}, {time.monotonic() - self._t0:.1f} s)")
 
     def offer(self, candidate: _Candidate) -> bool:
-        """Keep ``candidate`` if it is smaller than the best so far."""
-        if candidate.size.key() < self.best.size.key():
+        """Keep ``candidate`` if it is smaller than the best so far and no bigger than the input."""
+        size = candidate.size
+        if size.key() < self.best.size.key() and size.within(self.limit):
             self.best = candidate
             return True
         return False
 
-    def run(self, scenario: Scenario, strategy: Strategy, plan: PhasePlan | None = None
-            ) -> ExecutionOutcome:
+    def run(self, scenario: Scenario, strategy: Strategy, plan: PhasePlan) -> ExecutionOutcome:
         if self.executions >= self._stage_end[0] or self.steps >= self._stage_end[1]:
             raise _Budget
         self.executions += 1
-        plan = plan or self.plan
         if plan.step_limit is None:
             plan = replace(plan, step_limit=self.step_limit)
         outcome = self.session(scenario).execute(strategy, strategy.next_u64(), plan)
@@ -195,18 +245,19 @@ class _Search:
         return min(2 * len(self.best.outcome.steps) + 200, self._max_steps)
 
     def fails(self, outcome: ExecutionOutcome) -> bool:
+        """The same failure: the same invariant broke (its fields may name other objects)."""
         found = outcome.principal_violation
         return outcome.failed and found is not None and (
             found.invariant == self.bundle.violation.invariant)
 
-    def guided(self, scenario: Scenario, deviations: Deviations, seed: int
+    def guided(self, scenario: Scenario, deviations: Deviations, seed: int, plan: PhasePlan
                ) -> _Candidate | None:
         strategy = Guided(deviations, seed)
         strategy.new_execution()
-        outcome = self.run(scenario, strategy)
+        outcome = self.run(scenario, strategy, plan)
         if not self.fails(outcome):
             return None
-        return _Candidate(scenario, tuple(strategy.applied), outcome)
+        return _Candidate(scenario, tuple(strategy.applied), outcome, plan)
 
 
 def shrink_bundle(bundle: Bundle, options: ShrinkOptions | None = None) -> ShrinkReport | None:
@@ -219,25 +270,30 @@ def shrink_bundle(bundle: Bundle, options: ShrinkOptions | None = None) -> Shrin
     config = original.result.config
     start = Scenario(dict(config.counts), dict(config.params))
     before = _size(start, original.outcome)
-    fallback = _Candidate(start, original.deviations, original.outcome)
-    search = _Search(bundle, options, fallback)
+    recorded = PhasePlan(len(bundle.steps) + 1, forced=bundle.phase_changes)
+    fallback = _Candidate(start, original.deviations, original.outcome, recorded)
+    search = _Search(bundle, options, fallback, before)
     try:
-        with search.stage(1.0, executions=2):
+        with search.stage("the recorded schedule as deviations", 1.0, executions=2):
             seed = bundle.execution_seed
-            baseline = search.guided(start, original.deviations, seed)
+            free_plan = PhasePlan(bundle.phase_changes[0] if bundle.phase_changes
+                                  else len(bundle.steps) + 1)
+            baseline = search.guided(start, original.deviations, seed, free_plan)
             if baseline is None:  # the failure needs the recorded phase changes
-                search.plan = PhasePlan(search.plan.run_steps, forced=bundle.phase_changes)
-                baseline = search.guided(start, original.deviations, seed)
-            if baseline is not None:
-                search.best = baseline
+                baseline = search.guided(start, original.deviations, seed, recorded)
+            if baseline is not None and baseline.size.within(before):
+                search.best = baseline  # the same schedule, now as deviations to work on
         # cheap first: a short failing schedule found afresh beats a long recorded one
-        with search.stage(0.25, executions=options.search_executions):
+        with search.stage("short search", 0.3):
             _short_search(search, start, options.search_executions)
-        with search.stage(0.4):
+        with search.stage("smaller scenarios", 0.4):
             _smaller_scenarios(search, max(2, options.search_executions // 4))
-        with search.stage(0.5):
-            _ddmin(search, search.best)
-        with search.stage(1.0):
+        if search.best.scenario != start:  # the smaller scenario earns a longer search
+            with search.stage("short search in the smaller scenario", 0.5):
+                _short_search(search, search.best.scenario, options.search_executions)
+        with search.stage("fewer deviations and switches", 0.5):
+            _polish(search, search.best)
+        with search.stage("fewer preemptions", 1.0, executions=options.search_executions):
             _fewer_preemptions(search)
     finally:
         search.close()
@@ -258,6 +314,10 @@ def shrink_bundle(bundle: Bundle, options: ShrinkOptions | None = None) -> Shrin
     )
 
 
+def _count(n: int, noun: str) -> str:
+    return f"{n:,} {noun}{'' if n == 1 else 's'}"
+
+
 def _ddmin(search: _Search, current: _Candidate) -> _Candidate:
     """Remove deviations while the schedule still fails (complement-based ddmin)."""
     granularity = 2
@@ -267,7 +327,7 @@ def _ddmin(search: _Search, current: _Candidate) -> _Candidate:
         for index in range(granularity):
             candidate = search.guided(
                 current.scenario, deviations[: index * chunk] + deviations[(index + 1) * chunk:],
-                current.seed)
+                current.seed, current.plan)
             if candidate is not None and candidate.size.key() <= current.size.key():
                 current = candidate
                 search.offer(current)
@@ -278,40 +338,144 @@ def _ddmin(search: _Search, current: _Candidate) -> _Candidate:
                 break
             granularity = min(granularity * 2, len(deviations))
     if len(current.deviations) == 1:
-        candidate = search.guided(current.scenario, (), current.seed)
+        candidate = search.guided(current.scenario, (), current.seed, current.plan)
         if candidate is not None and search.offer(candidate):
             current = candidate
     return current
 
 
+def _fewer_switches(search: _Search, current: _Candidate) -> _Candidate:
+    """Drop one worker's block of steps at a time (``strategies.blocks``) while the schedule
+    still fails: the context switches ddmin cannot take out, because dropping a deviation
+    shifts every later one (a spinner that looks again after each step of a busy worker
+    costs a preemption per look; PCT's ``aside`` rule and random walk make many). Then
+    trim blocks (``_trimmed``): a worker that ran many operations before the race began
+    need run only the last of them."""
+    index = 0
+    while index < len(blocks := blocks_of(current.outcome.steps)):
+        found = _via_blocks(search, current.scenario, without_block(blocks, index),
+                            current.seed, current.plan)
+        if found is not None and found.size.key() < current.size.key():
+            current = found
+            search.offer(current)
+            continue  # the block now at ``index`` is another one: try it too
+        index += 1
+    index = 0
+    while index < len(blocks := blocks_of(current.outcome.steps)):
+        for trimmed in _trimmed(current.outcome.steps, blocks, index):
+            found = _via_blocks(search, current.scenario, trimmed, current.seed, current.plan)
+            if found is not None and found.size.key() < current.size.key():
+                current = found
+                search.offer(current)
+                break
+        index += 1
+    return current
+
+
+def _trimmed(steps: tuple[Step, ...], blocks: tuple[Block, ...], index: int
+             ) -> Iterator[tuple[Block, ...]]:
+    """``blocks`` with block ``index`` cut short, shortest first, each cut ending at the label
+    the block ends at: the worker stops where it stopped, but after fewer rounds of its loop
+    (a gatherer that scheduled six pods before the binder moved schedules one)."""
+    start = sum(count for _, count in blocks[:index])
+    worker, count = blocks[index]
+    last = steps[start + count - 1].label
+    for end in range(start, start + count - 1):
+        if steps[end].label == last:
+            yield (*blocks[:index], (worker, end - start + 1), *blocks[index + 1:])
+
+
+def _polish(search: _Search, candidate: _Candidate) -> None:
+    """Everything that shortens a failing schedule without searching afresh."""
+    _shorter_churn(search, _fewer_switches(search, _ddmin(search, candidate)))
+
+
+def _shorter_churn(search: _Search, current: _Candidate) -> None:
+    """Cut the run phase of ``current``: binary search for the shortest one under which its
+    deviations still fail. Fewer operations begun means a shorter schedule and a smaller
+    state to explain; not monotone in general, so every length tried is offered."""
+    if current.plan.forced:  # phases forced as recorded: try them free first
+        candidate = search.guided(current.scenario, current.deviations, current.seed,
+                                  PhasePlan(current.plan.forced[0]))
+        if candidate is None:
+            return
+        search.offer(candidate)
+        current = candidate
+    low, high = _CHURN_FLOOR, min(current.plan.run_steps, len(current.outcome.steps))
+    while low < high:
+        middle = (low + high) // 2
+        plan = PhasePlan(middle, step_limit=current.plan.step_limit)
+        candidate = search.guided(current.scenario, current.deviations, current.seed, plan)
+        if candidate is not None:
+            search.offer(candidate)
+            high = middle
+        else:
+            low = middle + 1
+
+
+def _rungs(search: _Search, scenario: Scenario) -> Iterator[PhasePlan]:
+    """Step bounds 8, 16, 32...: while a schedule within the bound could cost less than the
+    best so far (one of over half the bound's steps, with fewer preemptions), with a quarter
+    of the bound as run phase."""
+    bound = _FIRST_RUNG
+    while bound // 2 < search.best.size.cost and bound <= search.step_limit:
+        yield PhasePlan(max(1, bound // _RUN_SHARE), step_limit=bound)
+        bound *= 2
+
+
+def _explorers(search: _Search, scenario: Scenario, bound: int) -> list[Strategy]:
+    """PCT at depths 2 and 3 with either spin rule (``demote`` finds ordering races fast,
+    ``aside`` the ones where a spinner must see an update at once), random walk, and a
+    bounded exhaustive search (systematic where the space is small)."""
+    seed, workers = search.bundle.seed, scenario.workers
+    return [Pct(seed, 2, workers, bound), Pct(seed, 3, workers, bound, spin="aside"),
+            RandomWalk(seed), Pct(seed, 3, workers, bound),
+            Pct(seed, 4, workers, bound, spin="aside"), Exhaustive(seed, 2)]
+
+
 def _short_search(search: _Search, scenario: Scenario, executions: int) -> None:
-    """PCT, then random-walk executions with a short run phase: a failing schedule found this
-    way is often far shorter than one derived from a long recorded run (PCT finds few
-    preemptions; random walk finds the races PCT's few change points miss)."""
-    depth = max(2, min(search.best.size.preemptions + 1, 4))
-    plan = PhasePlan(min(search.plan.run_steps, _SHORT_RUN_STEPS))
-    for strategy in (Pct(search.bundle.seed, depth, scenario.workers, search.step_limit),
-                     RandomWalk(search.bundle.seed)):
-        for _ in range(executions // 2):
-            strategy.new_execution()
+    """Fresh failing schedules within ever longer step bounds (``_rungs``), every explorer
+    taking turns; each found one is canonicalised, its deviations and churn cut."""
+    for plan in _rungs(search, scenario):
+        assert plan.step_limit is not None
+        live = _explorers(search, scenario, plan.step_limit)
+        for turn in range(executions):
+            if not live:
+                break
+            strategy = live[turn % len(live)]
+            if not strategy.new_execution():
+                live.remove(strategy)
+                continue
             outcome = search.run(scenario, strategy, plan)
-            if search.fails(outcome) and _size(scenario, outcome).key() < search.best.size.key():
-                candidate = _canonical(search, scenario, outcome)
+            if search.fails(outcome) and (
+                    _size(scenario, outcome).key() < search.best.size.key()):
+                candidate = _canonical(search, scenario, outcome, plan)
                 if candidate is not None and search.offer(candidate):
-                    _ddmin(search, candidate)
+                    _polish(search, candidate)
 
 
 def _smaller_scenarios(search: _Search, executions: int) -> None:
-    """Fewer workers of a role, lower parameters: keep each change that shrinks the result."""
+    """Fewer workers of a role, lower parameters: keep each change that shrinks the result.
+
+    The best schedule is carried over first as deviations, then as blocks of each worker's
+    steps (which survive a scenario whose operations take a few steps more or less), and
+    only then searched afresh."""
     tracker_cls = load(search.bundle.tracker)
     improved = True
     while improved:
         improved = False
         best = search.best
-        for scenario, remap in _scenario_candidates(tracker_cls, best.scenario):
-            candidate = search.guided(scenario, remap(best.deviations), best.seed)
-            if candidate is not None and search.offer(candidate):
-                _ddmin(search, candidate)
+        for scenario, dropped in _scenario_candidates(tracker_cls, best.scenario):
+            candidate = search.guided(scenario, _remap_deviations(best.deviations, dropped),
+                                      best.seed, best.plan)
+            if candidate is None or not search.offer(candidate):
+                candidate = _via_blocks(
+                    search, scenario, _remap_blocks(blocks_of(best.outcome.steps), dropped),
+                    best.seed, best.plan)
+                if candidate is not None and not search.offer(candidate):
+                    candidate = None
+            if candidate is not None:
+                _polish(search, candidate)
             else:
                 _short_search(search, scenario, executions)
             if search.best is not best:
@@ -321,35 +485,56 @@ def _smaller_scenarios(search: _Search, executions: int) -> None:
 
 def _scenario_candidates(
     tracker_cls: type[Tracker], scenario: Scenario
-) -> list[tuple[Scenario, Callable[[Deviations], Deviations]]]:
-    found: list[tuple[Scenario, Callable[[Deviations], Deviations]]] = []
+) -> list[tuple[Scenario, int | None]]:
+    """Each scenario one change smaller, with the worker it drops (None: the same workers)."""
+    found: list[tuple[Scenario, int | None]] = []
     counts = dict(scenario.counts)
     first = 0
     for role in tracker_cls.roles:
         if counts[role] > 1:
             dropped = first + counts[role] - 1
             fewer = Scenario(counts | {role: counts[role] - 1}, scenario.params)
-            found.append((fewer, _without_worker(dropped)))
+            found.append((fewer, dropped))
         first += counts[role]
     for name, parameter in tracker_cls.parameters.items():
         value = scenario.params[name]
         for lower in dict.fromkeys((parameter.minimum, (value + parameter.minimum) // 2,
                                     value - 1)):
             if parameter.minimum <= lower < value:
-                found.append((Scenario(counts, dict(scenario.params) | {name: lower}),
-                              _same_workers))
+                found.append((Scenario(counts, dict(scenario.params) | {name: lower}), None))
     return found
 
 
-def _same_workers(deviations: Deviations) -> Deviations:
-    return deviations
+def _remap_deviations(deviations: Deviations, dropped: int | None) -> Deviations:
+    if dropped is None:
+        return deviations
+    return tuple((step, worker - (worker > dropped)) for step, worker in deviations
+                 if worker != dropped)
 
 
-def _without_worker(dropped: int) -> Callable[[Deviations], Deviations]:
-    def remap(deviations: Deviations) -> Deviations:
-        return tuple((step, worker - (worker > dropped)) for step, worker in deviations
-                     if worker != dropped)
-    return remap
+def _remap_blocks(blocks: tuple[Block, ...], dropped: int | None) -> tuple[Block, ...]:
+    if dropped is None:
+        return blocks
+    kept = [(worker - (worker > dropped), count) for worker, count in blocks
+            if worker != dropped]
+    merged: list[Block] = []
+    for worker, count in kept:
+        if merged and merged[-1][0] == worker:
+            merged[-1] = (worker, merged[-1][1] + count)
+        else:
+            merged.append((worker, count))
+    return tuple(merged)
+
+
+def _via_blocks(search: _Search, scenario: Scenario, blocks: tuple[Block, ...], seed: int,
+                plan: PhasePlan) -> _Candidate | None:
+    """The candidate the schedule ``blocks`` gives, if it still fails."""
+    strategy = Blocks(blocks, seed)
+    strategy.new_execution()
+    outcome = search.run(scenario, strategy, plan)
+    if not search.fails(outcome):
+        return None
+    return _canonical(search, scenario, outcome, plan)
 
 
 def _fewer_preemptions(search: _Search) -> None:
@@ -358,24 +543,24 @@ def _fewer_preemptions(search: _Search) -> None:
     for bound in range(best.size.preemptions):
         strategy = Exhaustive(0, bound, execution_seed=best.seed)
         while strategy.new_execution():
-            outcome = search.run(best.scenario, strategy)
+            outcome = search.run(best.scenario, strategy, best.plan)
             if search.fails(outcome) and outcome.preemptions < best.size.preemptions:
-                candidate = _canonical(search, best.scenario, outcome)
+                candidate = _canonical(search, best.scenario, outcome, best.plan)
                 if candidate is not None and search.offer(candidate):
-                    _ddmin(search, candidate)
+                    _polish(search, candidate)
                 return
 
 
-def _canonical(search: _Search, scenario: Scenario, outcome: ExecutionOutcome
-               ) -> _Candidate | None:
-    """The deviations of a found schedule (by replaying it once)."""
+def _canonical(search: _Search, scenario: Scenario, outcome: ExecutionOutcome,
+               plan: PhasePlan) -> _Candidate | None:
+    """The deviations of a schedule found under ``plan`` (by replaying it once)."""
     replay = Replay(outcome.steps, outcome.execution_seed)
     replay.new_execution()
-    again = search.run(scenario, replay, PhasePlan(search.plan.run_steps,
-                                                   forced=outcome.phase_changes))
+    again = search.run(scenario, replay, PhasePlan(plan.run_steps, forced=outcome.phase_changes,
+                                                   step_limit=plan.step_limit))
     if not search.fails(again):
         return None
-    return search.guided(scenario, tuple(replay.deviations), outcome.execution_seed)
+    return search.guided(scenario, tuple(replay.deviations), outcome.execution_seed, plan)
 
 
 def _bundle_of(original: Bundle, best: _Candidate) -> Bundle:

@@ -9,6 +9,7 @@ from shmstress.controlled.strategies.base import (
     Strategy,
     StrategySpec,
 )
+from shmstress.controlled.strategies.blocks import Blocks
 from shmstress.controlled.strategies.exhaustive import Exhaustive
 from shmstress.controlled.strategies.guided import Guided
 from shmstress.controlled.strategies.pct import SPIN_RULES, Pct
@@ -40,6 +41,7 @@ def exploring_strategy(spec: StrategySpec, seed: int, workers: int, max_steps: i
 __all__ = [
     "EXPLORING",
     "SPIN_RULES",
+    "Blocks",
     "Exhaustive",
     "Guided",
     "Pct",
