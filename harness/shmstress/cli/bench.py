@@ -41,19 +41,21 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
             "shmstress bench --json bench.json   # the figures as JSON too",
         ),
     )
-    bench.add_argument("--trials", type=int, default=20, help="trials per racy variant (20)")
+    bench.add_argument("--trials", type=int, default=20,
+                       help="trials per racy variant (default 20)")
     bench.add_argument("--budget", type=float, default=5.0, metavar="S",
-                       help="seconds per detection trial before it counts as missed (5)")
+                       help="seconds per detection trial before it counts as missed (default 5)")
     bench.add_argument("--free-seconds", type=float, default=3.0, metavar="S",
-                       help="seconds of the free-mode throughput run (3)")
+                       help="seconds of the free-mode throughput run (default 3)")
     bench.add_argument("--clean-points", type=int, default=1_000_000, metavar="N",
-                       help="points each correct variant must run clean (1000000)")
+                       help="points each correct variant must run clean (default 1000000)")
     bench.add_argument("--noise", type=float, default=DEFAULT_NOISE, metavar="P",
-                       help=f"noise probability of the detection runs ({DEFAULT_NOISE})")
+                       help=f"noise probability of the detection runs (default {DEFAULT_NOISE})")
     bench.add_argument("--rate-seconds", type=float, default=3.0, metavar="S",
-                       help="seconds of each steady-state rate run, with noise and without (3)")
-    bench.add_argument("--seed", type=int, default=0, help="base seed (0)")
-    bench.add_argument("--variant", action="append", help="racy variant(s) to time (all)")
+                       help="seconds of each steady-state rate run, with noise and without "
+                       "(default 3)")
+    bench.add_argument("--seed", type=int, default=0, help="base seed (default 0)")
+    bench.add_argument("--variant", action="append", help="racy variant(s) to time (default all)")
     bench.add_argument("--section", action="append",
                        choices=BenchOptions.sections,
                        help="measure only these sections (repeatable; default all)")
@@ -67,14 +69,14 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     suite.add_argument("--executions", type=int, default=PAPER_EXECUTIONS, metavar="N",
                        help=f"budget of executions per trial ({PAPER_EXECUTIONS}, the paper's)")
     suite.add_argument("--seeds", type=int, default=5, metavar="N",
-                       help="seeds per program and strategy; medians over them (5)")
+                       help="seeds per program and strategy; medians over them (default 5)")
     suite.add_argument("--program", action="append", metavar="NAME",
-                       help="buggy program(s) to run, with their twins (all)")
+                       help="buggy program(s) to run, with their twins (default all)")
     suite.add_argument("--strategy", action="append", metavar="KEY",
                        help="strategies to run: " + ", ".join(s.key for s in STRATEGIES)
-                       + " (all)")
+                       + " (default all)")
     suite.add_argument("--twin-executions", type=int, metavar="N",
-                       help="executions each twin runs per strategy (--executions)")
+                       help="executions each twin runs per strategy (default --executions)")
     bench.set_defaults(handler=_cmd_bench)
 
 

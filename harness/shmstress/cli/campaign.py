@@ -340,13 +340,13 @@ def register(sub: Any) -> None:
                       "mode's strategies (one worker at a time, no noise) "
                       f"(default {','.join(DEFAULT_STRATEGIES)})")
     grid.add_argument("--trials", type=int, metavar="N",
-                      help=f"trials per configuration ({DEFAULT_TRIALS})")
+                      help=f"trials per configuration (default {DEFAULT_TRIALS})")
     grid.add_argument("--duration", type=float, metavar="S",
                       help="seconds a free trial may run before it counts as clean "
-                      f"({DEFAULT_DURATION_S:g})")
+                      f"(default {DEFAULT_DURATION_S:g})")
     grid.add_argument("--executions", type=int, metavar="N",
                       help="executions a controlled trial may try before it counts as clean "
-                      f"({DEFAULT_EXECUTIONS})")
+                      f"(default {DEFAULT_EXECUTIONS})")
     grid.add_argument("--param", type=key_value, action="append", metavar="NAME=VALUE",
                       help="any tracker parameter, fixed for the whole grid")
     grid.add_argument("--seed", type=int, help="base seed; each trial's seed derives from it")

@@ -59,7 +59,7 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     parser.add_argument("--executions", type=int, default=CONTROLLED_EXECUTIONS, metavar="N",
                         help=f"controlled PCT executions per variant that must finish within "
                         f"{DEFAULT_MAX_STEPS} steps ({CONTROLLED_EXECUTIONS}; 0 skips them)")
-    parser.add_argument("--seed", type=int, default=0, help="seed of the step order (0)")
+    parser.add_argument("--seed", type=int, default=0, help="seed of the step order (default 0)")
     parser.set_defaults(handler=_cmd_check)
 
 

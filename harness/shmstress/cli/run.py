@@ -181,7 +181,7 @@ def _add_controlled_options(parser: argparse.ArgumentParser) -> None:
                        help="pct (default), random_walk, or exhaustive (every schedule "
                        "within --bound; for small scenarios)")
     group.add_argument("--depth", type=int, default=3, metavar="D",
-                       help="PCT bug depth: D-1 priority change points per execution (3)")
+                       help="PCT bug depth: D-1 priority change points per execution (default 3)")
     group.add_argument("--spin", choices=SPIN_RULES, default=StrategySpec.spin,
                        help="PCT: what a worker that yields (spins) does. demote: it drops "
                        "below every other worker, as Shuttle's PCT (default; fastest, finds "
@@ -193,14 +193,14 @@ def _add_controlled_options(parser: argparse.ArgumentParser) -> None:
                        help="exhaustive search: every schedule with at most B preemptions "
                        "(switching away from a worker that could go on) and handovers after "
                        "a yield to any worker but the next in id order; switching after a "
-                       "worker blocks or finishes is free (2)")
+                       "worker blocks or finishes is free (default 2)")
     group.add_argument("--executions", type=int, default=DEFAULT_EXECUTIONS, metavar="N",
                        help=f"executions to try; stops at the first failure "
                        f"({DEFAULT_EXECUTIONS}); --points sets the steps of churn of each "
                        f"({DEFAULT_RUN_STEPS}), and --duration is ignored")
     group.add_argument("--max-steps", type=int, default=DEFAULT_MAX_STEPS, metavar="N",
                        help=f"an execution that has not finished after N steps ends with "
-                       f"exit reason step-bound ({DEFAULT_MAX_STEPS})")
+                       f"exit reason step-bound (default {DEFAULT_MAX_STEPS})")
     group.add_argument("--no-pin", action="store_true",
                        help="do not pin coordinator and workers to one CPU")
     out = default_out()
