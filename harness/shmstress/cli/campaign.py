@@ -311,8 +311,8 @@ def register(sub: Any) -> None:
             "shmstress campaign   # the default grid: about 3 minutes on 2 cores",
             "shmstress campaign --out night --expect-clean fixed,single-lock   # nightly alarm",
             "shmstress campaign --out night --resume   # finish one a signal or a kill cut",
-            "shmstress campaign --variant original --workers binder=1,2 --strategy free,pct "
-            "--trials 20",
+            "shmstress campaign --tracker examples/counter_tracker.py:TicketTracker "
+            "--workers clerk=2,4 --strategy free,pct --trials 20",
             "shmstress campaign --out night --tx socket=host-a:8888 --tx socket=host-b:8888",
         ),
     )

@@ -376,7 +376,7 @@ def _trimmed(steps: tuple[Step, ...], blocks: tuple[Block, ...], index: int
              ) -> Iterator[tuple[Block, ...]]:
     """``blocks`` with block ``index`` cut short, shortest first, each cut ending at the label
     the block ends at: the worker stops where it stopped, but after fewer rounds of its loop
-    (a gatherer that scheduled six pods before the binder moved schedules one)."""
+    (a worker that went round six times before another moved goes round once)."""
     start = sum(count for _, count in blocks[:index])
     worker, count = blocks[index]
     last = steps[start + count - 1].label
