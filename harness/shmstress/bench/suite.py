@@ -33,6 +33,7 @@ class BenchOptions:
     free_seconds: float = 3.0
     clean_points: int = 1_000_000
     noise: float = 0.1
+    policy: str = NoiseConfig().policy  # of the free-mode and clean sections' runs
     seed: int = 0
     variants: tuple[str, ...] | None = None
     rate_seconds: float = 3.0
@@ -105,6 +106,7 @@ class BenchReport:
     free_points: int = 0
     unrecorded_points_per_s: float = 0.0  # the same free run with recording off
     recording_ns_per_event: float = 0.0
+    free_policy: str = ""  # the noise policy of the free-mode runs
     detections: list[Detection] = field(default_factory=list)
     rates: list[SteadyRate] = field(default_factory=list)
     clean: list[CleanRun] = field(default_factory=list)
@@ -120,6 +122,7 @@ class BenchReport:
             self.free_points = scratch.free_points
             self.unrecorded_points_per_s = scratch.unrecorded_points_per_s
             self.recording_ns_per_event = scratch.recording_ns_per_event
+            self.free_policy = scratch.free_policy
         elif section == "detection":
             self.detections = scratch.detections
         elif section == "rate":
@@ -136,13 +139,17 @@ class BenchReport:
 _DEFAULT_POLICY = NoiseConfig().policy
 _MODES: dict[str, tuple[str | None, tuple[str, ...] | None]] = {
     # mode name: (noise policy, or None for none; invariants checked). The default first.
-    f"harness ({_DEFAULT_POLICY} noise, all invariants)": (_DEFAULT_POLICY, None),
+    f"harness ({_DEFAULT_POLICY} noise, default, all invariants)": (_DEFAULT_POLICY, None),
     **{f"{policy} noise, all invariants": (policy, None)
        for policy in (AIMED, UNIFORM) if policy != _DEFAULT_POLICY},
     "no noise, all invariants": (None, None),
     "rerun baseline (no noise, double allocation only)": (None, ("no-double-allocation",)),
 }
-_RATE_MODES = {mode: policy for mode, (policy, checks) in _MODES.items() if checks is None}
+_RATE_MODES = {
+    (f"{policy} noise" + (" (default)" if policy == _DEFAULT_POLICY else "")
+     if policy else "no noise"): policy
+    for policy, checks in _MODES.values() if checks is None
+}
 
 
 def _noise(options: BenchOptions, policy: str | None) -> NoiseConfig:
@@ -174,7 +181,7 @@ def run_bench(options: BenchOptions, log: Callable[[str], None]) -> BenchReport:
 
 
 def _base(options: BenchOptions) -> RunConfig:
-    return RunConfig(tracker="dra", noise=_noise(options, _DEFAULT_POLICY), seed=options.seed)
+    return RunConfig(tracker="dra", noise=_noise(options, options.policy), seed=options.seed)
 
 
 def _detection(options: BenchOptions, report: BenchReport, log: Callable[[str], None]) -> None:
@@ -300,6 +307,7 @@ def _free_mode(options: BenchOptions, report: BenchReport, log: Callable[[str], 
                              record=record))
         totals[record][0] += result.points
         totals[record][1] += result.elapsed_s
+    report.free_policy = options.policy
     report.free_points = int(totals[True][0])
     report.free_points_per_s = totals[True][0] / totals[True][1]
     report.unrecorded_points_per_s = totals[False][0] / totals[False][1]
@@ -351,7 +359,8 @@ def _render_free(report: BenchReport) -> list[str]:
     ratio = (report.free_points_per_s / report.unrecorded_points_per_s
              if report.unrecorded_points_per_s else 0.0)
     return [
-        f"free mode (fixed, recording on): {report.free_points_per_s:,.0f} points/s "
+        f"free mode (fixed, {report.free_policy} noise, recording on): "
+        f"{report.free_points_per_s:,.0f} points/s "
         f"({report.free_points:,} points)",
         f"  recording off: {report.unrecorded_points_per_s:,.0f} points/s; recording on is "
         f"{ratio:.0%} of it (goal >= 70%)",
@@ -405,9 +414,7 @@ def _render_rates(report: BenchReport) -> list[str]:
         bound = ">=" if r.quiet == 0 else ""
         cells = []
         for mode, count in r.counts:
-            name = mode.split(" (")[0].replace(", all invariants", "")
-            ratio = "" if count is r.counts[-1][1] and mode == r.counts[-1][0] else (
-                f" = {bound}{r.ratio(mode):,.1f}x")
-            cells.append(f"{name} {count / r.seconds:,.1f}/s ({count}){ratio}")
+            ratio = "" if mode == r.counts[-1][0] else f" = {bound}{r.ratio(mode):,.1f}x"
+            cells.append(f"{mode} {count / r.seconds:,.1f}/s ({count}){ratio}")
         lines.append(f"  {r.variant:18} " + "   ".join(cells))
     return lines

@@ -19,7 +19,7 @@ AIMED = "aimed"
 NOISE_POLICIES = (UNIFORM, AIMED)
 """``uniform``: every point draws from the worker's RNG with ``probability``. ``aimed``
 (free mode only, ``shmstress.free.aim``): only the locations of near-miss pairs get delays,
-drawn from an RNG of their own, with ``probability`` as the rate at a fresh target."""
+drawn from an RNG of their own, at a rate derived from ``probability`` (``AimParams``)."""
 
 
 @dataclass(frozen=True)

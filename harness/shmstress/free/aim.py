@@ -20,10 +20,10 @@ loses or invents a near miss, which only moves a delay. The tables:
 * ``recent``: object slot -> (worker + 1, location code, sequence number) of the
   last access; a point that finds another worker's access there within
   ``window`` points has found a near miss.
-* ``targets``: location slot -> (code, delays, productive delays). A near miss
-  arms only the *earlier* side of the pair (asymmetric: delaying it lets the
-  other worker overtake, which is the order not yet seen), so one side of a
-  pair is slowed, not everyone.
+* ``targets``: location slot -> (code, delays, productive delays, worker). A
+  near miss arms only the *earlier* side of the pair, and only in the worker
+  that took it (asymmetric: delaying it lets the other worker overtake, the
+  order not yet seen), so one side of a pair is slowed, not everyone.
 * ``pairs``: the distinct near-miss pairs (a, b) that armed a target, kept by
   their location codes so that what a run learnt can later be saved.
 
@@ -71,6 +71,7 @@ class AimParams:
     backoff: float = 8.0  # unproductive delays that halve a location's delay probability
     hit_credit: int = 4  # unproductive delays one productive delay makes up for
     floor: float = 0.02  # share of the probability a silenced location keeps
+    boost: float = 3.0  # a fresh target delays with probability min(1, boost x --noise)
 
 
 def location_code(label: str) -> int:
@@ -144,8 +145,8 @@ class AimedGate:
         self._window = params.window
         self._backoff = params.backoff
         self._credit = params.hit_credit
-        self._p = config.probability
-        self._floor = config.probability * params.floor
+        self._boosted = min(1.0, config.probability * params.boost)
+        self._floor = self._boosted * params.floor
         self._sleep = "sleep" in config.kinds
         self._yield = "yield" in config.kinds
         self._max_sleep_s = config.max_sleep_us / 1e6
@@ -173,15 +174,19 @@ class AimedGate:
         targets = self._targets
         if targets[at] != code or targets[at + 3] != self._me:
             return
+        rng = self._rng
         tries = targets[at + 1]
         misses = tries - self._credit * targets[at + 2]
-        p = self._p if misses <= 0 else self._p * 2.0 ** (-misses / self._backoff)
-        rng = self._rng
+        p = self._boosted if misses <= 0 else self._boosted * 2.0 ** (-misses / self._backoff)
         if rng.random() >= max(p, self._floor):
             return
         targets[at + 1] = tries + 1
         self._delayed = at
         self._mark = self._seq[0]
+        self._pause(rng)
+
+    def _pause(self, rng: random.Random) -> None:
+        """Yield or sleep as the noise kinds say (draws alike when not acting: a replay)."""
         if self._sleep and (not self._yield or rng.random() < 0.5):
             pause = rng.random() * self._max_sleep_s
             if self._act:
