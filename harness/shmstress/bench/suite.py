@@ -359,9 +359,8 @@ def _render_free(report: BenchReport) -> list[str]:
     ratio = (report.free_points_per_s / report.unrecorded_points_per_s
              if report.unrecorded_points_per_s else 0.0)
     return [
-        f"free mode (fixed, {report.free_policy} noise, recording on): "
-        f"{report.free_points_per_s:,.0f} points/s "
-        f"({report.free_points:,} points)",
+        f"free mode (fixed, recording on): {report.free_points_per_s:,.0f} points/s "
+        f"({report.free_points:,} points, {report.free_policy} noise)",
         f"  recording off: {report.unrecorded_points_per_s:,.0f} points/s; recording on is "
         f"{ratio:.0%} of it (goal >= 70%)",
         f"  recording cost: {report.recording_ns_per_event:,.0f} ns per event",
