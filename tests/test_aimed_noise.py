@@ -66,6 +66,9 @@ def test_a_near_miss_arms_the_earlier_side_in_its_worker_only() -> None:
         gates[1].observe(3, 1, "B", {"item": 7})  # worker 1 got in during the delay
         gates[0].observe(4, 0, "A", {"item": 7})
         assert tables.stats().productive_delays == 1
+        learnt = {code: (tries, hits) for code, tries, hits in tables.stats().locations}
+        # A learnt one productive delay; the flip (B, then A) was a near miss that armed B
+        assert learnt == {location_code("A"): (1, 1), location_code("B"): (0, 0)}
 
 
 def test_aimed_noise_targets_near_miss_pairs_and_says_how_many() -> None:

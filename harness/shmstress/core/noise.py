@@ -88,3 +88,6 @@ class AimStats:
     delays: int
     productive_delays: int
     pairs: tuple[tuple[int, int], ...] = ()  # (earlier, later) location codes: to save later
+    locations: tuple[tuple[int, int, int], ...] = ()
+    """(location code, delays, productive delays) per targeted location: what a run learnt,
+    in the form a later run could start from (codes are CRC-32s of labels, stable)."""

@@ -112,6 +112,9 @@ class AimTables:
             delays=int(armed[:, _T_TRIES].sum()),
             productive_delays=int(armed[:, _T_HITS].sum()),
             pairs=tuple(sorted((int(a), int(b)) for a, b in kept[:, _P_A : _P_B + 1])),
+            locations=tuple(sorted(
+                (int(code), int(tries), int(hits))
+                for code, tries, hits in armed[:, _T_CODE : _T_HITS + 1])),
         )
 
 
