@@ -17,7 +17,7 @@ from shmstress.bench.controlled import (
 )
 from shmstress.bench.plain import PlainBench, PlainBudgets, render_plain_bench, run_plain_bench
 from shmstress.core.config import RunConfig
-from shmstress.core.noise import NoiseConfig
+from shmstress.core.noise import AIMED, UNIFORM, NoiseConfig
 from shmstress.core.result import RunResult
 from shmstress.core.signals import interruptible
 from shmstress.free.runner import run
@@ -33,6 +33,7 @@ class BenchOptions:
     free_seconds: float = 3.0
     clean_points: int = 1_000_000
     noise: float = 0.1
+    policy: str = NoiseConfig().policy  # of the free-mode and clean sections' runs
     seed: int = 0
     variants: tuple[str, ...] | None = None
     rate_seconds: float = 3.0
@@ -52,6 +53,17 @@ class Detection:
     under_2s: int
     times_s: tuple[float, ...] = ()
     startups_s: tuple[float, ...] = ()  # per trial: run start until every worker made a point
+    after_startup_s: tuple[float, ...] = ()  # per found trial: from the end of its start-up
+
+    @property
+    def median_after_startup_s(self) -> float | None:
+        """Median time to first violation from the end of the start-up transient, the missed
+        trials counted as the budget (None: no trial knew its start-up)."""
+        if not self.after_startup_s:
+            return None
+        missed = self.trials - len(self.after_startup_s)
+        return statistics.median([*self.after_startup_s, *[self.max_s] * missed]
+                                 if missed else self.after_startup_s)
 
 
 @dataclass(frozen=True)
@@ -61,19 +73,22 @@ class SteadyRate:
     Time to first violation from run start cannot show what noise is worth once it
     is near the start-up floor (forking the workers), and runs without noise find
     most of their races in that transient, when workers start one after another.
-    This measure leaves the first ``warmup_s`` out and counts every violation.
+    This measure leaves the first ``warmup_s`` out and counts every violation: it is
+    the bench's headline.
     """
 
     variant: str
     seconds: float  # measured window per mode, after the warm-up
     warmup_s: float
-    noisy: int
-    quiet: int
+    counts: tuple[tuple[str, int], ...]  # (noise mode, violations in the window), quiet last
 
     @property
-    def ratio(self) -> float:
-        """Noisy over quiet rate; with no quiet violation, the bound from one in the window."""
-        return self.noisy / max(self.quiet, 1)
+    def quiet(self) -> int:
+        return self.counts[-1][1]
+
+    def ratio(self, mode: str) -> float:
+        """A mode's rate over the quiet one; with no quiet violation, the bound from one."""
+        return dict(self.counts)[mode] / max(self.quiet, 1)
 
 
 @dataclass(frozen=True)
@@ -91,6 +106,7 @@ class BenchReport:
     free_points: int = 0
     unrecorded_points_per_s: float = 0.0  # the same free run with recording off
     recording_ns_per_event: float = 0.0
+    free_policy: str = ""  # the noise policy of the free-mode runs
     detections: list[Detection] = field(default_factory=list)
     rates: list[SteadyRate] = field(default_factory=list)
     clean: list[CleanRun] = field(default_factory=list)
@@ -106,6 +122,7 @@ class BenchReport:
             self.free_points = scratch.free_points
             self.unrecorded_points_per_s = scratch.unrecorded_points_per_s
             self.recording_ns_per_event = scratch.recording_ns_per_event
+            self.free_policy = scratch.free_policy
         elif section == "detection":
             self.detections = scratch.detections
         elif section == "rate":
@@ -119,12 +136,24 @@ class BenchReport:
         self.completed.append(section)
 
 
-_MODES: dict[str, tuple[bool, tuple[str, ...] | None]] = {
-    # mode name: (noise on?, invariants checked)
-    "harness (noise, all invariants)": (True, None),
-    "no noise, all invariants": (False, None),
-    "rerun baseline (no noise, double allocation only)": (False, ("no-double-allocation",)),
+_DEFAULT_POLICY = NoiseConfig().policy
+_MODES: dict[str, tuple[str | None, tuple[str, ...] | None]] = {
+    # mode name: (noise policy, or None for none; invariants checked). The default first.
+    f"harness ({_DEFAULT_POLICY} noise, default, all invariants)": (_DEFAULT_POLICY, None),
+    **{f"{policy} noise, all invariants": (policy, None)
+       for policy in (AIMED, UNIFORM) if policy != _DEFAULT_POLICY},
+    "no noise, all invariants": (None, None),
+    "rerun baseline (no noise, double allocation only)": (None, ("no-double-allocation",)),
 }
+_RATE_MODES = {
+    (f"{policy} noise" + (" (default)" if policy == _DEFAULT_POLICY else "")
+     if policy else "no noise"): policy
+    for policy, checks in _MODES.values() if checks is None
+}
+
+
+def _noise(options: BenchOptions, policy: str | None) -> NoiseConfig:
+    return NoiseConfig(options.noise, policy=policy) if policy else NoiseConfig(0.0)
 
 
 def run_bench(options: BenchOptions, log: Callable[[str], None]) -> BenchReport:
@@ -152,29 +181,32 @@ def run_bench(options: BenchOptions, log: Callable[[str], None]) -> BenchReport:
 
 
 def _base(options: BenchOptions) -> RunConfig:
-    return RunConfig(tracker="dra", noise=NoiseConfig(options.noise), seed=options.seed)
+    return RunConfig(tracker="dra", noise=_noise(options, options.policy), seed=options.seed)
 
 
 def _detection(options: BenchOptions, report: BenchReport, log: Callable[[str], None]) -> None:
     base = _base(options)
     for variant in options.variants or RACY_DRA:
-        for mode, (noisy, checks) in _MODES.items():
+        for mode, (policy, checks) in _MODES.items():
             log(f"detection: {variant}, {mode}, {options.trials} trials")
             times = []
             startups = []
+            after = []
             for trial in range(options.trials):
                 config = replace(
                     base,
                     variant=variant,
                     duration=options.budget_s,
                     seed=options.seed + trial,
-                    noise=NoiseConfig(options.noise if noisy else 0.0),
+                    noise=_noise(options, policy),
                     checks=checks,
                 )
                 result = run(config)
                 first = result.principal_violation
                 if first is not None and first.elapsed_s is not None:
                     times.append(first.elapsed_s)
+                    if result.first_after_startup_s is not None:
+                        after.append(result.first_after_startup_s)
                 startup = _startup_s(result)
                 if startup is not None:
                     startups.append(startup)
@@ -190,13 +222,14 @@ def _detection(options: BenchOptions, report: BenchReport, log: Callable[[str], 
                     under_2s=sum(t < 2.0 for t in times),
                     times_s=tuple(times),
                     startups_s=tuple(startups),
+                    after_startup_s=tuple(after),
                 )
             )
 
 
 def _rate(options: BenchOptions, report: BenchReport, log: Callable[[str], None]) -> None:
     for variant in options.variants or RACY_DRA:
-        log(f"rate: {variant}, {options.rate_seconds:g} s with noise and without")
+        log(f"rate: {variant}, {options.rate_seconds:g} s per noise policy and without noise")
         report.rates.append(_steady_rate(options, _base(options), variant))
 
 
@@ -229,20 +262,20 @@ _RATE_KEPT = 50_000  # violations kept in detail (with their time) per rate run
 def _steady_rate(options: BenchOptions, base: RunConfig, variant: str) -> SteadyRate:
     counts = []
     window = options.rate_seconds - WARMUP_S
-    for noisy in (True, False):
+    for mode, policy in _RATE_MODES.items():
         result = run(replace(
             base,
             variant=variant,
             duration=options.rate_seconds,
-            noise=NoiseConfig(options.noise if noisy else 0.0),
+            noise=_noise(options, policy),
             stop_on_first=False,
             max_violations=_RATE_KEPT,
         ))
-        counts.append(sum(
+        counts.append((mode, sum(
             1 for v in result.violations
             if v.elapsed_s is not None and WARMUP_S <= v.elapsed_s < options.rate_seconds
-        ))
-    return SteadyRate(variant, window, WARMUP_S, noisy=counts[0], quiet=counts[1])
+        )))
+    return SteadyRate(variant, window, WARMUP_S, tuple(counts))
 
 
 def _startup_s(result: RunResult) -> float | None:
@@ -274,6 +307,7 @@ def _free_mode(options: BenchOptions, report: BenchReport, log: Callable[[str], 
                              record=record))
         totals[record][0] += result.points
         totals[record][1] += result.elapsed_s
+    report.free_policy = options.policy
     report.free_points = int(totals[True][0])
     report.free_points_per_s = totals[True][0] / totals[True][1]
     report.unrecorded_points_per_s = totals[False][0] / totals[False][1]
@@ -300,12 +334,12 @@ def render_bench(report: BenchReport) -> str:
     named, with none of its figures."""
     sections: list[list[str]] = []
     done = report.completed
+    if "rate" in done and report.rates:  # the headline: the start-up transient cannot flatter it
+        sections.append(_render_rates(report))
     if "free" in done:
         sections.append(_render_free(report))
     if "detection" in done:
         sections.append(_render_detection(report))
-    if "rate" in done and report.rates:
-        sections.append(_render_rates(report))
     if "clean" in done:
         sections.append(["correct variants (keep counting):", *(
             f"  {c.variant:18} {c.points:>12,} points in {c.elapsed_s:6.1f} s: "
@@ -326,7 +360,7 @@ def _render_free(report: BenchReport) -> list[str]:
              if report.unrecorded_points_per_s else 0.0)
     return [
         f"free mode (fixed, recording on): {report.free_points_per_s:,.0f} points/s "
-        f"({report.free_points:,} points)",
+        f"({report.free_points:,} points, {report.free_policy} noise)",
         f"  recording off: {report.unrecorded_points_per_s:,.0f} points/s; recording on is "
         f"{ratio:.0%} of it (goal >= 70%)",
         f"  recording cost: {report.recording_ns_per_event:,.0f} ns per event",
@@ -335,16 +369,19 @@ def _render_free(report: BenchReport) -> list[str]:
 
 def _render_detection(report: BenchReport) -> list[str]:
     lines = [
-        "time to first violation, from run start incl. process start-up "
-        "(missed trials count as the budget):",
-        f"  {'variant':18} {'mode':50} {'found':>7} {'median':>9} {'max':>9} {'<2s':>5}",
+        "time to first violation, from run start incl. process start-up, and (past start-up) "
+        "from the end of the start-up transient (missed trials count as the budget):",
+        f"  {'variant':18} {'mode':50} {'found':>7} {'median':>9} {'max':>9} {'<2s':>5} "
+        f"{'past start-up':>13}",
     ]
     by_variant: dict[str, dict[str, Detection]] = {}
     for d in report.detections:
         by_variant.setdefault(d.variant, {})[d.mode] = d
+        past = d.median_after_startup_s
         lines.append(
             f"  {d.variant:18} {d.mode:50} {d.found:>3}/{d.trials:<3} {d.median_s:>8.3f}s "
-            f"{d.max_s:>8.3f}s {d.under_2s:>5}"
+            f"{d.max_s:>8.3f}s {d.under_2s:>5} "
+            + (f"{past:>12.3f}s" if past is not None else f"{'-':>13}")
         )
     startups = [s for d in report.detections for s in d.startups_s]
     if startups:
@@ -369,14 +406,14 @@ def _render_detection(report: BenchReport) -> list[str]:
 
 def _render_rates(report: BenchReport) -> list[str]:
     lines = [
-        "steady state: root-cause violations per second past the start-up transient "
-        "(all invariants, keep going):",
+        "HEADLINE - steady state: root-cause violations per second past the start-up transient "
+        "(all invariants, keep going; ratio to no noise):",
     ]
     for r in report.rates:
         bound = ">=" if r.quiet == 0 else ""
-        lines.append(
-            f"  {r.variant:18} noise {r.noisy / r.seconds:9,.1f}/s ({r.noisy} in "
-            f"{r.seconds:g} s)   no noise {r.quiet / r.seconds:7,.1f}/s ({r.quiet})   "
-            f"ratio {bound}{r.ratio:,.0f}x"
-        )
+        cells = []
+        for mode, count in r.counts:
+            ratio = "" if mode == r.counts[-1][0] else f" = {bound}{r.ratio(mode):,.1f}x"
+            cells.append(f"{mode} {count / r.seconds:,.1f}/s ({count}){ratio}")
+        lines.append(f"  {r.variant:18} " + "   ".join(cells))
     return lines

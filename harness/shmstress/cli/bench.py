@@ -26,6 +26,7 @@ from shmstress.core.config import DEFAULT_NOISE
 from shmstress.core.errors import ConfigError
 from shmstress.core.exit_reason import ExitCode
 from shmstress.core.files import ArtifactError, require_writable, write_text_atomically
+from shmstress.core.noise import NOISE_POLICIES, NoiseConfig
 
 
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -51,6 +52,9 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
                        help="points each correct variant must run clean (default 1000000)")
     bench.add_argument("--noise", type=float, default=DEFAULT_NOISE, metavar="P",
                        help=f"noise probability of the detection runs (default {DEFAULT_NOISE})")
+    bench.add_argument("--noise-policy", choices=NOISE_POLICIES, default=NoiseConfig().policy,
+                       help="noise policy of the free-mode and clean runs (detection and rate "
+                       f"measure every policy; default {NoiseConfig().policy})")
     bench.add_argument("--rate-seconds", type=float, default=3.0, metavar="S",
                        help="seconds of each steady-state rate run, with noise and without "
                        "(default 3)")
@@ -154,7 +158,8 @@ def _cmd_bench(args: argparse.Namespace) -> int:
         return _cmd_suite(args)
     options = BenchOptions(
         trials=args.trials, budget_s=args.budget, free_seconds=args.free_seconds,
-        clean_points=args.clean_points, noise=args.noise, seed=args.seed,
+        clean_points=args.clean_points, noise=args.noise, policy=args.noise_policy,
+        seed=args.seed,
         rate_seconds=args.rate_seconds,
         variants=tuple(args.variant) if args.variant else None,
         sections=tuple(args.section) if args.section else BenchOptions.sections,

@@ -39,7 +39,7 @@ from shmstress.core.config import (
 from shmstress.core.errors import ConfigError
 from shmstress.core.exit_reason import ExitCode
 from shmstress.core.files import ArtifactError, require_writable, write_text_atomically
-from shmstress.core.noise import NOISE_KINDS, NoiseConfig
+from shmstress.core.noise import NOISE_KINDS, NOISE_POLICIES, NoiseConfig
 from shmstress.core.result import RunResult
 from shmstress.free.runner import run
 from shmstress.plugin.wording import wording_by_name
@@ -84,8 +84,8 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     track_given(parser)
 
 
-FREE_ONLY = ("--duration", "--noise", "--noise-kind", "--max-sleep-us", "--keep-going",
-             "--max-violations", "--tape-size", "--drain-timeout", "--hang-timeout")
+FREE_ONLY = ("--duration", "--noise", "--noise-kind", "--max-sleep-us", "--noise-policy",
+             "--keep-going", "--max-violations", "--tape-size", "--drain-timeout", "--hang-timeout")
 """Options of free mode: a controlled run has no noise, no duration and stops at the first
 failing execution."""
 CONTROLLED_ONLY = ("--strategy", "--depth", "--spin", "--bound", "--executions", "--max-steps",
@@ -149,6 +149,11 @@ def _add_run_options(parser: argparse.ArgumentParser) -> None:
                         "0 is the plain rerun-it baseline)")
     budget.add_argument("--noise-kind", type=noise_kinds, default=NOISE_KINDS, metavar="K[,K]",
                         help="noise kinds: yield, sleep (default both)")
+    budget.add_argument("--noise-policy", choices=NOISE_POLICIES,
+                        default=NoiseConfig().policy,
+                        help="aimed: delay only at the locations of near-miss pairs, learnt "
+                        "during the run, 3 x --noise being the rate at a fresh one; uniform: every "
+                        f"point with probability --noise (default {NoiseConfig().policy})")
     budget.add_argument("--max-sleep-us", type=float, default=NoiseConfig().max_sleep_us,
                         metavar="US", help="longest injected sleep in microseconds (default 100)")
     budget.add_argument("--check", action="append", metavar="INVARIANT",
@@ -220,7 +225,7 @@ def config_from_args(args: argparse.Namespace) -> RunConfig:
         duration=args.duration,
         max_points=args.max_points,
         seed=args.seed,
-        noise=NoiseConfig(args.noise, args.noise_kind, args.max_sleep_us),
+        noise=NoiseConfig(args.noise, args.noise_kind, args.max_sleep_us, args.noise_policy),
         stop_on_first=not args.keep_going,
         drain_timeout=args.drain_timeout,
         stop_timeout=args.stop_timeout,

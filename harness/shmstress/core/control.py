@@ -32,7 +32,8 @@ W_PID = 0
 W_STATE = 1
 W_POINTS = 2
 W_LAST_SEQ = 3
-W_STRIDE = 4
+W_FIRST_NS = 4  # monotonic ns when the worker finished its first step (0: not yet)
+W_STRIDE = 5
 
 # per-violation slots
 V_INVARIANT = 0

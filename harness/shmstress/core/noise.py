@@ -14,6 +14,12 @@ import time
 from dataclasses import dataclass
 
 NOISE_KINDS = ("yield", "sleep")
+UNIFORM = "uniform"
+AIMED = "aimed"
+NOISE_POLICIES = (UNIFORM, AIMED)
+"""``uniform``: every point draws from the worker's RNG with ``probability``. ``aimed``
+(free mode only, ``shmstress.free.aim``): only the locations of near-miss pairs get delays,
+drawn from an RNG of their own, at a rate derived from ``probability`` (``AimParams``)."""
 
 
 @dataclass(frozen=True)
@@ -23,6 +29,14 @@ class NoiseConfig:
     probability: float = 0.0
     kinds: tuple[str, ...] = NOISE_KINDS
     max_sleep_us: float = 100.0
+    policy: str = UNIFORM
+
+    @property
+    def draws_from_worker_rng(self) -> bool:
+        """Whether the gate consumes the worker's own RNG, which the roles draw from too: a
+        replay must then repeat the draws. Aimed noise draws from an RNG of its own, so the
+        roles' draws do not depend on where delays landed and there is nothing to repeat."""
+        return self.probability > 0 and self.policy == UNIFORM
 
     def validate(self) -> list[str]:
         problems = []
@@ -35,6 +49,10 @@ class NoiseConfig:
             )
         if not (self.max_sleep_us >= 0 and math.isfinite(self.max_sleep_us)):
             problems.append(f"--max-sleep-us must be a finite number >= 0, got {self.max_sleep_us}")
+        if self.policy not in NOISE_POLICIES:
+            problems.append(
+                f"--noise-policy must be one of {', '.join(NOISE_POLICIES)}, got {self.policy}"
+            )
         return problems
 
 
@@ -59,3 +77,17 @@ class NoiseGate:
                     time.sleep(pause)
             elif self._act:
                 os.sched_yield()
+
+
+@dataclass(frozen=True)
+class AimStats:
+    """What the aimed noise of one run did (``shmstress.free.aim``), read after the run."""
+
+    targeted_locations: int
+    targeted_pairs: int
+    delays: int
+    productive_delays: int
+    pairs: tuple[tuple[int, int], ...] = ()  # (earlier, later) location codes: to save later
+    locations: tuple[tuple[int, int, int], ...] = ()
+    """(location code, delays, productive delays) per targeted location: what a run learnt,
+    in the form a later run could start from (codes are CRC-32s of labels, stable)."""

@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 
 from shmstress.core.config import RunConfig
 from shmstress.core.exit_reason import ExitCode, ExitReason
+from shmstress.core.noise import AimStats
 from shmstress.core.trace import Recording
 from shmstress.core.workers import WorkerInfo
 
@@ -67,6 +68,23 @@ class RunResult:
     forced_pids: tuple[int, ...] = ()
     recording: Recording | None = None
     phase_changes: tuple[int, ...] = ()  # points handed out when DRAIN, then STOP, began
+    startup_s: float | None = None
+    """Run start until every worker was past its first step: the start-up transient, whose
+    races (workers starting one after another) say little about the code at steady state.
+    None: some worker never got there."""
+    coverage: int | None = None
+    """Interleaving coverage: distinct (location, location) pairs two workers took in that
+    order on one object, over the recorded points (``shmstress.plugin.coverage``)."""
+    aim: AimStats | None = None  # what aimed noise did (None: another policy)
+
+    @property
+    def first_after_startup_s(self) -> float | None:
+        """Time to the first violation from the end of the start-up transient (0: found during
+        it); None without an online violation or a known start-up."""
+        first = self.principal_violation
+        if first is None or first.elapsed_s is None or self.startup_s is None:
+            return None
+        return max(0.0, first.elapsed_s - self.startup_s)
 
     @property
     def points_per_s(self) -> float:

@@ -65,6 +65,7 @@ class Runtime:
         self.acquire_gate: AcquireGate | None = None
         self.sink: PointSink | None = None
         self.log_sink: LogSink | None = None
+        self.observer: PointSink | None = None  # free mode's aimed noise: sees every point
         self.last_seq = -1
         self.points = 0
         self._invariant_index = {name: i for i, name in enumerate(invariant_names)}
@@ -88,8 +89,10 @@ class Runtime:
         self.end_step()
         self.worker_id = worker_id
         self.rng = worker_rng(seed, worker_id)
-        self.gate = NoiseGate(noise, self.rng) if noise and noise.probability else _NoGate()
+        self.gate = NoiseGate(noise, self.rng) if noise and noise.draws_from_worker_rng else (
+            _NoGate())
         self.acquire_gate = None
+        self.observer = None
         if alone and self._step_lock is None:
             self._step_lock = self.control.step_lock
             util.Finalize(self, self.end_step, exitpriority=100)  # an exiting worker lets go
@@ -151,6 +154,8 @@ class Runtime:
         self.points += 1
         if self.sink is not None:
             self.sink(seq, self.worker_id, label, fields)
+        if self.observer is not None:
+            self.observer(seq, self.worker_id, label, fields)
         return seq
 
     def point(self, label: str, **fields: object) -> int:

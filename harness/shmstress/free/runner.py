@@ -21,20 +21,33 @@ from multiprocessing.connection import Connection, wait
 from multiprocessing.process import BaseProcess
 
 from shmstress.core.config import RunConfig
-from shmstress.core.control import FORK, W_PID, W_POINTS, W_STATE, ControlBlock, Phase, WorkerState
+from shmstress.core.control import (
+    FORK,
+    W_FIRST_NS,
+    W_PID,
+    W_POINTS,
+    W_STATE,
+    ControlBlock,
+    Phase,
+    WorkerState,
+)
 from shmstress.core.crash import CrashReport
 from shmstress.core.exit_reason import ExitReason
+from shmstress.core.noise import AIMED
 from shmstress.core.processes import dump_stacks, process_state, reap
 from shmstress.core.result import RunResult
 from shmstress.core.shm import Arena, sweep_stale_segments
 from shmstress.core.signals import InterruptFlag, interruptible, shielded
 from shmstress.core.workers import WorkerInfo, number_workers
+from shmstress.free.aim import AimTables, Subjects
 from shmstress.free.worker import worker_main
 from shmstress.plugin import registry
 from shmstress.plugin.assembly import Assembly, assemble, teardown
+from shmstress.plugin.coverage import interleaving_coverage
 from shmstress.plugin.probe import probe
 from shmstress.plugin.resolve import resolve
 from shmstress.plugin.violations import at_rest_violations, recorded_violations
+from shmstress.plugin.wording import wording_of
 from shmstress.record.recorder import Recorder
 
 _POLL_S = 0.005
@@ -48,6 +61,7 @@ class _Started:
     processes: list[BaseProcess]
     reports: list[Connection]
     hung: list[str] = field(default_factory=list)  # each hung worker, with its stack
+    aim: tuple[AimTables, Subjects] | None = None  # aimed noise's tables, for the workers
 
 
 def run(config: RunConfig, progress: ProgressFn | None = None) -> RunResult:
@@ -62,6 +76,7 @@ def run(config: RunConfig, progress: ProgressFn | None = None) -> RunResult:
     arena = Arena()
     started = _Started([], [])
     recorder: Recorder | None = None
+    words = wording_of(tracker_cls, config.params).words
     with interruptible() as interrupt:
         try:
             if config.record:
@@ -73,9 +88,13 @@ def run(config: RunConfig, progress: ProgressFn | None = None) -> RunResult:
             if recorder is not None:
                 built.runtime.sink = recorder.record
                 built.runtime.log_sink = recorder.log
+            aim = None
+            if config.noise.policy == AIMED and config.noise.probability > 0:
+                aim = AimTables.allocate(arena)
             arena.freeze()
             control = built.control
             try:
+                started.aim = (aim, words.subjects) if aim else None
                 _start(config, built, started)
                 reason, drain_timed_out = _watch(
                     config, built, started, t0, progress, interrupt
@@ -87,8 +106,12 @@ def run(config: RunConfig, progress: ProgressFn | None = None) -> RunResult:
                 forced = reap(started.processes, grace=0.5 if reason.exit_code else 2.0)
             elapsed = time.monotonic() - t0
             result = _result(config, built, started, reason, drain_timed_out, forced, elapsed)
+            if aim is not None:
+                result = replace(result, aim=aim.stats())
             if recorder is not None:
-                result = replace(result, recording=recorder.collect(result.points))
+                recording = recorder.collect(result.points)
+                result = replace(result, recording=recording,
+                                 coverage=interleaving_coverage(recording, words))
             teardown(built)
             return result
         finally:
@@ -117,7 +140,7 @@ def _start(config: RunConfig, built: Assembly, started: _Started) -> None:
         process = FORK.Process(
             target=worker_main,
             name=f"shmstress-{info.role}-{info.index + 1}",
-            args=(me, built, info, config.seed, config.noise, send),
+            args=(me, built, info, config.seed, config.noise, send, started.aim),
             daemon=True,
         )
         process.start()
@@ -290,9 +313,12 @@ def _result(
         reason = ExitReason.VIOLATION  # an exception the code under test raised: a failure
     elif crashes and reason in (ExitReason.DURATION_REACHED, ExitReason.POINTS_REACHED):
         reason = ExitReason.WORKER_CRASHED
+    firsts = [control.worker_slot(w.worker_id, W_FIRST_NS) for w in workers]
+    startup = (max(firsts) - control.t0_ns) / 1e9 if firsts and all(firsts) else None
     return RunResult(
         config=config,
         exit_reason=reason,
+        startup_s=startup,
         violations=tuple(violations),
         violation_count=count,
         elapsed_s=elapsed,

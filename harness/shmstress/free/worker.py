@@ -7,12 +7,20 @@ import sys
 import time
 from multiprocessing.connection import Connection
 
-from shmstress.core.control import W_PID, W_POINTS, W_STATE, W_STRIDE, WorkerState
+from shmstress.core.control import (
+    W_FIRST_NS,
+    W_PID,
+    W_POINTS,
+    W_STATE,
+    W_STRIDE,
+    WorkerState,
+)
 from shmstress.core.crash import CrashReport
 from shmstress.core.noise import NoiseConfig
 from shmstress.core.processes import become_worker
 from shmstress.core.runtime import StopRun
 from shmstress.core.workers import WorkerInfo
+from shmstress.free.aim import AimedGate, AimTables, Subjects
 from shmstress.plugin.assembly import Assembly
 
 
@@ -23,11 +31,20 @@ def worker_main(
     seed: int,
     noise: NoiseConfig,
     report: Connection,
+    aim: tuple[AimTables, Subjects] | None = None,
 ) -> None:
+    """``aim``: the aimed-noise tables and the tracker's ``subjects``, when the policy is
+    aimed; the worker's gate then delays at near-miss locations only."""
     become_worker(coordinator_pid)
     runtime = built.runtime
     control = runtime.control
     runtime.attach(info.worker_id, seed, noise, alone=True)
+    if aim is not None and noise.probability > 0:
+        tables, subjects = aim
+        gate = AimedGate(tables, noise, subjects, seed, info.worker_id, control.control.mv)
+        runtime.gate = gate
+        runtime.acquire_gate = gate
+        runtime.observer = gate.observe
     me = info.worker_id
     control.set_worker_slot(me, W_PID, os.getpid())
     control.set_worker_slot(me, W_STATE, WorkerState.RUNNING)
@@ -40,8 +57,15 @@ def worker_main(
     try:
         step = built.role(built.tracker, info).step
         phase = built.phases(info.role)
-        while step(phase(phase_cell[1])):  # control.PHASE
-            progress[at] = runtime.points
+        # The end of the start-up transient is when every worker is past its first step:
+        # time to first violation is also reported from there (a race between workers
+        # that start one after another is not what a stress run is for).
+        going = step(phase(phase_cell[1]))  # control.PHASE
+        control.set_worker_slot(me, W_FIRST_NS, time.monotonic_ns())
+        progress[at] = runtime.points
+        if going:
+            while step(phase(phase_cell[1])):
+                progress[at] = runtime.points
     except StopRun:
         state = WorkerState.ABORTED
     except BaseException as exc:  # the code under test raised: a failure, not our breakage

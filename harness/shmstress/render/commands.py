@@ -32,6 +32,8 @@ def run_command(config: RunConfig, free: bool = True) -> str:
             args += ["--noise-kind", ",".join(config.noise.kinds)]
         if config.noise.max_sleep_us != default_noise.max_sleep_us:
             args += ["--max-sleep-us", f"{config.noise.max_sleep_us:g}"]
+        if config.noise.policy != default_noise.policy:
+            args += ["--noise-policy", config.noise.policy]
     if config.checks is not None:
         for invariant in config.checks:
             args += ["--check", invariant]

@@ -20,11 +20,23 @@ def render_summary(result: RunResult) -> str:
     params = ", ".join(f"{k}={v}" for k, v in config.params.items())
     lines = [
         f"shmstress run: tracker {config.tracker}, variant {config.variant}, seed {config.seed}",
-        f"  workers: {_setup(counts, params)}; noise p={config.noise.probability:g}",
+        f"  workers: {_setup(counts, params)}; noise p={config.noise.probability:g}"
+        + (f" ({config.noise.policy})" if config.noise.probability else ""),
         f"  exit reason: {result.exit_reason.value} ({result.exit_reason.describe()})",
         f"  points: {result.points:,} in {result.elapsed_s:.2f} s "
         f"({result.points_per_s:,.0f} points/s)",
     ]
+    if result.startup_s is not None:
+        lines.append(f"  start-up: every worker past its first step after {result.startup_s:.3f} s")
+    if result.coverage is not None:
+        lines.append(f"  interleaving coverage: {result.coverage} conflicting location pairs "
+                     "(two workers, one object, each order counted)")
+    aim = result.aim
+    if aim is not None:
+        lines.append(
+            f"  aimed noise: targeted {aim.targeted_pairs} near-miss pairs at "
+            f"{aim.targeted_locations} locations; {aim.delays:,} delays, "
+            f"{aim.productive_delays:,} of them let another worker in")
     if result.drain_timed_out:
         lines.append("  note: the run did not settle within the drain timeout before the stop")
     for crash in result.crashes:
@@ -37,8 +49,11 @@ def render_summary(result: RunResult) -> str:
             + (f" (first {shown} kept)" if shown < result.violation_count else "")
         )
         if first is not None and first.elapsed_s is not None:
+            after = result.first_after_startup_s
+            since = "" if after is None else (
+                f" ({after:.3f} s after start-up)" if after > 0 else " (during start-up)")
             lines.append(
-                f"  first violation after {first.elapsed_s:.3f} s, at point {first.seq:,}"
+                f"  first violation after {first.elapsed_s:.3f} s{since}, at point {first.seq:,}"
             )
         for violation in result.violations[:10]:
             where = " at rest" if violation.at_rest else (

@@ -26,7 +26,7 @@ from shmstress.controlled.strategies.base import StrategySpec
 from shmstress.core.config import RunConfig
 from shmstress.core.errors import BundleError
 from shmstress.core.files import write_text_atomically, write_text_new
-from shmstress.core.noise import NoiseConfig
+from shmstress.core.noise import UNIFORM, NoiseConfig
 from shmstress.core.provenance import Provenance, current_provenance, package_version
 from shmstress.core.result import RunResult, Violation, differences, principal
 from shmstress.core.trace import Step
@@ -123,8 +123,9 @@ class Bundle:
 
     @property
     def replays_noise_draws(self) -> bool:
-        """A free run's workers drew from their RNGs for noise: a replay must draw alike."""
-        return self.noise.probability > 0
+        """A free run's workers drew from their RNGs for noise: a replay must draw alike
+        (aimed noise draws from an RNG of its own: nothing to repeat)."""
+        return self.noise.draws_from_worker_rng
 
     @property
     def workers(self) -> int:
@@ -250,6 +251,7 @@ def to_json(bundle: Bundle) -> dict[str, object]:
                 probability=bundle.noise.probability,
                 kinds=list(bundle.noise.kinds),
                 max_sleep_us=bundle.noise.max_sleep_us,
+                policy=bundle.noise.policy if bundle.noise.policy != UNIFORM else UNSET,
             ),
         ),
         seed=bundle.seed,
@@ -329,7 +331,8 @@ def from_json(data: object) -> Bundle:
             at_rest=violation.at_rest,
         ),
         noise=NoiseConfig(
-            config.noise.probability, tuple(config.noise.kinds), config.noise.max_sleep_us
+            config.noise.probability, tuple(config.noise.kinds), config.noise.max_sleep_us,
+            UNIFORM if isinstance(config.noise.policy, UnsetType) else config.noise.policy,
         ),
         execution=doc.execution,
         preemptions=doc.preemptions,

@@ -28,6 +28,8 @@ class NoiseDoc(msgspec.Struct, kw_only=True):
     probability: float
     kinds: list[str]
     max_sleep_us: float
+    policy: str | msgspec.UnsetType = msgspec.UNSET  # absent: uniform (as every bundle was
+    # before aimed noise), and left out when uniform, so such a bundle reads byte for byte
 
 
 class ConfigDoc(msgspec.Struct, kw_only=True):

@@ -94,6 +94,8 @@ class Config(msgspec.Struct, kw_only=True, frozen=True):
     params: dict[str, int] = {}
     """The tracker's parameters, every one the run resolved (defaults included)."""
     noise: NonNegative
+    noise_policy: str | None = None
+    """Free mode's noise policy (uniform, aimed); absent from records before it existed."""
     mode: str | None = None
     strategy: str
     duration: float | None = None
@@ -132,6 +134,15 @@ class Record(msgspec.Struct, Generic[C], kw_only=True, frozen=True):
     exit_reason: str | None = None
     time_to_violation_s: NonNegative | None = None
     points_to_violation: int | None = None
+    time_to_violation_after_startup_s: NonNegative | None = None
+    """From the end of the start-up transient (every worker past its first step); 0: the
+    violation came during it. A run's start-up flatters a time from run start."""
+    startup_s: NonNegative | None = None
+    interleaving_coverage: Count | None = None
+    """Distinct conflicting (location, location) pairs two workers took in that order on
+    one object: how much of the races a run exercised, clean or not."""
+    targeted_pairs: Count | None = None
+    """Near-miss pairs aimed noise delayed at (absent under another policy)."""
     points: int | None = None
     points_per_s: float | None = None
     elapsed_s: float | None = None
