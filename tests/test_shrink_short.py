@@ -48,7 +48,7 @@ def _assert_replays(report: ShrinkReport, invariant: str) -> None:
     assert replayed.outcome.violations[0].invariant == invariant
 
 
-@pytest.mark.parametrize(("variant", "budget"), [("gather-unchecked", 1500),
+@pytest.mark.parametrize(("variant", "budget"), [("gather-unchecked", 3000),
                                                   ("events-unordered", 3000)])
 def test_a_free_failure_of_the_seed_race_shrinks_to_tens_of_steps(variant: str,
                                                                   budget: int) -> None:
