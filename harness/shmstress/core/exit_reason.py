@@ -39,8 +39,9 @@ _MEANINGS = {
     ExitCode.NOT_REPRODUCED: ("a replay diverged, or did not reproduce its violation",
                               "the bundle no longer stands for the failure: rerun with the "
                               "seed, or check for nondeterminism"),
-    ExitCode.BROKEN: ("the run itself broke: a worker crashed or hung, or a campaign did "
-                      "not finish its grid (a host lost, a full disk)",
+    ExitCode.BROKEN: ("the run itself broke: a worker died without raising (a signal, "
+                      "os._exit) or hung, or a campaign did not finish its grid (a host "
+                      "lost, a full disk); an exception the code raises is a failure, 1",
                       "fail the job as an infrastructure error; the stacks are in the run's "
                       "log in --out; a campaign goes on with --resume"),
     ExitCode.INTERRUPTED: ("interrupted by Ctrl-C or SIGTERM; workers and segments torn down",
@@ -78,7 +79,7 @@ _DESCRIPTIONS = {
     ExitReason.DURATION_REACHED: "ran for the requested duration, settled, and checked at rest",
     ExitReason.POINTS_REACHED: "reached the requested points, settled, and checked at rest",
     ExitReason.VIOLATION: "stopped at the first invariant violation",
-    ExitReason.WORKER_CRASHED: "a worker process crashed",
+    ExitReason.WORKER_CRASHED: "a worker process died without raising (a signal, os._exit)",
     ExitReason.TIMEOUT: "a worker hung (no progress within --hang-timeout) or did not stop "
                         "in time; stacks dumped, workers killed",
     ExitReason.INTERRUPTED: "Ctrl-C or SIGTERM; workers torn down",
