@@ -5,8 +5,10 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable, Iterable
+from pathlib import Path
 
 import psutil
+import pytest
 
 from shmstress.analysis.failure import analyse
 from shmstress.analysis.story import Explanation
@@ -76,3 +78,19 @@ def explain(result: RunResult, violation: Violation | None = None) -> Explanatio
 def render_snippet(result: RunResult) -> str:
     """The log snippet of ``result``'s principal violation, as a failing run prints it."""
     return failure_report(result).snippet or ""
+
+
+def bundles_into(pytester: pytest.Pytester, out_dir: Path) -> None:
+    """A conftest that points ``$SHMSTRESS_OUT`` at ``out_dir`` from a session fixture: set
+    after the plugin configured itself, as tests/conftest.py does."""
+    pytester.makeconftest(
+        f"""
+        import pytest
+
+        @pytest.fixture(autouse=True, scope="session")
+        def shmstress_out():
+            with pytest.MonkeyPatch.context() as patch:
+                patch.setenv("SHMSTRESS_OUT", {str(out_dir)!r})
+                yield
+        """
+    )

@@ -15,6 +15,7 @@ import pytest
 from shmstress.cli.main import main
 from shmstress.render.logfilter import parse_events
 from shmstress.render.logview import log_header
+from tests.helpers import bundles_into
 
 pytest_plugins = ["pytester"]
 
@@ -103,17 +104,7 @@ def test_a_stress_seed_rerun_keeps_the_bundle_of_the_failure_it_reruns(
     pytester: pytest.Pytester,
 ) -> None:
     out_dir = pytester.path / "bundles-here"
-    pytester.makeconftest(
-        f"""
-        import pytest
-
-        @pytest.fixture(autouse=True, scope="session")
-        def shmstress_out():
-            with pytest.MonkeyPatch.context() as patch:
-                patch.setenv("SHMSTRESS_OUT", {str(out_dir)!r})
-                yield
-        """
-    )
+    bundles_into(pytester, out_dir)
     pytester.makepyfile(
         test_racy=f"""
         import pytest

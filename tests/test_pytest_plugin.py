@@ -9,6 +9,8 @@ from pathlib import Path
 
 import pytest
 
+from tests.helpers import bundles_into
+
 pytest_plugins = ["pytester"]
 
 RACY_BUDGET_S = 15  # racy variants are caught far within this (see test_stress.py)
@@ -98,18 +100,7 @@ def test_without_a_report_a_failure_writes_its_bundle_into_shmstress_out(
     pytester: pytest.Pytester,
 ) -> None:
     out_dir = pytester.path / "bundles-here"
-    # Set by a fixture, after the plugin configured itself, as tests/conftest.py does.
-    pytester.makeconftest(
-        f"""
-        import pytest
-
-        @pytest.fixture(autouse=True, scope="session")
-        def shmstress_out():
-            with pytest.MonkeyPatch.context() as patch:
-                patch.setenv("SHMSTRESS_OUT", {str(out_dir)!r})
-                yield
-        """
-    )
+    bundles_into(pytester, out_dir)
     pytester.makepyfile(
         test_racy=f"""
         import pytest
