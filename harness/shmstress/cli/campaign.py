@@ -35,7 +35,7 @@ from shmstress.campaign.runner import (
     save_spec,
 )
 from shmstress.cli.args import key_value, no_repeats, split_list, with_examples
-from shmstress.cli.run import DEFAULT_TRACKER
+from shmstress.cli.run import DEFAULT_TRACKER, add_database_option, learning_from_args
 from shmstress.core.errors import ConfigError
 from shmstress.core.exit_reason import ExitCode, ExitReason
 from shmstress.core.files import require_writable
@@ -190,7 +190,8 @@ def _cmd_campaign(args: argparse.Namespace) -> int:
             raise ConfigError("--resume is for local campaigns; rerun a distributed one instead")
         return _distributed(prepare(spec), out_dir, args.tx)
     summary = run_campaign(
-        spec, out_dir, progress_enabled=not args.quiet, heartbeat_s=args.heartbeat
+        spec, out_dir, progress_enabled=not args.quiet, heartbeat_s=args.heartbeat,
+        learning=learning_from_args(args),
     )
     return _report_summary(summary, out_dir)
 
@@ -319,6 +320,7 @@ def register(sub: Any) -> None:
     campaign.add_argument("--out", type=Path, default=DEFAULT_OUT, metavar="DIR",
                           help=f"campaign directory: campaign.json + results.jsonl "
                           f"(default {DEFAULT_OUT}; reuse it across nights to keep history)")
+    add_database_option(campaign)
     campaign.add_argument("--resume", action="store_true",
                           help="finish the campaign last started in --out (same grid and seeds)")
     grid = campaign.add_argument_group(

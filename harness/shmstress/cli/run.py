@@ -87,7 +87,8 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
 
 
 FREE_ONLY = ("--duration", "--noise", "--noise-kind", "--max-sleep-us", "--noise-policy",
-             "--database", "--keep-going", "--max-violations", "--tape-size", "--drain-timeout", "--hang-timeout")
+             "--database", "--keep-going", "--max-violations", "--tape-size", "--drain-timeout",
+             "--hang-timeout")
 """Options of free mode: a controlled run has no noise, no duration and stops at the first
 failing execution."""
 CONTROLLED_ONLY = ("--strategy", "--depth", "--spin", "--bound", "--executions", "--max-steps",
@@ -218,7 +219,7 @@ def _add_controlled_options(parser: argparse.ArgumentParser) -> None:
                         f"({out}; ${OUT_ENV} changes the default)")
 
 
-def add_database_option(group: argparse._ArgumentGroup) -> None:
+def add_database_option(group: argparse._ActionsContainer) -> None:
     """``--database DIR``: where aimed noise's learning is kept (one option for every
     command that runs free mode, named as the pytest plugin's ``--stress-database``)."""
     group.add_argument("--database", metavar="DIR", default=DEFAULT_DIRECTORY,
