@@ -384,7 +384,7 @@ def test_campaign_help_documents_every_option(capsys: pytest.CaptureFixture[str]
     text = capsys.readouterr().out
     for option in ("--out", "--resume", "--variant", "--workers", "--noise", "--strategy",
                    "--trials", "--duration", "--executions", "--expect-clean", "--tx",
-                   "--heartbeat"):
+                   "--heartbeat", "--database"):
         assert option in text
 
 
