@@ -14,6 +14,8 @@ from pathlib import Path
 
 import pytest
 
+from shmstress.campaign.grid import GridSpec
+from shmstress.campaign.runner import run_campaign
 from shmstress.cli.main import main
 from shmstress.core.config import RunConfig
 from shmstress.core.noise import AIMED, NoiseConfig
@@ -22,6 +24,7 @@ from shmstress.free.aim import AimedGate, AimParams, AimTables, Learnt
 from shmstress.free.learning import Learning, learning_key
 from shmstress.free.runner import run
 from shmstress.render.summary import render_summary
+from shmstress.reports.schema import decode
 
 SMALL = AimParams(object_slots=64, location_slots=64, pair_slots=64)
 CONFIG = RunConfig(tracker="dra", variant="original", seed=4, duration=10, max_points=3000,
@@ -138,3 +141,19 @@ def test_the_command_line_keeps_learning_in_the_database_unless_told_none(
     capsys.readouterr()
     assert main(["run", "--mode", "controlled", "--database", "x"]) == 2
     assert "--database" in capsys.readouterr().err
+
+
+def test_an_aimed_campaign_names_its_policy_and_each_trial_starts_from_the_last(
+    tmp_path: Path,
+) -> None:
+    spec = GridSpec(campaign="2026-11-25T02:00:00Z-lrn", seed=3, variants=("fixed",),
+                    workers=({"binder": 2, "informer": 1, "gatherer": 1},), noises=(0.3,),
+                    strategies=("free",), trials=2, duration=0.3, noise_policy=AIMED)
+    learning = Learning(tmp_path / "db")
+    summary = run_campaign(spec, tmp_path / "c", progress_enabled=False, learning=learning)
+    first, second = (decode(json.loads(line)) for line in
+                     summary.results.read_text(encoding="utf-8").splitlines())
+    assert first.config_key == second.config_key and first.config_key.endswith(" p=0.3 aimed")
+    assert first.config.noise_policy == AIMED
+    assert first.learnt_pairs == 0 and first.targeted_pairs
+    assert second.learnt_pairs == first.targeted_pairs  # the second trial started from the first
