@@ -14,6 +14,7 @@ from pathlib import Path
 
 import pytest
 
+from shmstress.bench.learning import PHASES, render_learning_bench, run_learning_bench
 from shmstress.campaign.grid import GridSpec
 from shmstress.campaign.runner import run_campaign
 from shmstress.cli.main import main
@@ -157,3 +158,15 @@ def test_an_aimed_campaign_names_its_policy_and_each_trial_starts_from_the_last(
     assert first.config.noise_policy == AIMED
     assert first.learnt_pairs == 0 and first.targeted_pairs
     assert second.learnt_pairs == first.targeted_pairs  # the second trial started from the first
+
+
+def test_the_bench_section_runs_first_second_and_after_delete() -> None:
+    logged: list[str] = []
+    (bench,) = run_learning_bench(("gather-unchecked",), trials=1, budget_s=5.0, noise=0.3,
+                                  seed=1, log=logged.append)
+    first, second, after = bench.phases
+    assert [p.name for p in bench.phases] == list(PHASES) and logged
+    assert first.learnt_pairs == (0,) and second.learnt_pairs[0] > 0
+    assert after.learnt_pairs == (0,)  # the delete restored a fresh start
+    text = "\n".join(render_learning_bench([bench]))
+    assert "second run" in text and "speed-up of the second run over the first" in text
