@@ -118,11 +118,12 @@ def _problem(data: object, key: Mapping[str, Any]) -> str | None:
     return None
 
 
-def _ints(row: object, n: int) -> tuple[int, ...]:
+def _ints(row: object, n: int) -> list[int]:
+    """A row of the file: ``n`` ints in the tables' range (codes, counts, keys < 2^62)."""
     if not isinstance(row, list) or len(row) != n or not all(
             type(v) is int and 0 <= v < 1 << 62 for v in row):
         raise ValueError(f"expected {n} non-negative ints, got {row!r}")
-    return tuple(row)
+    return row
 
 
 def _learnt(data: Mapping[str, Any]) -> Learnt:
@@ -131,6 +132,6 @@ def _learnt(data: Mapping[str, Any]) -> Learnt:
     if not isinstance(targets, list) or not isinstance(pairs, list):
         raise ValueError("targets and pairs must be lists")
     return Learnt(
-        targets=tuple(_ints(row, 4) for row in targets),  # type: ignore[misc]
-        pairs=tuple(_ints(row, 2) for row in pairs),  # type: ignore[misc]
+        targets=tuple((c, t, h, w) for c, t, h, w in (_ints(row, 4) for row in targets)),
+        pairs=tuple((a, b) for a, b in (_ints(row, 2) for row in pairs)),
     )
