@@ -648,7 +648,7 @@ def test_index_html_is_well_formed_and_self_contained(fixture_report: tuple[Any,
     assert "link" not in page.tags
     assert "http://" not in page_text
     assert "https://" not in page_text
-    assert len(page.images) == 3
+    assert len(page.images) == len(summary.plots) == 4
     for image in page.images:
         src = image.get("src")
         assert src
