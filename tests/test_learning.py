@@ -22,7 +22,7 @@ from shmstress.core.config import RunConfig
 from shmstress.core.noise import AIMED, NoiseConfig
 from shmstress.core.shm import Arena
 from shmstress.free.aim import AimedGate, AimParams, AimTables, Learnt
-from shmstress.free.learning import Learning, learning_key
+from shmstress.free.learning import REMEMBERED_DELAYS, Learning, learning_key
 from shmstress.free.runner import run
 from shmstress.render.summary import render_summary
 from shmstress.reports.schema import decode
@@ -70,6 +70,11 @@ def test_saved_tables_load_into_the_next_run_as_they_were(tmp_path: Path) -> Non
         # preloaded: targeted and counted as learnt, but none of its delays is this run's
         assert (stats.targeted_pairs, stats.learnt_pairs) == (len(learnt.pairs),) * 2
         assert (stats.delays, stats.productive_delays) == (0, 0)
+    # a long history is kept as its yield over the last REMEMBERED_DELAYS delays
+    many = Learnt(targets=((7, 40 * REMEMBERED_DELAYS, 10 * REMEMBERED_DELAYS, 1),))
+    assert learning.save(CONFIG, many) is None
+    assert learning.load(CONFIG).learnt.targets == ((7, REMEMBERED_DELAYS,
+                                                     REMEMBERED_DELAYS // 4, 1),)
     # another configuration (another worker count) learns on its own
     other = replace(CONFIG, counts={"binder": 3})
     assert learning.file(other) != learning.file(CONFIG)

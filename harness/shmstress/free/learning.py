@@ -37,6 +37,10 @@ from shmstress.free.aim import Learnt
 FORMAT = "shmstress-learning"
 VERSION = 1
 SUBDIRECTORY = "learning"
+REMEMBERED_DELAYS = 256
+"""A location's delays are saved scaled down to at most this many, productive ones in
+proportion: its yield is kept, but a nightly database does not pile up so much evidence
+that a location silenced long ago (or kept up) would take thousands of delays to turn."""
 
 
 def learning_key(config: RunConfig) -> dict[str, Any]:
@@ -97,7 +101,7 @@ class Learning:
             "version": VERSION,
             "key": learning_key(config),
             "saved_at": datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds"),
-            "targets": [list(t) for t in learnt.targets],
+            "targets": [list(_recent(t)) for t in learnt.targets],
             "pairs": [list(p) for p in learnt.pairs],
         }
         try:
@@ -106,6 +110,13 @@ class Learning:
         except (OSError, ArtifactError) as exc:
             return f"not saved ({exc})"
         return None
+
+
+def _recent(target: tuple[int, int, int, int]) -> tuple[int, int, int, int]:
+    code, tries, hits, worker = target
+    if tries <= REMEMBERED_DELAYS:
+        return target
+    return code, REMEMBERED_DELAYS, round(min(hits, tries) * REMEMBERED_DELAYS / tries), worker
 
 
 def _problem(data: object, key: Mapping[str, Any]) -> str | None:
