@@ -217,6 +217,7 @@ def plain_swimlane(outcome: PlainOutcome, story: PlainStory, title: str) -> Swim
         racing.update((update.read_step, update.other_step, update.write_step))
     for notify in story.lost_notifies:
         racing.update((notify.notify_step, notify.wait_step))
+    racing.update(story.enabling.steps)
     failure = outcome.failure
     last_own = max((i for i in story.shown if failure is not None
                     and steps[i].worker == failure.worker), default=-1)
