@@ -17,10 +17,12 @@ read or wrote (no pattern names a shape), by walking back from the failure:
   same line: a loop re-checking a flag goes on with the fresh value).
 
 The walk looks at the failing process, then (one level further) at the writers
-it read from, for their stale reads: a lost update that corrupted what the
-failing process read is found there. It is bounded (a process's last
-``LOOK_BACK`` data steps, a few links of each kind) so that the explanation
-stays a few lines. Data only; ``render.plain_report`` words it.
+it read from: their stale reads (a lost update that corrupted what the failing
+process read is found there) and, for a write computed from a read of the same
+object, the write that read saw. A write by the process that started the
+reader, made before it started it, is the reader's set-up, not a race. The
+walk is bounded (a process's last ``LOOK_BACK`` data steps, a few links of each
+kind) so that the explanation stays a few lines. Data only; ``render.plain_report`` words it.
 """
 
 from __future__ import annotations
@@ -34,7 +36,8 @@ LOOK_BACK = 8
 back is business it had finished."""
 
 MAX_LINKS = 3
-"""At most this many links of each kind: the latest ones, nearest the failure."""
+"""At most this many links of each kind from the failing process (the latest, nearest the
+failure), and one further link from each of their writers."""
 
 
 @dataclass(frozen=True)
@@ -114,6 +117,16 @@ class _Trace:
     def __init__(self, steps: tuple[PlainStep, ...]) -> None:
         self.steps = steps
         self.accesses = _accesses(steps)
+        self.started: dict[int, tuple[int, int]] = {}  # slot -> (its start step, its parent)
+        for index, step in enumerate(steps):
+            if step.label.startswith("start ") and isinstance(step.value, int):
+                self.started[step.value] = (index, step.worker)
+
+    def set_up(self, write: int, reader: int) -> bool:
+        """Was ``write`` made by ``reader``'s parent before it started ``reader``? Then it is
+        the value the reader was started with, ordered before it by the start: no race."""
+        start, parent = self.started.get(reader, (-1, -1))
+        return write < start and self.steps[write].worker == parent
 
     def last_write(self, what: str, before: int) -> int | None:
         for index in range(min(before, len(self.steps)) - 1, -1, -1):
@@ -171,12 +184,33 @@ class _Trace:
                 latest[what] = index
         links = []
         for what, read in latest.items():
-            write = self.last_write(what, read)
-            if write is None:
-                links.append(ReadFrom(what, worker, read, -1, -1))
-            elif self.steps[write].worker != worker:
-                links.append(ReadFrom(what, worker, read, self.steps[write].worker, write))
+            link = self.read_from(worker, what, read)
+            if link is not None:
+                links.append(link)
         return links
+
+    def read_from(self, worker: int, what: str, read: int) -> ReadFrom | None:
+        """The link of ``worker``'s read of ``what`` at ``read`` to the write it read, if that
+        write is another process's and not set-up; or to no write at all."""
+        write = self.last_write(what, read)
+        if write is None:
+            return ReadFrom(what, worker, read, -1, -1)
+        writer = self.steps[write].worker
+        if writer == worker or self.set_up(write, worker):
+            return None
+        return ReadFrom(what, worker, read, writer, write)
+
+    def read_before_write(self, link: ReadFrom) -> ReadFrom | None:
+        """The writer of ``link`` read the object it then wrote (an update computed from what
+        it read): where did that value come from?"""
+        latest = None
+        for index, how, what in self.recent(link.writer, link.write_step):
+            if how == "read" and what == link.what:
+                latest = index
+        if latest is None:
+            return None
+        found = self.read_from(link.writer, link.what, latest)
+        return found if found is not None and not found.unwritten else None
 
     def stale_reads(self, worker: int, acted: int) -> list[StaleRead]:
         """``worker``'s recent reads that another process overwrote before step ``acted``: per
@@ -197,14 +231,17 @@ def enabling(steps: tuple[PlainStep, ...], worker: int, acted: int) -> Enabling:
     if worker < 0:
         return Enabling()
     trace = _Trace(steps)
-    reads_from = trace.reads_from(worker, acted)
+    reads_from = sorted(trace.reads_from(worker, acted), key=lambda r: r.read_step)[-MAX_LINKS:]
     stale = trace.stale_reads(worker, acted)
-    for link in reads_from:  # one level further: a writer that wrote from a stale read
+    for link in list(reads_from):  # one level further: what a writer computed its write from
         if not link.unwritten:
             stale.extend(trace.stale_reads(link.writer, link.write_step))
+            update = trace.read_before_write(link)
+            if update is not None:
+                reads_from.append(update)
     unique = sorted({(s.read_step, s.write_step): s for s in stale}.values(),
                     key=lambda s: s.read_step)
     return Enabling(
-        reads_from=tuple(sorted(reads_from, key=lambda r: r.read_step)[-MAX_LINKS:]),
+        reads_from=tuple(sorted(set(reads_from), key=lambda r: r.read_step)),
         stale_reads=tuple(unique[-MAX_LINKS:]),
     )
