@@ -63,7 +63,9 @@ class LaneGap:
 
     @property
     def count(self) -> int:
-        return self.last_seq - self.first_seq + 1
+        """The steps left out, as counted per worker (a plain-code gap does not count the
+        steps no row would show: a process beginning, a check on a lock)."""
+        return sum(steps for _, steps in self.per_worker)
 
 
 Row = LaneStep | LaneGap
