@@ -95,19 +95,25 @@ class Enabling:
         return min(self.steps, default=None)
 
 
-Access = tuple[int, str, str]  # (step index, "read" | "wrote", what)
+def accessed(step: PlainStep) -> tuple[str, str] | None:
+    """(how, what) of a step that reads or writes shared data: ``("read", "counter.value")``;
+    a traced line that uses an object counts as a read of it (``"used"``). An element of
+    unknown index (``buf[]``) stands for the whole object."""
+    verb, _, what = step.what.partition(" ")
+    if verb not in ("read", "write", "use") or not what:
+        return None
+    return {"read": "read", "write": "wrote", "use": "used"}[verb], what.removesuffix("[]")
+
+
+Access = tuple[int, str, str]  # (step index, "read" | "wrote", what): a use is a read
 
 
 def _accesses(steps: tuple[PlainStep, ...]) -> list[Access | None]:
     out: list[Access | None] = []
     for index, step in enumerate(steps):
-        verb, _, what = step.what.partition(" ")
-        if verb in ("read", "use") and what:
-            out.append((index, "read", what.removesuffix("[]")))
-        elif verb == "write" and what:
-            out.append((index, "wrote", what.removesuffix("[]")))
-        else:
-            out.append(None)
+        access = accessed(step)
+        out.append(None if access is None else
+                   (index, "wrote" if access[0] == "wrote" else "read", access[1]))
     return out
 
 

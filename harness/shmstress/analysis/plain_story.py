@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from shmstress.analysis.enabling import Enabling, enabling
+from shmstress.analysis.enabling import Enabling, accessed, enabling
 from shmstress.plain.outcome import PlainEnd, PlainOutcome, PlainStep
 
 SHOWN_WHOLE = 40  # an execution with at most this many steps worth reading is shown whole
@@ -50,16 +50,6 @@ class PlainStory:
     lost_updates: tuple[LostUpdate, ...]
     lost_notifies: tuple[LostNotify, ...]
     enabling: Enabling = field(default_factory=Enabling)  # where the race starts
-
-
-def accessed(step: PlainStep) -> tuple[str, str] | None:
-    """(how, what) of a step that reads or writes shared data: ``("read", "counter.value")``;
-    a traced line that uses an object counts as a read of it (``"used"``). An element of
-    unknown index (``buf[]``) stands for the whole object."""
-    verb, _, what = step.what.partition(" ")
-    if verb not in ("read", "write", "use") or not what:
-        return None
-    return {"read": "read", "write": "wrote", "use": "used"}[verb], what.removesuffix("[]")
 
 
 def lost_updates(steps: tuple[PlainStep, ...]) -> list[LostUpdate]:

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from shmstress.analysis.plain_story import PlainStory, accessed, plain_story
+from shmstress.analysis.enabling import accessed
+from shmstress.analysis.plain_story import PlainStory, plain_story
 from shmstress.core.plurals import counted
 from shmstress.plain.outcome import PlainEnd, PlainOutcome, PlainStep
 from shmstress.plain.runner import PlainResult
