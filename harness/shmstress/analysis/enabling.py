@@ -91,8 +91,10 @@ class Enabling:
 
     @property
     def start(self) -> int | None:
-        """The earliest step a link names: where the explanation starts."""
-        return min(self.steps, default=None)
+        """The earliest step a link names, where the explanation starts; a read of what no
+        step had written is the symptom's, not a start."""
+        return min(self.steps - {link.read_step for link in self.reads_from if link.unwritten},
+                   default=None)
 
 
 def accessed(step: PlainStep) -> tuple[str, str] | None:
@@ -199,8 +201,9 @@ class _Trace:
         """The link of ``worker``'s read of ``what`` at ``read`` to the write it read, if that
         write is another process's and not set-up; or to no write at all."""
         write = self.last_write(what, read)
-        if write is None:
-            return ReadFrom(what, worker, read, -1, -1)
+        if write is None:  # a traced line that only uses an object read no value of it
+            return (ReadFrom(what, worker, read, -1, -1)
+                    if self.steps[read].label.startswith("read ") else None)
         writer = self.steps[write].worker
         if writer == worker or self.set_up(write, worker):
             return None

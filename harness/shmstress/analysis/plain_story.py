@@ -116,8 +116,9 @@ def plain_story(outcome: PlainOutcome) -> PlainStory:
     keep = set(links.steps)
     for update in updates:
         keep.update((update.read_step, update.other_step, update.write_step))
-    start = min(keep, default=0)  # a lost notify's story is the wait: shown whole
-    for notify in notifies:
+    starts = [links.start, *(update.read_step for update in updates)]
+    start = min((s for s in starts if s is not None), default=0)
+    for notify in notifies:  # kept when folding, but a lost notify's story is the wait: whole
         keep.update((notify.notify_step, notify.wait_step))
     worth = [i for i, s in enumerate(steps)
              if i >= start and not s.label.startswith(_UNINTERESTING)]

@@ -60,11 +60,10 @@ def enabling_lines(outcome: PlainOutcome, story: PlainStory) -> list[str]:
     steps = outcome.steps
     links = story.enabling
     start = links.start
-    if start is None:
-        return []
     told = {(u.read_step, u.other_step, u.write_step) for u in story.lost_updates}
-    lines = [f"the race starts at step {start}: {who(steps[start].worker)} "
-             f"{step_text(outcome, steps[start])}"]
+    lines = [] if start is None else [
+        f"the race starts at step {start}: {who(steps[start].worker)} "
+        f"{step_text(outcome, steps[start])}"]
     failure = outcome.failure
     for stale in links.stale_reads:
         if (stale.read_step, stale.write_step, stale.acted_step) in told:
