@@ -351,3 +351,19 @@ def test_a_process_spinning_on_a_flag_went_on_with_the_fresh_value() -> None:
     assert enabling(steps(3), 1, 4).stale_reads == ()
     (stale,) = enabling(steps(4), 1, 4).stale_reads
     assert (stale.read_step, stale.write_step, stale.acted_step) == (0, 1, 4)
+
+
+def test_a_value_set_before_the_reader_was_started_is_not_where_its_race_starts() -> None:
+    """main's write before it started the reader is ordered before the reader by the start;
+    another process's write is a link, and the value nobody wrote is told, not a start."""
+    steps = (PlainStep(0, "write size.value", "f.py", 1, value=4, has_value=True),
+             PlainStep(0, "start reader", "f.py", 2, value=1, has_value=True),
+             PlainStep(0, "start writer", "f.py", 2, value=2, has_value=True),
+             PlainStep(2, "write flag.value", "f.py", 7, value=1, has_value=True),
+             PlainStep(1, "read size.value", "f.py", 4, value=4, has_value=True),
+             PlainStep(1, "read flag.value", "f.py", 5, value=1, has_value=True),
+             PlainStep(1, "read rows[]", "f.py", 6, index=0, value=0, has_value=True))
+    links = enabling(steps, 1, len(steps))
+    assert [(link.what, link.write_step) for link in links.reads_from] == [
+        ("flag.value", 3), ("rows[0]", -1)]
+    assert links.start == 3
