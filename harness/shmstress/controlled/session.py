@@ -27,6 +27,7 @@ from dataclasses import dataclass
 from multiprocessing.connection import Connection
 from multiprocessing.process import BaseProcess
 from types import TracebackType
+from typing import cast
 
 import numpy as np
 import numpy.typing as npt
@@ -296,6 +297,7 @@ class Session:
     def _execute(
         self, strategy: Strategy, execution_seed: int, phases: PhasePlan, record: bool
     ) -> ExecutionOutcome:
+        checkpoint()
         channel = self.channel
         execution_seed &= SEED_MASK  # a shared int64 slot carries it to the workers
         self._arena.restore(self._snapshot)
@@ -369,9 +371,10 @@ class Session:
 
         ``follow``: the worker may have handed the step on (a script); watch whoever runs
         now. A hung worker's own stack goes into the error (``dump_stacks`` wakes a stopped
-        one first). A signal whose exception a fork swallowed is delivered here.
+        one first). A signal whose exception a fork swallowed is delivered here once the
+        wait is slow, and at the start of every execution otherwise (``checkpoint`` costs a
+        few microseconds, more than the rest of a fast wait).
         """
-        checkpoint()
         report = self.channel.report
         if report.acquire(True, _WAIT_SLICE_S):
             return
@@ -472,7 +475,9 @@ class _Scheduling:
         control = session.control.control.mv
         max_steps = min(session.spec.max_steps, self._phases.step_limit or (1 << 62))
         strategy = self._strategy
-        scripting = strategy if isinstance(strategy, Scripting) else None
+        # what isinstance(strategy, Scripting) tells, without a protocol check per execution
+        scripting = cast(Scripting | None, strategy if hasattr(strategy, "next_script")
+                         else None)
         script_log = channel.script.np
         view = _View(session)
         forced = self._phases.forced
