@@ -78,7 +78,10 @@ def draw_modulus(workers: int) -> int:
 class RandomWalk:
     def __init__(self, seed: int) -> None:
         self._rng = seeded_rng(seed, "random_walk")
-        self._draws = np.random.default_rng(self._rng.getrandbits(128))
+        # scripts draw from a generator of their own: asked step by step (plain mode), a
+        # seed gives the walk it always gave
+        self._draws = np.random.default_rng(
+            seeded_rng(seed, "random_walk.scripts").getrandbits(128))
         self._length = FIRST_SCRIPT
         self._start = 0  # first step of the previous script of this execution
         self._drawn = 0  # its length (0: no script yet in this execution)
