@@ -63,6 +63,7 @@ class ExitReason(enum.Enum):
     INTERRUPTED = "interrupted"
     # controlled mode
     DEADLOCK = "deadlock"
+    NO_PROGRESS = "no-progress"
     EXECUTIONS_DONE = "executions-done"
     STEP_BOUND = "step-bound"
     DIVERGED = "diverged"
@@ -84,6 +85,8 @@ _DESCRIPTIONS = {
                         "in time; stacks dumped, workers killed",
     ExitReason.INTERRUPTED: "Ctrl-C or SIGTERM; workers torn down",
     ExitReason.DEADLOCK: "every unfinished worker waits for a lock another one holds",
+    ExitReason.NO_PROGRESS: "an execution reached --max-steps and could not go on: every "
+                            "unfinished worker spins or waits, and nothing changes",
     ExitReason.EXECUTIONS_DONE: "ran every execution (or the whole bounded search) to the end",
     ExitReason.STEP_BOUND: "ran every execution; some reached --max-steps before finishing",
     ExitReason.DIVERGED: "the replay left the recorded schedule",
@@ -97,6 +100,7 @@ _EXIT_CODES = {
     ExitReason.TIMEOUT: ExitCode.BROKEN,
     ExitReason.INTERRUPTED: ExitCode.INTERRUPTED,
     ExitReason.DEADLOCK: ExitCode.FAILURE,
+    ExitReason.NO_PROGRESS: ExitCode.FAILURE,
     ExitReason.EXECUTIONS_DONE: ExitCode.CLEAN,
     ExitReason.STEP_BOUND: ExitCode.CLEAN,
     ExitReason.DIVERGED: ExitCode.NOT_REPRODUCED,

@@ -16,7 +16,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 
 from shmstress.controlled.execution import ExecutionEnd, ExecutionOutcome, PhasePlan
-from shmstress.controlled.runner import prepare, session_spec
+from shmstress.controlled.progress import NO_PROGRESS
+from shmstress.controlled.runner import end_reason, prepare, session_spec
 from shmstress.controlled.session import Session
 from shmstress.controlled.strategies import Replay
 from shmstress.core.exit_reason import ExitCode, ExitReason
@@ -63,7 +64,7 @@ def replay_bundle(bundle: Bundle, record: bool = True, pin: bool = True) -> Repl
     strategy = Replay(bundle.steps, bundle.execution_seed)
     strategy.new_execution()
     plan = PhasePlan(len(bundle.steps) + 1, forced=bundle.phase_changes,
-                     rest_at_end=bundle.violation.at_rest)
+                     step_limit=_probed_from(bundle), rest_at_end=bundle.violation.at_rest)
     sweep_stale_segments()
     t0 = time.monotonic()
     with interruptible(), Session(spec) as session:
@@ -72,8 +73,7 @@ def replay_bundle(bundle: Bundle, record: bool = True, pin: bool = True) -> Repl
         pids = session.pids
     verdict, detail = _verdict(bundle, outcome)
     reason = {
-        Verdict.REPRODUCED: (ExitReason.DEADLOCK if outcome.end is ExecutionEnd.DEADLOCK
-                             else ExitReason.VIOLATION),
+        Verdict.REPRODUCED: end_reason(outcome.end),
         Verdict.DIFFERENT_VIOLATION: ExitReason.DIVERGED,
         Verdict.DIVERGED: ExitReason.DIVERGED,
         Verdict.NOT_REPRODUCED: ExitReason.DIVERGED,
@@ -95,6 +95,13 @@ def replay_bundle(bundle: Bundle, record: bool = True, pin: bool = True) -> Repl
         phase_changes=outcome.phase_changes,
     )
     return ReplayReport(verdict, detail, bundle, outcome, result, tuple(strategy.deviations))
+
+
+def _probed_from(bundle: Bundle) -> int | None:
+    """A no-progress failure: the step its probe began at, where the replay probes again."""
+    if bundle.violation.invariant != NO_PROGRESS:
+        return None
+    return bundle.violation.fields.get("since")
 
 
 def _verdict(bundle: Bundle, outcome: ExecutionOutcome) -> tuple[Verdict, str]:
