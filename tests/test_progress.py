@@ -24,11 +24,19 @@ from shmstress.controlled.strategies.base import StrategySpec
 from shmstress.core.config import RunConfig
 from shmstress.core.exit_reason import ExitReason
 from shmstress.core.trace import Step
+from shmstress.plain.outcome import PlainEnd
+from shmstress.plain.runner import Exploration, explore
+from shmstress.plain.scenario import ScenarioRef
+from shmstress.plain.session import PlainSpec
+from shmstress.render.plain_report import outcome_lines
 from shmstress.repro.bundle import from_controlled
+from shmstress.repro.plain_bundle import from_json, from_outcome, to_json
+from shmstress.repro.plain_replay import replay_plain
 from shmstress.repro.replay import Verdict, replay_bundle
 from tests.helpers import render_snippet
 
 TRACKERS = Path(__file__).parent / "trackers"
+SLEEPER = Path(__file__).resolve().parents[1] / "examples" / "plain" / "sleeper.py"
 LOST_WAKEUP = f"{TRACKERS / 'lost_wakeup.py'}:LostWakeup"
 SMALL = ControlledOptions(StrategySpec("random_walk"), executions=60, max_steps=400)
 
@@ -114,3 +122,35 @@ def test_check_tells_a_wait_nobody_ends_from_a_role_that_waits_without_yielding(
     assert "consumer #1 spins at 'wait for wake-up'" in racy
     locked = next(line for line in out.splitlines() if line.strip().startswith("locked"))
     assert locked.rstrip().endswith("PCT executions finished")
+
+
+def _plain(function: str) -> PlainSpec:
+    return PlainSpec(ScenarioRef.parse(f"{SLEEPER}:{function}"), max_steps=300)
+
+
+def test_plain_processes_that_spin_for_a_lost_wake_up_are_no_progress_and_replay() -> None:
+    spec = _plain("lost_wakeup")
+    exploration = Exploration(StrategySpec("pct"), 1, 40)
+    result = explore(spec, exploration)
+
+    failing = result.failing
+    assert failing is not None and failing.end is PlainEnd.NO_PROGRESS, result.ends
+    assert failing.failure is not None
+    message = failing.failure.message
+    assert message.startswith("no progress: consumer #1 spins at ")
+    assert "'sleep'" in message and "producer #1 has finished" in message
+    assert "main waits to join consumer #1" in message
+    text = "\n".join(outcome_lines(failing))
+    assert "producer #1" in text.split("what went wrong")[0]  # how it got stuck, not the spin
+    assert len(text.splitlines()) < 30
+
+    bundle = from_json(to_json(from_outcome("sleeper.py:lost_wakeup", spec, exploration.strategy,
+                                            1, result.failing_index, failing)))
+    report = replay_plain(bundle)
+    assert report.verdict is Verdict.REPRODUCED, report.detail
+    assert report.outcome.failure is not None and report.outcome.failure.message == message
+
+
+def test_plain_processes_that_take_turns_under_a_lock_finish() -> None:
+    result = explore(_plain("locked"), Exploration(StrategySpec("pct"), 1, 15))
+    assert result.failing is None and result.ends == {"finished": 15}

@@ -8,13 +8,14 @@ between looks), so nothing blocks: the lost wake-up is a spin that never ends.
 
 import multiprocessing as mp
 import time
+from contextlib import nullcontext
 
 ITEMS = 2
 
 
 def producer(items, sleeping, wake, lock):
     for _ in range(ITEMS):
-        with lock or _nothing():
+        with lock or nullcontext():
             items.value += 1
             if sleeping.value:  # racy: the consumer may be between its look and its sleep
                 wake.value = 1
@@ -23,7 +24,7 @@ def producer(items, sleeping, wake, lock):
 def consumer(items, sleeping, wake, lock):
     taken = 0
     while taken < ITEMS:
-        with lock or _nothing():
+        with lock or nullcontext():
             if items.value > 0:
                 items.value -= 1
                 taken += 1
@@ -33,14 +34,6 @@ def consumer(items, sleeping, wake, lock):
             time.sleep(0)
         wake.value = 0
         sleeping.value = 0
-
-
-class _nothing:
-    def __enter__(self):
-        return self
-
-    def __exit__(self, *exc):
-        return False
 
 
 def _run(lock):
