@@ -24,12 +24,13 @@ from shmstress.controlled.strategies.base import StrategySpec
 from shmstress.core.config import RunConfig
 from shmstress.core.exit_reason import ExitReason
 from shmstress.core.trace import Step
+from shmstress.free.runner import run
 from shmstress.plain.outcome import PlainEnd
 from shmstress.plain.runner import Exploration, explore
 from shmstress.plain.scenario import ScenarioRef
 from shmstress.plain.session import PlainSpec
 from shmstress.render.plain_report import outcome_lines
-from shmstress.repro.bundle import from_controlled
+from shmstress.repro.bundle import from_controlled, from_free_run
 from shmstress.repro.plain_bundle import from_json, from_outcome, to_json
 from shmstress.repro.plain_replay import replay_plain
 from shmstress.repro.replay import Verdict, replay_bundle
@@ -154,3 +155,44 @@ def test_plain_processes_that_spin_for_a_lost_wake_up_are_no_progress_and_replay
 def test_plain_processes_that_take_turns_under_a_lock_finish() -> None:
     result = explore(_plain("locked"), Exploration(StrategySpec("pct"), 1, 15))
     assert result.failing is None and result.ends == {"finished": 15}
+
+
+def test_a_free_run_whose_worker_never_finishes_fails_with_a_bundle_that_replays() -> None:
+    """The consumer spins (reaching points) for a wake-up nobody sends: at the stop it does not
+    finish. The run fails with its stack, and the replay of what was recorded probes at the
+    tape's end and finds the same worker stuck."""
+    result = run(RunConfig(tracker=LOST_WAKEUP, variant="forgets", seed=1, duration=0.2,
+                           stop_timeout=0.5))
+
+    assert result.exit_reason is ExitReason.NO_PROGRESS and result.exit_code == 1
+    found = result.principal_violation
+    assert found is not None and found.invariant == "no-progress"
+    assert found.message.startswith("no progress: consumer #1")
+    assert "producer #1" in found.message and "has finished its role" in found.message
+    (stack,) = result.crashes  # the stuck worker's own stack, for the report
+    assert stack.startswith("consumer #1") and "lost_wakeup.py" in stack
+
+    bundle = from_free_run(result)
+    assert bundle is not None and bundle.violation.invariant == "no-progress"
+    report = replay_bundle(bundle)
+    assert report.verdict is Verdict.REPRODUCED, report.detail
+    assert "consumer #1 spins at 'wait for wake-up'" in report.detail
+
+
+def test_a_free_worker_stuck_inside_its_step_is_a_failure_with_a_bundle() -> None:
+    """The watchdog, during the run: both workers stop reaching points inside a step (a sleep
+    loop: code shmstress does not control). Exit 1, not 4: the code hung, not the harness."""
+    config = RunConfig(tracker=f"{TRACKERS / 'lock_order.py'}:LockOrder", variant="ordered",
+                       seed=0, duration=5.0, hang_timeout=0.5, stop_timeout=0.5,
+                       params={"rounds": 50, "hang-after": 10})
+    result = run(config)
+
+    assert result.exit_reason is ExitReason.NO_PROGRESS and result.exit_code == 1
+    assert result.elapsed_s < config.duration  # found while it ran, not at the stop
+    found = result.principal_violation
+    assert found is not None and "reached no new point for 0.5 s" in found.message
+    assert result.crashes and all("its stack:" in c and "lock_order.py" in c
+                                  for c in result.crashes)
+    bundle = from_free_run(result)
+    assert bundle is not None and bundle.violation.invariant == "no-progress"
+    assert len(bundle.steps) == result.points  # what the workers recorded up to the hang

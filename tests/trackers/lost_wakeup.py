@@ -7,7 +7,9 @@ adds its last item and looks between the consumer's check and its going to sleep
 wake-up is lost and the consumer waits for it forever (it yields at every turn: the
 role is well behaved, the hang is the bug). In ``locked`` both do their two steps under
 one lock. ``gives-up`` is ``racy`` with a consumer that stops waiting after ``patience``
-turns (at rest, the items it left are the violation).
+turns (at rest, the items it left are the violation). In ``forgets`` the producer never
+wakes anyone and the consumer goes to sleep before its first look: it waits forever, in
+every execution and every free run.
 """
 
 from __future__ import annotations
@@ -53,7 +55,7 @@ class _Producer:
         t.runtime.point("add item")
         t.items.mv[0] += 1
         t.runtime.point("look for a sleeper")
-        if t.sleeping.mv[0]:
+        if t.sleeping.mv[0] and not t.forgets:
             t.wake.mv[0] = 1
         return True
 
@@ -66,11 +68,18 @@ class _Consumer:
         self.taken = 0
         self.asleep = False
         self.turns = 0
+        self.looked = False
 
     def step(self, phase: Phase) -> bool:
         t = self.t
         if self.taken == t.count:
             return False
+        if t.forgets and not self.looked:
+            self.looked = True
+            t.runtime.point("go to sleep")
+            t.sleeping.mv[0] = 1
+            self.asleep = True
+            return True
         if self.asleep:
             t.runtime.point("wait for wake-up")
             if not t.wake.mv[0]:
@@ -113,6 +122,7 @@ class LostWakeup(Tracker):
         "racy": "check-then-sleep and add-then-wake in separate steps (a lost wake-up)",
         "locked": "both under one lock",
         "gives-up": "racy, with a consumer that stops waiting after --param patience turns",
+        "forgets": "nobody wakes the consumer, which sleeps first: it waits forever",
     }
     roles: ClassVar[Mapping[str, RoleSpec]] = {
         "producer": RoleSpec(_Producer, "adds items, wakes a sleeping consumer"),
@@ -130,3 +140,4 @@ class LostWakeup(Tracker):
         self.wake = setup.array("mailbox.wake", 1)
         self.count = params["items"]
         self.patience = (params["patience"] or 60) if variant == "gives-up" else 0
+        self.forgets = variant == "forgets"

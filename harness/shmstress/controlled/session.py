@@ -113,9 +113,10 @@ class WorkerLostError(ShmstressError):
 
     exit_code = ExitCode.BROKEN
 
-    def __init__(self, message: str, hung: bool = False) -> None:
+    def __init__(self, message: str, hung: bool = False, worker: int = -1) -> None:
         super().__init__(message)
         self.hung = hung
+        self.worker = worker  # the worker that died or hung
 
 
 @dataclass(frozen=True)
@@ -409,7 +410,7 @@ class Session:
                 raise WorkerLostError(
                     f"{self.who(worker)} did not reach its next point within "
                     f"{self.spec.stop_timeout:g} s ({why}); its stack:\n{stack}",
-                    hung=True,
+                    hung=True, worker=worker,
                 )
 
     def _unwind(self) -> None:
@@ -483,7 +484,8 @@ class Session:
         return Violation(
             invariant=NO_PROGRESS,
             message="no progress: " + "; ".join(parts),
-            fields={"worker": first, "since": stalled.since, "from": start},
+            fields={"worker": first, "stuck": sum(1 << w for w in spinning),
+                    "since": stalled.since, "from": start},
             worker=self._workers_seen()[first],
             seq=int(channel.globals.mv[G_STEP]),
             elapsed_s=None,
