@@ -13,10 +13,12 @@ import pytest
 from shmstress.cli.main import main
 from shmstress.controlled.options import ControlledOptions
 from shmstress.controlled.progress import (
+    MAX_ROUNDS,
     PROBE_ROUNDS,
     ProbeEnd,
     ProbeResult,
     probe,
+    repeats,
     stall_start,
 )
 from shmstress.controlled.runner import run_controlled
@@ -72,6 +74,17 @@ def test_the_probe_gives_every_worker_its_turns_and_stops_at_the_first_change() 
     live = _Fake(3, change=4)
     assert probe(live, 100, lambda w: "x").end is ProbeEnd.PROGRESS
     assert len(live.taken) == 5  # a live execution pays for the probe only until it moves
+
+
+def test_a_long_read_only_operation_is_not_a_spin() -> None:
+    """A worker whose turns do not repeat (a scan of many points) is on its way: the probe
+    gives it up to MAX_ROUNDS turns and does not call it stuck."""
+    scanning = _Fake(2)
+    result = probe(scanning, 0, lambda w: f"scan {len(scanning.taken)}")
+    assert result.end is ProbeEnd.PROGRESS
+    assert len(scanning.taken) == 2 * MAX_ROUNDS
+    assert repeats(["a", "b", "c", "b", "c"]) and repeats(["x", "y", "y"])
+    assert not repeats(["a", "b", "c", "d"]) and not repeats(["a"])
 
 
 def test_the_story_of_a_stall_begins_where_the_spinner_went_into_its_wait() -> None:

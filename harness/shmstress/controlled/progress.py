@@ -8,20 +8,24 @@ for a few rounds in which every runnable worker, in turn, takes exactly one
 step, and it compares the tracker's shared state after every step with the
 state at the bound.
 
-The criterion: the execution makes **no progress** when, over ``PROBE_ROUNDS``
-rounds in which every runnable worker took a step, no step changed the tracker's
-shared arrays, no worker finished its role, and none raised or found a
-violation. The probe stops at the first step that does any of these (the
-execution then ends at the step bound as before), so a long but live
+The criterion: the execution makes **no progress** when, over at least
+``PROBE_ROUNDS`` rounds in which every runnable worker took a step, no step
+changed the tracker's shared arrays, no worker finished its role, none raised
+or found a violation, and every runnable worker is going round a loop (its
+last turns are the same points twice over: a spin, not a long read-only
+operation such as a scan, which is given up to ``MAX_ROUNDS`` rounds to
+finish or write). The probe stops at the first step that changes anything
+(the execution then ends at the step bound as before), so a long but live
 execution pays about one step for it.
 
 Why this is sound for what it claims: a worker's next steps depend on shared
 state and on its own local state. With shared state frozen, the workers can
 only come out of it through local state: a worker counting its turns before it
-gives up, a back-off that ends. The probe gives each of them ``PROBE_ROUNDS``
-turns, so a local count shorter than that is seen ending; a longer one is the
-limit: such a worker is reported as not progressing (raise ``--max-steps`` if
-the wait is by design longer than the bound). Harness state is not the
+gives up, a back-off that ends. The probe gives each of them at least
+``PROBE_ROUNDS`` turns, so a local count shorter than that is seen ending; a
+longer one whose loop repeats its points is the limit: such a worker is
+reported as not progressing (raise ``--max-steps`` if the wait is by design
+longer than the bound). Harness state is not the
 tracker's state: taking and releasing a lock, or the oracle's ghost arrays,
 do not count as progress. Workers blocked on a lock take no step; the workers
 they wait for are in the probe, and a state where nobody is runnable is the
@@ -50,12 +54,15 @@ __all__ = ["NO_PROGRESS", "PROBE_ROUNDS", "ProbeEnd", "ProbeResult", "probe", "p
            "spin_labels", "stall_start"]
 
 PROBE_ROUNDS = 8
-"""Turns each runnable worker gets in the probe (the longest local wait it tells from none)."""
+"""Turns each runnable worker gets in the probe at least (the shortest local wait it tells
+from none)."""
+MAX_ROUNDS = 64
+"""Turns at most: a worker whose turns do not repeat by then is taken to be on its way."""
 
 
 def probe_capacity(workers: int) -> int:
     """The most steps a probe takes: the room past the step bound a session keeps for it."""
-    return PROBE_ROUNDS * max(1, workers)
+    return MAX_ROUNDS * max(1, workers)
 
 
 class ProbeEnd(enum.Enum):
@@ -95,17 +102,28 @@ def probe(stepper: Stepper, since: int, label: Callable[[int], str]) -> ProbeRes
     """
     before = stepper.state()
     turns: list[tuple[int, str]] = []
-    for _ in range(PROBE_ROUNDS):
+    taken: dict[int, list[str]] = {}
+    for rounds in range(1, MAX_ROUNDS + 1):
         runnable, blocked = stepper.runnable()
         if not runnable:
             end = ProbeEnd.DEADLOCK if blocked else ProbeEnd.FINISHED
             return ProbeResult(end, since, tuple(turns))
         for worker in runnable:
             turns.append((worker, label(worker)))
+            taken.setdefault(worker, []).append(turns[-1][1])
             stepper.take(worker)
             if stepper.settled(worker) or stepper.state() != before:
                 return ProbeResult(ProbeEnd.PROGRESS, since, tuple(turns))
-    return ProbeResult(ProbeEnd.STALLED, since, tuple(turns))
+        if rounds >= PROBE_ROUNDS and all(repeats(taken[w]) for w in runnable):
+            return ProbeResult(ProbeEnd.STALLED, since, tuple(turns))
+    return ProbeResult(ProbeEnd.PROGRESS, since, tuple(turns))  # still on its way, read-only
+
+
+def repeats(labels: Sequence[str]) -> bool:
+    """Do the last turns go round a loop: the last ``2p`` labels two copies of ``p`` of them?
+    A worker doing a long read-only operation (a scan of many points) does not; a spin
+    does, after its second time round."""
+    return any(labels[-2 * p:-p] == labels[-p:] for p in range(1, len(labels) // 2 + 1))
 
 
 def spin_labels(result: ProbeResult, worker: int) -> tuple[str, ...]:

@@ -15,7 +15,8 @@ failure. Processes that finish count as progress too.
 Limits: shared memory the code touches without a point (no --trace over a
 numpy array) is invisible: a spin that makes progress only through it would
 be judged stuck. The probe gives every runnable process ``PROBE_ROUNDS``
-turns; a local wait longer than that reads as no progress.
+turns at least; a local wait that goes round its loop longer than that reads
+as no progress.
 """
 
 from __future__ import annotations
