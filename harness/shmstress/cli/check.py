@@ -118,8 +118,8 @@ def controlled_verdict(result: ControlledResult, origin: str, variant: str) -> s
     if bound:
         raise PluginError(
             f"{where}: {bound} of {result.executions} controlled PCT executions did not finish "
-            f"within {result.options.max_steps} steps, though the execution could go on (given "
-            "turns in order, a worker changed shared state); a role that waits for another worker "
+            f"within {result.options.max_steps} steps, though they could go on when every "
+            "worker was given turns in order; a role that waits for another worker "
             "without os.sched_yield() keeps PCT running it: call os.sched_yield() and return "
             "True when a role has nothing to do (return runtime.idle())"
         )
