@@ -109,12 +109,14 @@ def probe(stepper: Stepper, since: int, label: Callable[[int], str]) -> ProbeRes
             end = ProbeEnd.DEADLOCK if blocked else ProbeEnd.FINISHED
             return ProbeResult(end, since, tuple(turns))
         for worker in runnable:
+            if worker not in stepper.runnable()[0]:
+                continue  # a turn before took the lock it waits at: it may not step now
             turns.append((worker, label(worker)))
             taken.setdefault(worker, []).append(turns[-1][1])
             stepper.take(worker)
             if stepper.settled(worker) or stepper.state() != before:
                 return ProbeResult(ProbeEnd.PROGRESS, since, tuple(turns))
-        if rounds >= PROBE_ROUNDS and all(repeats(taken[w]) for w in runnable):
+        if rounds >= PROBE_ROUNDS and all(repeats(taken.get(w, [])) for w in runnable):
             return ProbeResult(ProbeEnd.STALLED, since, tuple(turns))
     return ProbeResult(ProbeEnd.PROGRESS, since, tuple(turns))  # still on its way, read-only
 
