@@ -667,6 +667,7 @@ class _Probing:
         self._globals = channel.globals.mv
         self._locks = session.control.lock_table.mv
         self._control = session.control.control.mv
+        self._current = int(self._globals[G_CURRENT])
 
     def runnable(self) -> tuple[list[int], bool]:
         slots, locks = self._slots, self._locks
@@ -684,6 +685,11 @@ class _Probing:
 
     def take(self, worker: int) -> None:
         session, slots, globals_ = self._session, self._slots, self._globals
+        current = self._current
+        if (worker != current and current in self.runnable()[0]
+                and not slots[current * S_STRIDE + S_YIELDED]):
+            self._scheduled.preemptions += 1  # counted as the step loop counts, as a replay will
+        self._current = worker
         base = worker * S_STRIDE
         step = int(globals_[G_STEP])
         session.channel.step_log.mv[step] = slots[base + S_LABEL]

@@ -309,7 +309,7 @@ class PlainSession:
                 return self._stuck(), None, preemptions
             step = int(globals_[G_STEP])
             if step >= max_steps:
-                return self._probe(), None, preemptions
+                return self._probe(current, preemptions)
             can_continue = current in runnable and not slots[current * P_STRIDE + P_YIELDED]
             view.step, view.current, view.runnable = step, current, runnable
             view.current_can_continue = can_continue
@@ -332,23 +332,24 @@ class PlainSession:
                 return PlainEnd.HUNG, None, preemptions
             current = chosen
 
-    def _probe(self) -> PlainEnd:
+    def _probe(self, current: int, preemptions: int) -> tuple[PlainEnd, None, int]:
         """At the step bound: only long, or stuck? (``plain.progress``; a replay reaches the
         same bound, as its bundle keeps --max-steps, and probes the same way.)"""
-        stepper = _Probing(self)
+        stepper = _Probing(self, current)
         result = probe(stepper, int(self.board.globals.mv[G_STEP]),
                        lambda s: self.text(self.board.slot(s, P_LABEL)))
+        preemptions += stepper.preemptions
         if stepper.hung >= 0:
             self._hung = stepper.hung
-            return PlainEnd.HUNG
+            return PlainEnd.HUNG, None, preemptions
         if self.board.globals.mv[G_FAILED]:
-            return PlainEnd.FAILED
+            return PlainEnd.FAILED, None, preemptions
         if result.end is ProbeEnd.STALLED:
             self._stalled = result
-            return PlainEnd.NO_PROGRESS
+            return PlainEnd.NO_PROGRESS, None, preemptions
         if result.end is ProbeEnd.DEADLOCK:
-            return self._stuck()
-        return PlainEnd.STEP_BOUND
+            return self._stuck(), None, preemptions
+        return PlainEnd.STEP_BOUND, None, preemptions
 
     def _watch(self) -> PlainEnd:
         """Free mode: watch the execution run on its own until it ends or gets stuck."""
@@ -553,10 +554,12 @@ class _Probing:
     """The probe's hands on a plain session (``controlled.progress.Stepper``). The "state" it
     compares is the count of steps that changed something (``plain.progress.inert``)."""
 
-    def __init__(self, session: PlainSession) -> None:
+    def __init__(self, session: PlainSession, current: int) -> None:
         self._session = session
         board = session.board
         self._board = board
+        self._current = current
+        self.preemptions = 0  # counted as the step loop counts them, as a replay will
         self._locks = frozenset(session.object_name(o) for o in range(_objects(board))
                                 if board.obj(o, O_KIND) in (Kind.LOCK, Kind.RLOCK))
         self._changes = 0
@@ -576,6 +579,11 @@ class _Probing:
 
     def take(self, worker: int) -> None:
         board, session = self._board, self._session
+        current = self._current
+        if (worker != current and current in self.runnable()[0]
+                and not board.slot(current, P_YIELDED)):
+            self.preemptions += 1
+        self._current = worker
         label = board.slot(worker, P_LABEL)
         if not inert(session.text(label), self._locks):
             self._changes += 1
