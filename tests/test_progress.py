@@ -193,11 +193,12 @@ def test_a_free_run_whose_worker_never_finishes_fails_with_a_bundle_that_replays
 
 
 def test_a_free_worker_stuck_inside_its_step_is_a_failure_with_a_bundle() -> None:
-    """The watchdog, during the run: both workers stop reaching points inside a step (a sleep
-    loop: code shmstress does not control). Exit 1, not 4: the code hung, not the harness."""
+    """The watchdog, during the run: a worker stops reaching points inside a step (a sleep
+    loop: code shmstress does not control). Exit 1, not 4: the code hung, not the harness;
+    its replay hangs in the same step of the same worker."""
     config = RunConfig(tracker=f"{TRACKERS / 'lock_order.py'}:LockOrder", variant="ordered",
                        seed=0, duration=5.0, hang_timeout=0.5, stop_timeout=0.5,
-                       params={"rounds": 50, "hang-after": 10})
+                       params={"rounds": 50, "hang-after": 10, "first-hangs-only": 1})
     result = run(config)
 
     assert result.exit_reason is ExitReason.NO_PROGRESS and result.exit_code == 1
@@ -209,3 +210,6 @@ def test_a_free_worker_stuck_inside_its_step_is_a_failure_with_a_bundle() -> Non
     bundle = from_free_run(result)
     assert bundle is not None and bundle.violation.invariant == "no-progress"
     assert len(bundle.steps) == result.points  # what the workers recorded up to the hang
+    report = replay_bundle(bundle, stop_timeout=1.0)  # the same worker hangs in the same step
+    assert report.verdict is Verdict.REPRODUCED, report.detail
+    assert "forward #1 did not reach its next point within 1 s" in report.detail
