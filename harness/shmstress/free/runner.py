@@ -64,6 +64,7 @@ class _Started:
     stuck: list[int] = field(default_factory=list)  # hung workers whose process ran (not stopped)
     stopped: bool = False  # a hung worker's process was stopped (a signal): the run broke
     stuck_how: str = ""  # what the stuck workers did not do
+    inside: bool = False  # the watchdog: one of them is stuck inside a step
     aim: tuple[AimTables, Subjects] | None = None  # aimed noise's tables, for the workers
 
 
@@ -191,7 +192,8 @@ def _watch(
                     f"finished no step (reached no new point) for {config.hang_timeout:g} s "
                     "(--hang-timeout)"), started)
                 started.stuck_how = (f"reached no new point for {config.hang_timeout:g} s "
-                                     "(--hang-timeout): it is stuck inside a step")
+                                     "(--hang-timeout)")
+                started.inside = True
                 control.abort()
                 return ExitReason.TIMEOUT, False
         if phase is Phase.RUN:
@@ -229,8 +231,12 @@ class _Watchdog:
         self._since = [t0] * workers  # start-up counts: a worker that never steps is hung
 
     def hung(self, control: ControlBlock, processes: list[BaseProcess], now: float) -> list[int]:
+        """The workers that reached no new point for the timeout; once one has, also every
+        other that reached none since the previous look. A worker stuck inside its step holds
+        the step lock, so the others stop at their next point too, and the first to pass the
+        timeout may be one of them: the stuck one must be among those named."""
         self.next_look = now + _WATCHDOG_S
-        found = []
+        running = []
         for worker, process in enumerate(processes):
             if process.exitcode is not None or control.worker_slot(
                 worker, W_STATE
@@ -239,9 +245,10 @@ class _Watchdog:
             points = control.worker_slot(worker, W_POINTS)
             if points != self._seen[worker]:
                 self._seen[worker], self._since[worker] = points, now
-            elif now - self._since[worker] > self.timeout:
-                found.append(worker)
-        return found
+            running.append(worker)
+        if not any(now - self._since[w] > self.timeout for w in running):
+            return []
+        return [w for w in running if self._since[w] < now]
 
 
 def _stacks_of(
@@ -273,6 +280,10 @@ def _no_progress(
     the report) and what the others did. ``since``: where a replay probes (``progress``)."""
     stuck = started.stuck
     parts = [f"{workers[w].describe()} {started.stuck_how}" for w in stuck]
+    if started.inside:  # the one inside its step holds the step lock the others wait for
+        parts[-1] += (": it is stuck inside a step" if len(stuck) == 1 else
+                      ": one of them is stuck inside a step, the others wait for it at their "
+                      "next point")
     for info in workers:
         if info.worker_id not in stuck:
             state = control.worker_slot(info.worker_id, W_STATE)
