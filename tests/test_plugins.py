@@ -183,7 +183,8 @@ MALFORMED_CASES = [
 CONTROLLED_MODE_CASES = [  # free mode copes; `check` refuses what controlled mode cannot run
     ("WaitsInsideStep", "worker #1 step made more than 10000 points; a step must not wait"),
     ("IdlesWithoutPoint", "worker #1 step returned True without making a point (RUN phase)"),
-    ("SpinsWithoutYield", "controlled PCT executions did not finish within 5000 steps; a role "
+    ("SpinsWithoutYield", "controlled PCT executions did not finish within 5000 steps, though "
+                          "they could go on when every worker was given turns in order; a role "
                           "that waits for another worker without os.sched_yield() keeps PCT "
                           "running it"),
 ]

@@ -55,13 +55,17 @@ def test_a_role_that_raises_is_a_failure_with_its_traceback() -> None:
 
 
 def test_hung_worker_is_killed_after_the_stop_timeout() -> None:
+    """Workers that ignore the stop (code that does not go on): no progress, a failure."""
     result = run(
         RunConfig(tracker=f"{TRACKERS}:Stubborn", duration=0.2, stop_timeout=0.5,
                   drain_timeout=0.1, seed=1)
     )
-    assert result.exit_reason is ExitReason.TIMEOUT
-    assert result.exit_code == 4
+    assert result.exit_reason is ExitReason.NO_PROGRESS
+    assert result.exit_code == 1
     assert len(result.forced_pids) == 2
+    found = result.principal_violation
+    assert found is not None and found.invariant == "no-progress"
+    assert "did not finish its role within 0.5 s of the stop" in found.message
 
 
 def test_clean_run_reports_points_and_every_worker() -> None:

@@ -28,9 +28,14 @@ from shmstress.bench.sctbench.run import (
     run_suite,
 )
 from shmstress.cli.main import main
+from shmstress.controlled.strategies import exploring_strategy
 from shmstress.controlled.strategies.base import StrategySpec
-from shmstress.plain.outcome import PlainEnd
+from shmstress.plain.outcome import PlainEnd, PlainOutcome
 from shmstress.plain.runner import Exploration, explore
+from shmstress.plain.session import PlainSession, PlainSpec
+from shmstress.repro.plain_bundle import from_json, from_outcome, to_json
+from shmstress.repro.plain_replay import replay_plain
+from shmstress.repro.replay import Verdict
 
 RANDOM_WALK = StrategySpec("random_walk")
 PCT2 = StrategySpec("pct", depth=2)
@@ -207,3 +212,49 @@ def test_the_same_seed_takes_the_same_steps_in_every_session(tmp_path: Path) -> 
         (bundle,) = out.glob("*.json")
         steps.append(json.loads(bundle.read_text())["steps"])
     assert steps[0] == steps[1] == steps[2]
+
+
+STUCK_SEARCHES: dict[str, tuple[Search, ...]] = {
+    # din_phil7_sat fails on its assert in most executions; its circular wait (all seven take
+    # their first fork) needs the right preemptions: PCT d=4, seed 3, execution 6.
+    "din_phil7_sat": ((StrategySpec("pct", depth=4), 3, 10),),
+}
+
+
+@pytest.mark.parametrize("name", [*sorted(DEADLOCKING), "din_phil7_sat"])
+def test_the_deadlock_programs_end_stuck_with_bundles_that_replay(name: str) -> None:
+    """A wait nobody ends is a failure: a deadlock or no progress, never a clean step bound,
+    and its bundle replays to the same verdict, in the same words."""
+    subject = program(name)
+    spec = subject.spec()
+    searches = STUCK_SEARCHES.get(name, SEARCHES.get(name, DEFAULT_SEARCHES))
+    found: tuple[int, PlainOutcome] | None = None
+    for strategy, seed, executions in searches:
+        found = _first_stuck(spec, strategy, seed, executions)
+        if found is not None:
+            break
+    assert found is not None, name
+    index, failing = found
+    assert failing.failure is not None
+
+    bundle = from_json(json.loads(json.dumps(to_json(from_outcome(
+        name, spec, strategy, seed, index, failing)))))
+    report = replay_plain(bundle)
+    assert report.verdict is Verdict.REPRODUCED, report.detail
+    assert report.outcome.end is failing.end
+    assert report.outcome.failure is not None
+    assert report.outcome.failure.message == failing.failure.message
+
+
+def _first_stuck(spec: PlainSpec, strategy: StrategySpec, seed: int,
+                 executions: int) -> tuple[int, PlainOutcome] | None:
+    """The first execution of a search that ends stuck (past the asserts ``explore`` stops at)."""
+    search = exploring_strategy(strategy, seed, spec.max_processes, spec.max_steps)
+    with PlainSession(spec) as session:
+        for index in range(executions):
+            if not search.new_execution():
+                return None
+            outcome = session.execute(search, search.next_u64())
+            if outcome.end in (PlainEnd.DEADLOCK, PlainEnd.NO_PROGRESS):
+                return index, outcome
+    return None

@@ -40,7 +40,7 @@ class _Role:
     def step(self, phase: Phase) -> bool:
         if phase >= Phase.STOP or self.rounds >= self.t.rounds:
             return False
-        if self.rounds == self.t.hang_after:
+        if self.rounds == self.t.hang_after and (self.me == 0 or not self.t.first_hangs_only):
             while True:  # a step that never reaches its next point
                 time.sleep(0.05)
         with self.first.held(f"take {self.names[0]}"), self.second.held(f"take {self.names[1]}"):
@@ -70,7 +70,8 @@ class LockOrder(Tracker):
         "backward": RoleSpec(_backward, "takes the locks in the variant's order")}
     parameters: ClassVar[Mapping[str, Parameter]] = {
         "rounds": Parameter(2, "rounds each worker makes", minimum=1),
-        "hang-after": Parameter(0, "rounds after which a worker hangs (0: never)")}
+        "hang-after": Parameter(0, "rounds after which a worker hangs (0: never)"),
+        "first-hangs-only": Parameter(0, "1: only the first worker hangs", maximum=1)}
     invariants = (_Rounds(),)
 
     def __init__(self, setup: Setup, variant: str, params: Mapping[str, int]) -> None:
@@ -82,3 +83,4 @@ class LockOrder(Tracker):
         self.finished = setup.array("lock_order.finished", max(1, workers))
         self.rounds = params["rounds"]
         self.hang_after = params["hang-after"] or -1
+        self.first_hangs_only = bool(params["first-hangs-only"])

@@ -18,6 +18,8 @@ from shmstress.plain.outcome import PlainEnd, PlainOutcome, PlainStep
 
 SHOWN_WHOLE = 40  # an execution with at most this many steps worth reading is shown whole
 TAIL = 16  # else: the steps before the failure, and every step of a pattern
+SPIN_TAIL = 4  # ... or, when processes spin, the last few turns of the spin
+ENTRY = 3  # and each process's last steps before its spin (or its end): how it got there
 _UNINTERESTING = ("begin ", "check on ")
 
 
@@ -123,6 +125,34 @@ def plain_story(outcome: PlainOutcome) -> PlainStory:
     worth = [i for i, s in enumerate(steps)
              if i >= start and not s.label.startswith(_UNINTERESTING)]
     if len(worth) > SHOWN_WHOLE:
-        keep.update(worth[-TAIL:])
+        spin = _spin_entries(outcome)
+        keep.update(worth[-(SPIN_TAIL if spin else TAIL):])
+        keep |= spin
         worth = [i for i in worth if i in keep]
     return PlainStory(tuple(worth), tuple(updates), tuple(notifies), links)
+
+
+def _spin_entries(outcome: PlainOutcome) -> set[int]:
+    """No progress with spinning processes: the last ``ENTRY`` steps each process took
+    before it began going round its spin (for one that did not spin, before it ended), so
+    the interleaving shows how they got stuck rather than the spin itself."""
+    failure = outcome.failure
+    if failure is None or failure.end is not PlainEnd.NO_PROGRESS or not any(
+            w.reason.startswith("spins at ") for w in failure.waiting):
+        return set()
+    steps = outcome.steps
+    since = min(failure.step, len(steps))
+    spins: dict[int, set[str]] = {}
+    for step in steps[since:]:
+        spins.setdefault(step.worker, set()).add(step.label)
+    wanted = {step.worker: ENTRY for step in steps}
+    keep: set[int] = set()
+    for index in range(since - 1, -1, -1):
+        step = steps[index]
+        if (wanted[step.worker] and step.label not in spins.get(step.worker, ())
+                and not step.label.startswith(_UNINTERESTING)):
+            wanted[step.worker] -= 1
+            keep.add(index)
+            if not any(wanted.values()):
+                break
+    return keep

@@ -13,6 +13,7 @@ from __future__ import annotations
 import bisect
 import heapq
 from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
 
 from shmstress.analysis.focus import Focus
 from shmstress.analysis.story import StoryStep
@@ -26,7 +27,16 @@ SNIPPET_LEAD = 3
 
 SNIPPET_MAX_LINES = 60
 
-Snippet = tuple[Record | None, ...]
+
+@dataclass(frozen=True)
+class Repeated:
+    """The record before it came again ``times`` more times in a row (a worker spinning):
+    one line says so, so a spin does not fill the snippet with identical lines."""
+
+    times: int
+
+
+Snippet = tuple[Record | Repeated | None, ...]
 """The quoted records in global order; None where lines were cut."""
 
 
@@ -61,18 +71,43 @@ def snippet(found: Focus, told: Sequence[StoryStep], recording: Recording) -> Sn
         position -= 1
         if found.relevance(record)[0]:
             lead.append((position, record))
-    chosen = [*reversed(lead), *kept]
+    chosen = _folded([*reversed(lead), *kept])
     if len(chosen) > SNIPPET_MAX_LINES:
         half = SNIPPET_MAX_LINES // 2
         chosen = chosen[:half] + chosen[-half:]
-    lines: list[Record | None] = []
+    lines: list[Record | Repeated | None] = []
     previous: int | None = None
-    for index, record in chosen:
-        if previous is not None and index != previous + 1:
+    for index, line in chosen:
+        if previous is not None and index != previous + 1 and not isinstance(line, Repeated):
             lines.append(None)
-        lines.append(record)
+        lines.append(line)
         previous = index
     return tuple(lines)
+
+
+def _folded(chosen: list[tuple[int, Record]]) -> list[tuple[int, Record | Repeated]]:
+    """Each run of records that repeat the one before (same worker, point and fields, with
+    nothing cut between them) as its first record and a ``Repeated`` count."""
+    out: list[tuple[int, Record | Repeated]] = []
+    run: list[tuple[int, Record]] = []
+
+    def flush() -> None:
+        if len(run) > 1:
+            out.append((run[-1][0], Repeated(len(run) - 1)))
+        run.clear()
+
+    for index, record in chosen:
+        if run and (index != run[-1][0] + 1 or _key(record) != _key(run[0][1])):
+            flush()
+        if not run:
+            out.append((index, record))
+        run.append((index, record))
+    flush()
+    return out
+
+
+def _key(record: Record) -> tuple[object, ...]:
+    return record.worker, record.label, record.sub, record.fields
 
 
 def _before(recording: Recording, start: int) -> Iterator[Record]:

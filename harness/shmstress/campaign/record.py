@@ -31,6 +31,8 @@ from shmstress.repro.bundle import Bundle, replay_command
 Outcome = Literal["violation", "clean", "error"]
 
 _BROKEN_RUN = (ExitReason.WORKER_CRASHED, ExitReason.TIMEOUT, ExitReason.INTERRUPTED)
+_REASONS = {"deadlock": ExitReason.DEADLOCK, "no-progress": ExitReason.NO_PROGRESS}
+"""Invariant names the harness reports stuck executions under, and their exit reasons."""
 
 
 def outcome_of(result: RunResult) -> Outcome:
@@ -190,8 +192,7 @@ def adopted_record(
         config_key=trial.config_key,
         seed=trial.seed,
         outcome="violation",
-        exit_reason=(ExitReason.DEADLOCK if violation.invariant == "deadlock"
-                     else ExitReason.VIOLATION).value,
+        exit_reason=_REASONS.get(violation.invariant, ExitReason.VIOLATION).value,
         violation=schema.Violation(invariant=violation.invariant, message=violation.message,
                                    at_rest=violation.at_rest, fields=dict(violation.fields)),
         bundle=bundle_path,

@@ -118,10 +118,17 @@ def controlled_verdict(result: ControlledResult, origin: str, variant: str) -> s
     if bound:
         raise PluginError(
             f"{where}: {bound} of {result.executions} controlled PCT executions did not finish "
-            f"within {result.options.max_steps} steps; a role that waits for another worker "
+            f"within {result.options.max_steps} steps, though they could go on when every "
+            "worker was given turns in order; a role that waits for another worker "
             "without os.sched_yield() keeps PCT running it: call os.sched_yield() and return "
             "True when a role has nothing to do (return runtime.idle())"
         )
+    if result.failing is not None and run.exit_reason is ExitReason.NO_PROGRESS:
+        # Not the tracker's form: the roles were given every turn and still nothing changed.
+        return (f"PCT found an execution that cannot finish in execution "
+                f"{result.failing.index + 1} (every role was given its turns and nothing "
+                f"changed: a wait nobody ends, the variant's bug, not a role that waits "
+                f"without yielding): {run.violations[0].message}")
     if result.failing is not None:
         return (f"PCT found a {run.exit_reason.value} in execution "
                 f"{result.failing.index + 1}")

@@ -15,12 +15,13 @@ class ExecutionEnd(enum.Enum):
     VIOLATION = "violation"
     DEADLOCK = "deadlock"
     STEP_BOUND = "step-bound"  # --max-steps reached before every worker finished
+    NO_PROGRESS = "no-progress"  # at --max-steps, and nothing changed while each worker ran
     DIVERGED = "diverged"  # a replay left its recorded schedule
     SCHEDULE_END = "schedule-end"  # a replay took every recorded step and workers still wait
     CRASHED = "crashed"
 
 
-FAILED = (ExecutionEnd.VIOLATION, ExecutionEnd.DEADLOCK)
+FAILED = (ExecutionEnd.VIOLATION, ExecutionEnd.DEADLOCK, ExecutionEnd.NO_PROGRESS)
 
 
 @dataclass(frozen=True)

@@ -151,13 +151,20 @@ def _rerun_recorded(
     return session.execute(replay, outcome.execution_seed, plan, record=True)
 
 
+def end_reason(end: ExecutionEnd) -> ExitReason:
+    """The exit reason of a failing execution: a deadlock or no progress says so."""
+    if end is ExecutionEnd.DEADLOCK:
+        return ExitReason.DEADLOCK
+    if end is ExecutionEnd.NO_PROGRESS:
+        return ExitReason.NO_PROGRESS
+    return ExitReason.VIOLATION
+
+
 def _reason(
     ends: list[ExecutionEnd], failing: FailingExecution | None, crashes: tuple[str, ...]
 ) -> ExitReason:
     if failing is not None:
-        if failing.outcome.end is ExecutionEnd.DEADLOCK:
-            return ExitReason.DEADLOCK
-        return ExitReason.VIOLATION
+        return end_reason(failing.outcome.end)
     if crashes:
         return ExitReason.WORKER_CRASHED
     if ExecutionEnd.STEP_BOUND in ends:

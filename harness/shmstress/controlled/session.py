@@ -22,7 +22,7 @@ import contextlib
 import os
 import time
 from collections import Counter
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Hashable, Mapping, Sequence
 from dataclasses import dataclass
 from multiprocessing.connection import Connection
 from multiprocessing.process import BaseProcess
@@ -62,6 +62,15 @@ from shmstress.controlled.channel import (
 from shmstress.controlled.execution import FAILED, ExecutionEnd, ExecutionOutcome, PhasePlan
 from shmstress.controlled.local_state import lock_names
 from shmstress.controlled.pinning import pinned
+from shmstress.controlled.progress import (
+    NO_PROGRESS,
+    ProbeEnd,
+    ProbeResult,
+    probe,
+    probe_capacity,
+    spin_labels,
+    stall_start,
+)
 from shmstress.controlled.strategies.base import (
     SEED_MASK,
     ScheduleDiverged,
@@ -73,6 +82,7 @@ from shmstress.controlled.worker import WorkerSetup, controlled_worker_main
 from shmstress.core.control import (
     ABORT,
     FORK,
+    HARNESS_ARRAYS,
     L_OWNER,
     L_STRIDE,
     MAX_LOCKS,
@@ -91,6 +101,7 @@ from shmstress.core.signals import checkpoint, shielded
 from shmstress.core.trace import Recording, Step
 from shmstress.core.workers import WorkerInfo
 from shmstress.plugin.assembly import assemble, reset, teardown
+from shmstress.plugin.setup import GHOST_PREFIX
 from shmstress.plugin.tracker import Tracker
 from shmstress.plugin.violations import at_rest_violations, recorded_violations
 from shmstress.record.recorder import Recorder
@@ -108,9 +119,10 @@ class WorkerLostError(ShmstressError):
 
     exit_code = ExitCode.BROKEN
 
-    def __init__(self, message: str, hung: bool = False) -> None:
+    def __init__(self, message: str, hung: bool = False, worker: int = -1) -> None:
         super().__init__(message)
         self.hung = hung
+        self.worker = worker  # the worker that died or hung
 
 
 @dataclass(frozen=True)
@@ -177,8 +189,9 @@ class Session:
         spec = self.spec
         arena = self._arena
         workers = len(spec.workers)
-        self.channel = Channel(arena, workers, max(MAX_LOCKS, workers), spec.max_steps)
-        self.recorder = Recorder(arena, workers, spec.ring_size, spec.max_steps + 1)
+        capacity = spec.max_steps + probe_capacity(workers)  # room for the probe past the bound
+        self.channel = Channel(arena, workers, max(MAX_LOCKS, workers), capacity)
+        self.recorder = Recorder(arena, workers, spec.ring_size, capacity + 1)
         counts = dict(Counter(w.role for w in spec.workers))
         built = assemble(spec.tracker_cls, spec.variant, spec.params, counts, arena,
                          checks=spec.checks)
@@ -195,6 +208,9 @@ class Session:
         self._snapshot: ArenaSnapshot = arena.snapshot(
             lambda name: not (is_channel_array(name) or name.startswith(_RECORDING_ARRAYS))
         )
+        self._tracker_arrays = lambda name: not (
+            is_channel_array(name) or name.startswith((_RECORDING_ARRAYS, HARNESS_ARRAYS,
+                                                       GHOST_PREFIX)))
         self._pinning = contextlib.ExitStack()
         self.pinned_cpu = self._pinning.enter_context(pinned(spec.pin))
         setup = WorkerSetup(os.getpid(), built, self.channel, self.recorder, spec.noise_draws)
@@ -274,6 +290,10 @@ class Session:
                     f"held by {self.who(owner)}")
         return f"{who} is at {label!r}"
 
+    def tracker_state(self) -> ArenaSnapshot:
+        """The tracker's own shared arrays (not the harness's, the recorder's or the ghost's)."""
+        return self._arena.snapshot(self._tracker_arrays)
+
     def _lock_owner(self, lock: int) -> int:
         return int(self.control.lock_table.mv[lock * L_STRIDE + L_OWNER])
 
@@ -320,16 +340,23 @@ class Session:
             self._wait(worker)
         scheduled = _Scheduling(self, strategy, phases, tracker)
         divergence: ScheduleDiverged | None = None
+        stalled: ProbeResult | None = None
         try:
             end = scheduled.run()
+            if end is ExecutionEnd.STEP_BOUND:
+                end, stalled = self._probe(scheduled)
         except ScheduleDiverged as diverged:
             end, divergence = ExecutionEnd.DIVERGED, diverged
         except ScheduleEnded:
             end = ExecutionEnd.SCHEDULE_END
         steps = int(globals_[G_STEP])
+        taken = scheduled.steps(steps)
         violations, count = self._violations()
         if end is ExecutionEnd.DEADLOCK:
             violations = (self._deadlock(steps), *violations)
+            count += 1
+        elif end is ExecutionEnd.NO_PROGRESS and stalled is not None:
+            violations = (self._no_progress(stalled, stall_start(stalled, taken)), *violations)
             count += 1
         elif end is ExecutionEnd.FINISHED and scheduled.unsettled:
             end = ExecutionEnd.STEP_BOUND  # stopped before settling: nothing to check at rest
@@ -353,7 +380,7 @@ class Session:
         return ExecutionOutcome(
             end=end,
             execution_seed=execution_seed,
-            steps=scheduled.steps(steps),
+            steps=taken,
             preemptions=scheduled.preemptions + int(globals_[G_HANDOFF_PREEMPTIONS]),
             phase_changes=tuple(scheduled.phase_changes),
             violations=violations,
@@ -394,7 +421,7 @@ class Session:
                 raise WorkerLostError(
                     f"{self.who(worker)} did not reach its next point within "
                     f"{self.spec.stop_timeout:g} s ({why}); its stack:\n{stack}",
-                    hung=True,
+                    hung=True, worker=worker,
                 )
 
     def _unwind(self) -> None:
@@ -433,6 +460,47 @@ class Session:
         return tuple(at_rest_violations(
             spec.tracker_cls, tracker, self._workers_seen(), spec.params, spec.checks
         ))
+
+    def _probe(self, scheduled: _Scheduling) -> tuple[ExecutionEnd, ProbeResult | None]:
+        """At the step bound: was the execution only long, or can it not go on?"""
+        since = int(self.channel.globals.mv[G_STEP])
+        result = probe(_Probing(self, scheduled), since,
+                       lambda w: self.label_text(self.channel.slot(w, S_LABEL)))
+        if self.control.control.mv[ABORT]:
+            return ExecutionEnd.VIOLATION, None
+        return {
+            ProbeEnd.PROGRESS: (ExecutionEnd.STEP_BOUND, None),
+            ProbeEnd.STALLED: (ExecutionEnd.NO_PROGRESS, result),
+            ProbeEnd.DEADLOCK: (ExecutionEnd.DEADLOCK, None),
+            ProbeEnd.FINISHED: (ExecutionEnd.STEP_BOUND, None),  # it finished past the bound
+        }[result.end]
+
+    def _no_progress(self, stalled: ProbeResult, start: int) -> Violation:
+        """Who waits for what: the spinning workers first, then the blocked, then the rest."""
+        channel = self.channel
+        workers = range(len(self.spec.workers))
+        spinning = [w for w in workers if spin_labels(stalled, w)]
+        others = [w for w in workers if w not in spinning]
+        others.sort(key=lambda w: channel.slot(w, S_STATE) != PARKED)
+        parts = []
+        for worker in spinning:
+            labels = spin_labels(stalled, worker)
+            turns = sum(1 for w, _ in stalled.turns if w == worker)
+            where = " and ".join(repr(label) for label in labels)
+            yields = ", yielding" if channel.slot(worker, S_YIELDED) else ""
+            parts.append(f"{self.who(worker)} spins at {where} ({turns} turns{yields}, "
+                         "and no step changed shared state)")
+        parts.extend(self.describe_worker(w) for w in others)
+        first = spinning[0] if spinning else 0
+        return Violation(
+            invariant=NO_PROGRESS,
+            message="no progress: " + "; ".join(parts),
+            fields={"worker": first, "stuck": sum(1 << w for w in spinning),
+                    "since": stalled.since, "from": start},
+            worker=self._workers_seen()[first],
+            seq=int(channel.globals.mv[G_STEP]),
+            elapsed_s=None,
+        )
 
     def _deadlock(self, steps: int) -> Violation:
         channel = self.channel
@@ -584,6 +652,10 @@ class _Scheduling:
                 return False
         return self._drained()
 
+    def granted(self, step: int, worker: int) -> None:
+        """A step granted outside ``run`` (the no-progress probe), for ``steps``."""
+        self._grants.append((step, worker))
+
     def steps(self, count: int) -> tuple[Step, ...]:
         """The execution's schedule: every step's worker and label, in order."""
         session = self._session
@@ -599,6 +671,59 @@ class _Scheduling:
                 step = known[key] = Step(worker, session.label_text(ident))
             out.append(step)
         return tuple(out)
+
+
+class _Probing:
+    """The probe's hands on a session (``progress.Stepper``): one step at a time, in turn."""
+
+    def __init__(self, session: Session, scheduled: _Scheduling) -> None:
+        self._session = session
+        self._scheduled = scheduled
+        channel = session.channel
+        self._slots = channel.slots.mv
+        self._globals = channel.globals.mv
+        self._locks = session.control.lock_table.mv
+        self._control = session.control.control.mv
+        self._current = int(self._globals[G_CURRENT])
+
+    def runnable(self) -> tuple[list[int], bool]:
+        slots, locks = self._slots, self._locks
+        runnable, blocked = [], False
+        for worker in range(len(self._session.spec.workers)):
+            base = worker * S_STRIDE
+            if slots[base + S_STATE] != PARKED:
+                continue
+            lock = slots[base + S_LOCK]
+            if lock >= 0 and locks[lock * L_STRIDE + L_OWNER] != NO_OWNER:
+                blocked = True
+            else:
+                runnable.append(worker)
+        return runnable, blocked
+
+    def take(self, worker: int) -> None:
+        session, slots, globals_ = self._session, self._slots, self._globals
+        current = self._current
+        if (worker != current and current in self.runnable()[0]
+                and not slots[current * S_STRIDE + S_YIELDED]):
+            self._scheduled.preemptions += 1  # counted as the step loop counts, as a replay will
+        self._current = worker
+        base = worker * S_STRIDE
+        step = int(globals_[G_STEP])
+        session.channel.step_log.mv[step] = slots[base + S_LABEL]
+        globals_[G_STEP] = step + 1
+        slots[base + S_LEASE] = 0
+        slots[base + S_STATE] = RUNNING
+        globals_[G_AWAITED_N] = 0
+        globals_[G_CURRENT] = worker
+        self._scheduled.granted(step, worker)
+        session.channel.grants[worker].release()
+        session._wait(worker)
+
+    def settled(self, worker: int) -> bool:
+        return bool(self._slots[worker * S_STRIDE + S_STATE] != PARKED or self._control[ABORT])
+
+    def state(self) -> Hashable:
+        return self._session.tracker_state()
 
 
 def describe_ends(ends: Sequence[ExecutionEnd]) -> dict[str, int]:

@@ -30,7 +30,8 @@ class ExitCode(enum.IntEnum):
 _MEANINGS = {
     ExitCode.CLEAN: ("clean: nothing broke (or the bounded search was complete)",
                      "nothing; keep the report for the trend"),
-    ExitCode.FAILURE: ("an invariant violation or a deadlock was found (replay: reproduced)",
+    ExitCode.FAILURE: ("an invariant violation, a deadlock or no progress (a wait nobody "
+                       "ends, a worker stuck inside a step) was found (replay: reproduced)",
                        "fail the job and keep the bundle: `shmstress replay` reproduces it"),
     ExitCode.USAGE: ("usage or configuration error: one line on stderr, nothing started; "
                      "or a clean run whose output could not be written (a full disk)",
@@ -40,8 +41,10 @@ _MEANINGS = {
                               "the bundle no longer stands for the failure: rerun with the "
                               "seed, or check for nondeterminism"),
     ExitCode.BROKEN: ("the run itself broke: a worker died without raising (a signal, "
-                      "os._exit) or hung, or a campaign did not finish its grid (a host "
-                      "lost, a full disk); an exception the code raises is a failure, 1",
+                      "os._exit), was stopped, or did not return from a controlled step in "
+                      "time; or a campaign did not finish its grid (a host lost, a full disk); "
+                      "an exception the code raises, or a free worker stuck in it, is a "
+                      "failure, 1",
                       "fail the job as an infrastructure error; the stacks are in the run's "
                       "log in --out; a campaign goes on with --resume"),
     ExitCode.INTERRUPTED: ("interrupted by Ctrl-C or SIGTERM; workers and segments torn down",
@@ -63,6 +66,7 @@ class ExitReason(enum.Enum):
     INTERRUPTED = "interrupted"
     # controlled mode
     DEADLOCK = "deadlock"
+    NO_PROGRESS = "no-progress"
     EXECUTIONS_DONE = "executions-done"
     STEP_BOUND = "step-bound"
     DIVERGED = "diverged"
@@ -80,10 +84,12 @@ _DESCRIPTIONS = {
     ExitReason.POINTS_REACHED: "reached the requested points, settled, and checked at rest",
     ExitReason.VIOLATION: "stopped at the first invariant violation",
     ExitReason.WORKER_CRASHED: "a worker process died without raising (a signal, os._exit)",
-    ExitReason.TIMEOUT: "a worker hung (no progress within --hang-timeout) or did not stop "
-                        "in time; stacks dumped, workers killed",
+    ExitReason.TIMEOUT: "a worker's process was stopped (a signal) or a controlled step did "
+                        "not return in time; stacks dumped, workers killed",
     ExitReason.INTERRUPTED: "Ctrl-C or SIGTERM; workers torn down",
     ExitReason.DEADLOCK: "every unfinished worker waits for a lock another one holds",
+    ExitReason.NO_PROGRESS: "an execution reached --max-steps and could not go on: every "
+                            "unfinished worker spins or waits, and nothing changes",
     ExitReason.EXECUTIONS_DONE: "ran every execution (or the whole bounded search) to the end",
     ExitReason.STEP_BOUND: "ran every execution; some reached --max-steps before finishing",
     ExitReason.DIVERGED: "the replay left the recorded schedule",
@@ -97,6 +103,7 @@ _EXIT_CODES = {
     ExitReason.TIMEOUT: ExitCode.BROKEN,
     ExitReason.INTERRUPTED: ExitCode.INTERRUPTED,
     ExitReason.DEADLOCK: ExitCode.FAILURE,
+    ExitReason.NO_PROGRESS: ExitCode.FAILURE,
     ExitReason.EXECUTIONS_DONE: ExitCode.CLEAN,
     ExitReason.STEP_BOUND: ExitCode.CLEAN,
     ExitReason.DIVERGED: ExitCode.NOT_REPRODUCED,

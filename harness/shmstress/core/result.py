@@ -11,6 +11,9 @@ from shmstress.core.noise import AimStats
 from shmstress.core.trace import Recording
 from shmstress.core.workers import WorkerInfo
 
+NO_PROGRESS = "no-progress"
+"""The invariant an execution that cannot go on is reported under (``controlled.progress``)."""
+
 
 @dataclass(frozen=True)
 class Violation:

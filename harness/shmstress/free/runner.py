@@ -35,7 +35,7 @@ from shmstress.core.crash import CrashReport
 from shmstress.core.exit_reason import ExitReason
 from shmstress.core.noise import AIMED
 from shmstress.core.processes import dump_stacks, process_state, reap
-from shmstress.core.result import RunResult
+from shmstress.core.result import NO_PROGRESS, RunResult, Violation
 from shmstress.core.shm import Arena, sweep_stale_segments
 from shmstress.core.signals import InterruptFlag, interruptible, shielded
 from shmstress.core.workers import WorkerInfo, number_workers
@@ -62,6 +62,10 @@ class _Started:
     processes: list[BaseProcess]
     reports: list[Connection]
     hung: list[str] = field(default_factory=list)  # each hung worker, with its stack
+    stuck: list[int] = field(default_factory=list)  # hung workers whose process ran (not stopped)
+    stopped: bool = False  # a hung worker's process was stopped (a signal): the run broke
+    stuck_how: str = ""  # what the stuck workers did not do
+    inside: bool = False  # the watchdog: one of them is stuck inside a step
     aim: tuple[AimTables, Subjects] | None = None  # aimed noise's tables, for the workers
 
 
@@ -199,7 +203,10 @@ def _watch(
             if hung:
                 started.hung += _stacks_of(built, processes, hung, (
                     f"finished no step (reached no new point) for {config.hang_timeout:g} s "
-                    "(--hang-timeout)"))
+                    "(--hang-timeout)"), started)
+                started.stuck_how = (f"reached no new point for {config.hang_timeout:g} s "
+                                     "(--hang-timeout)")
+                started.inside = True
                 control.abort()
                 return ExitReason.TIMEOUT, False
         if phase is Phase.RUN:
@@ -220,7 +227,9 @@ def _watch(
         elif now - phase_since > config.stop_timeout:
             alive = [w for w, p in enumerate(processes) if p.exitcode is None]
             started.hung += _stacks_of(built, processes, alive, (
-                f"did not stop within {config.stop_timeout:g} s (--stop-timeout)"))
+                f"did not stop within {config.stop_timeout:g} s (--stop-timeout)"), started)
+            started.stuck_how = (f"did not finish its role within {config.stop_timeout:g} s "
+                                 "of the stop (--stop-timeout)")
             control.abort()
             return ExitReason.TIMEOUT, drain_timed_out
 
@@ -235,8 +244,12 @@ class _Watchdog:
         self._since = [t0] * workers  # start-up counts: a worker that never steps is hung
 
     def hung(self, control: ControlBlock, processes: list[BaseProcess], now: float) -> list[int]:
+        """The workers that reached no new point for the timeout; once one has, also every
+        other that reached none since the previous look. A worker stuck inside its step holds
+        the step lock, so the others stop at their next point too, and the first to pass the
+        timeout may be one of them: the stuck one must be among those named."""
         self.next_look = now + _WATCHDOG_S
-        found = []
+        running = []
         for worker, process in enumerate(processes):
             if process.exitcode is not None or control.worker_slot(
                 worker, W_STATE
@@ -245,16 +258,22 @@ class _Watchdog:
             points = control.worker_slot(worker, W_POINTS)
             if points != self._seen[worker]:
                 self._seen[worker], self._since[worker] = points, now
-            elif now - self._since[worker] > self.timeout:
-                found.append(worker)
-        return found
+            running.append(worker)
+        if not any(now - self._since[w] > self.timeout for w in running):
+            return []
+        return [w for w in running if self._since[w] < now]
 
 
 def _stacks_of(
-    built: Assembly, processes: list[BaseProcess], workers: list[int], what: str
+    built: Assembly, processes: list[BaseProcess], workers: list[int], what: str,
+    started: _Started,
 ) -> list[str]:
-    """One entry per worker: who, what it did not do, whether it was stopped, its stack."""
+    """One entry per worker: who, what it did not do, whether it was stopped, its stack.
+    A worker whose process runs is the code under test not going on (``started.stuck``);
+    one that was stopped (SIGSTOP) is the run broken from outside (``started.stopped``)."""
     states = {w: process_state(processes[w].pid or 0) for w in workers}
+    started.stuck += [w for w in workers if states[w] != "stopped"]
+    started.stopped = started.stopped or any(state == "stopped" for state in states.values())
     stacks = dump_stacks([processes[w] for w in workers])
     entries = []
     for worker in workers:
@@ -265,6 +284,33 @@ def _stacks_of(
         stack = stacks.get(pid, "(no stack: it exited)")
         entries.append(f"{who} hung: {what}{stopped}; its stack:\n{stack}")
     return entries
+
+
+def _no_progress(
+    control: ControlBlock, workers: tuple[WorkerInfo, ...], started: _Started
+) -> Violation:
+    """Who waits for what, as far as free mode knows: the stuck workers (their stacks are in
+    the report) and what the others did. ``since``: where a replay probes (``progress``)."""
+    stuck = started.stuck
+    parts = [f"{workers[w].describe()} {started.stuck_how}" for w in stuck]
+    if started.inside:  # the one inside its step holds the step lock the others wait for
+        parts[-1] += (": it is stuck inside a step" if len(stuck) == 1 else
+                      ": one of them is stuck inside a step, the others wait for it at their "
+                      "next point")
+    for info in workers:
+        if info.worker_id not in stuck:
+            state = control.worker_slot(info.worker_id, W_STATE)
+            parts.append(f"{info.describe()} " + (
+                "has finished its role" if state == WorkerState.FINISHED else "was still running"))
+    return Violation(
+        invariant=NO_PROGRESS,
+        message="no progress: " + "; ".join(parts) + " (their stacks are in this report)",
+        fields={"worker": stuck[0], "stuck": sum(1 << w for w in stuck),
+                "since": control.points},
+        worker=workers[stuck[0]],
+        seq=control.points,
+        elapsed_s=None,
+    )
 
 
 def _crash_reports(
@@ -310,6 +356,11 @@ def _result(
         count += len(found)
         violations += found[: max(0, config.max_violations - len(violations))]
     crashes = list(started.hung)
+    if reason is ExitReason.TIMEOUT and started.stuck and not started.stopped:
+        # The code under test does not go on: a failure, with the bundle of what led there.
+        violations.insert(0, _no_progress(control, workers_seen, started))
+        count += 1
+        reason = ExitReason.NO_PROGRESS
     raised = _crash_reports(workers_seen, started.reports)
     for info, report in raised.items():
         crashes.append(report.describe(info))

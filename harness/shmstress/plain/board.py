@@ -137,20 +137,24 @@ class Board:
     max_steps: int
 
     @classmethod
-    def build(cls, arena: Arena, max_slots: int, max_objects: int, max_steps: int) -> Board:
+    def build(cls, arena: Arena, max_slots: int, max_objects: int, max_steps: int,
+              room: int = 0) -> Board:
+        """``room``: steps the step log keeps past ``max_steps`` (the no-progress probe's)."""
         def array(name: str, length: int, fill: int = 0) -> SharedArray:
             return arena.array(ARRAY_PREFIX + name, length, fill)
+
+        steps = max_steps + room + 1
 
         return cls(
             slots=array("slots", max_slots * P_STRIDE),
             objects=array("objects", max_objects * O_STRIDE),
             globals=array("globals", _GLOBALS),
-            step_label=array("step_label", max_steps + 1),
-            step_slot=array("step_slot", max_steps + 1),
-            step_index=array("step_index", max_steps + 1, fill=-1),
-            step_value=array("step_value", max_steps + 1),
-            step_kind=array("step_kind", max_steps + 1),
-            step_time=array("step_time", max_steps + 1),
+            step_label=array("step_label", steps),
+            step_slot=array("step_slot", steps),
+            step_index=array("step_index", steps, fill=-1),
+            step_value=array("step_value", steps),
+            step_kind=array("step_kind", steps),
+            step_time=array("step_time", steps),
             failure=array("failure", FAILURE_BYTES // 8),
             segments=array("segments", MAX_SEGMENTS * S_STRIDE),
             grants=[FORK.Semaphore(0) for _ in range(max_slots)],

@@ -16,12 +16,19 @@ import os
 import signal
 import struct
 import time
-from collections.abc import Sequence
+from collections.abc import Hashable, Sequence
 from dataclasses import dataclass
 from multiprocessing.process import BaseProcess
 from types import TracebackType
 
 from shmstress.controlled.pinning import pinned
+from shmstress.controlled.progress import (
+    ProbeEnd,
+    ProbeResult,
+    probe,
+    probe_capacity,
+    spin_labels,
+)
 from shmstress.controlled.strategies.base import (
     SEED_MASK,
     ScheduleDiverged,
@@ -67,6 +74,7 @@ from shmstress.plain.board import (
 )
 from shmstress.plain.host import host_main
 from shmstress.plain.outcome import PlainEnd, PlainFailure, PlainOutcome, PlainStep, Waiting
+from shmstress.plain.progress import inert
 from shmstress.plain.runtime import FreeNoise, PlainRuntime
 from shmstress.plain.scenario import ScenarioRef
 from shmstress.plain.waits import can_go
@@ -140,6 +148,7 @@ class PlainSession:
         self._arena = Arena()
         self._host: BaseProcess | None = None
         self._texts: dict[int, str] = {}
+        self._stalled: ProbeResult | None = None  # the last execution's probe, if it stalled
         self._healthy = True
         self._pinning = contextlib.ExitStack()
         try:
@@ -154,7 +163,7 @@ class PlainSession:
         if spec.max_processes < 2:
             raise ScenarioError(f"--max-processes must be at least 2, got {spec.max_processes}")
         self.board = Board.build(self._arena, spec.max_processes, spec.max_objects,
-                                 spec.max_steps)
+                                 spec.max_steps, room=probe_capacity(spec.max_processes))
         self.recorder = Recorder(self._arena, 1, 16, 1, max_strings=16384)
         self.created = CreatedSegments.of(self._arena.owner_pid, self._arena.owner_started)
         self.runtime = PlainRuntime(self.board, self.recorder, self.created)
@@ -261,6 +270,7 @@ class PlainSession:
         for field in (G_STEP, G_ABORT, G_WAKE, G_FAILED):
             globals_[field] = 0
         globals_[G_SLOTS] = 1
+        self._stalled = None
         self.runtime.claim_slot(0, "main", self._main)
         clock = (time.monotonic_ns(), time.time_ns())
         board.host_go.release()
@@ -299,7 +309,7 @@ class PlainSession:
                 return self._stuck(), None, preemptions
             step = int(globals_[G_STEP])
             if step >= max_steps:
-                return PlainEnd.STEP_BOUND, None, preemptions
+                return self._probe(current, preemptions)
             can_continue = current in runnable and not slots[current * P_STRIDE + P_YIELDED]
             view.step, view.current, view.runnable = step, current, runnable
             view.current_can_continue = can_continue
@@ -321,6 +331,25 @@ class PlainSession:
                 self._hung = chosen
                 return PlainEnd.HUNG, None, preemptions
             current = chosen
+
+    def _probe(self, current: int, preemptions: int) -> tuple[PlainEnd, None, int]:
+        """At the step bound: only long, or stuck? (``plain.progress``; a replay reaches the
+        same bound, as its bundle keeps --max-steps, and probes the same way.)"""
+        stepper = _Probing(self, current)
+        result = probe(stepper, int(self.board.globals.mv[G_STEP]),
+                       lambda s: self.text(self.board.slot(s, P_LABEL)))
+        preemptions += stepper.preemptions
+        if stepper.hung >= 0:
+            self._hung = stepper.hung
+            return PlainEnd.HUNG, None, preemptions
+        if self.board.globals.mv[G_FAILED]:
+            return PlainEnd.FAILED, None, preemptions
+        if result.end is ProbeEnd.STALLED:
+            self._stalled = result
+            return PlainEnd.NO_PROGRESS, None, preemptions
+        if result.end is ProbeEnd.DEADLOCK:
+            return self._stuck(), None, preemptions
+        return PlainEnd.STEP_BOUND, None, preemptions
 
     def _watch(self) -> PlainEnd:
         """Free mode: watch the execution run on its own until it ends or gets stuck."""
@@ -435,12 +464,36 @@ class PlainSession:
                 f"{self.who(worker)} did not reach its next point within "
                 f"{self.spec.stop_timeout:g} s (it blocks or loops in code shmstress does not "
                 "control); its stack is above"), "", int(globals_[G_STEP]))
+        if end is PlainEnd.NO_PROGRESS and self._stalled is not None:
+            return self._spinning(self._stalled)
         if end in (PlainEnd.DEADLOCK, PlainEnd.NO_PROGRESS):
             waiting = tuple(self._waiting(s) for s in range(int(globals_[G_SLOTS]))
                             if board.slot(s, P_STATE) == State.PARKED)
             return PlainFailure(end, *self._verdict(end, waiting), int(globals_[G_STEP]),
                                 waiting)
         return None
+
+    def _spinning(self, stalled: ProbeResult) -> PlainFailure:
+        """Who waits for what when processes spin: the spinners, then everyone else."""
+        board = self.board
+        in_use = range(int(board.globals.mv[G_SLOTS]))
+        spinning = [s for s in in_use if spin_labels(stalled, s)]
+        parts, waiting = [], []
+        for slot in spinning:
+            labels = " and ".join(repr(label) for label in spin_labels(stalled, slot))
+            turns = sum(1 for s, _ in stalled.turns if s == slot)
+            parts.append(f"{self.who(slot)} spins at {labels} ({turns} turns, and no step "
+                         "changed shared state)")
+            waiting.append(Waiting(slot, self.text(board.slot(slot, P_LABEL)),
+                                   f"spins at {labels}"))
+        for slot in in_use:
+            if slot not in spinning:
+                parts.append(self.describe(slot))
+                if board.slot(slot, P_STATE) == State.PARKED:
+                    waiting.append(self._waiting(slot))
+        message = "no progress: " + "; ".join(parts)
+        return PlainFailure(PlainEnd.NO_PROGRESS, spinning[0] if spinning else -1, message,
+                            "\n".join(parts), stalled.since, tuple(waiting))
 
     def _stuck(self) -> PlainEnd:
         board = self.board
@@ -495,6 +548,59 @@ class PlainSession:
         root = roots[0]
         return root.worker, (f"no progress: {self.who(root.worker)} {root.reason}, and no "
                              "process that could end the wait is left running"), details
+
+
+class _Probing:
+    """The probe's hands on a plain session (``controlled.progress.Stepper``). The "state" it
+    compares is the count of steps that changed something (``plain.progress.inert``)."""
+
+    def __init__(self, session: PlainSession, current: int) -> None:
+        self._session = session
+        board = session.board
+        self._board = board
+        self._current = current
+        self.preemptions = 0  # counted as the step loop counts them, as a replay will
+        self._locks = frozenset(session.object_name(o) for o in range(_objects(board))
+                                if board.obj(o, O_KIND) in (Kind.LOCK, Kind.RLOCK))
+        self._changes = 0
+        self.hung = -1
+
+    def runnable(self) -> tuple[list[int], bool]:
+        board = self._board
+        runnable, blocked = [], False
+        for slot in range(int(board.globals.mv[G_SLOTS])):
+            if board.slot(slot, P_STATE) != State.PARKED:
+                continue
+            if can_go(board, slot):
+                runnable.append(slot)
+            else:
+                blocked = True
+        return runnable, blocked
+
+    def take(self, worker: int) -> None:
+        board, session = self._board, self._session
+        current = self._current
+        if (worker != current and current in self.runnable()[0]
+                and not board.slot(current, P_YIELDED)):
+            self.preemptions += 1
+        self._current = worker
+        label = board.slot(worker, P_LABEL)
+        if not inert(session.text(label), self._locks):
+            self._changes += 1
+        board.take_step(label, worker)
+        board.set_slot(worker, P_LEASE, 0)
+        board.set_slot(worker, P_STATE, State.RUNNING)
+        board.globals.mv[G_WAKE] = 0
+        board.grants[worker].release()
+        if not session._wait(worker):
+            self.hung = worker
+
+    def settled(self, worker: int) -> bool:
+        return (self.hung >= 0 or self._board.slot(worker, P_STATE) != State.PARKED
+                or bool(self._board.globals.mv[G_FAILED]))
+
+    def state(self) -> Hashable:
+        return self._changes
 
 
 def _objects(board: Board) -> int:

@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 
 from shmstress.core.crash import CRASH
 from shmstress.core.errors import PluginError, ShmstressError
+from shmstress.core.result import NO_PROGRESS
 from shmstress.plugin import registry
 from shmstress.plugin.tracker import Invariant, Tracker
 from shmstress.plugin.words import Scope, Words
@@ -29,6 +30,8 @@ class Wording:
         found = self.invariants.get(invariant)
         if invariant == CRASH and found is None:  # about no object: the steps that led to it
             return Scope(subjects=(), worker=fields.get("worker"))
+        if invariant == NO_PROGRESS and found is None:  # from where the workers got stuck
+            return Scope(subjects=(), worker=fields.get("worker"), start=fields.get("from"))
         if found is None:
             return Scope(subjects=tuple(fields.items()))
         return found.scope(fields, self.params)

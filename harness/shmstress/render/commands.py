@@ -39,4 +39,9 @@ def run_command(config: RunConfig, free: bool = True) -> str:
             args += ["--check", invariant]
     if free and not config.stop_on_first:
         args.append("--keep-going")
+    default = RunConfig(tracker=config.tracker)
+    if free and config.hang_timeout != default.hang_timeout:  # what no progress was timed by
+        args += ["--hang-timeout", f"{config.hang_timeout:g}"]
+    if config.stop_timeout != default.stop_timeout:
+        args += ["--stop-timeout", f"{config.stop_timeout:g}"]
     return shlex.join(args)

@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from shmstress.analysis.focus import merged
-from shmstress.analysis.snippet import Snippet
+from shmstress.analysis.snippet import Repeated, Snippet
 from shmstress.core.files import replaced_atomically, write_text_new
 from shmstress.core.result import RunResult
 from shmstress.core.trace import LEVELS, Record, Recording
@@ -131,8 +131,13 @@ def write_new_log(
 
 def snippet_text(result: RunResult, words: Words, snippet: Snippet) -> str:
     """A snippet's records as klog lines, ``...`` where lines were cut; "" if none."""
-    return "\n".join(CUT if record is None else format_event(to_event(result, words, record))
-                     for record in snippet)
+    return "\n".join(CUT if record is None else _repeated(record.times)
+                     if isinstance(record, Repeated)
+                     else format_event(to_event(result, words, record)) for record in snippet)
+
+
+def _repeated(times: int) -> str:
+    return f"{CUT} the line above {times:,} more time{'s' if times != 1 else ''}"
 
 
 def to_log_records(result: RunResult, verbosity: int = MAX_VERBOSITY) -> list[logging.LogRecord]:

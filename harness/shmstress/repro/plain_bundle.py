@@ -88,11 +88,18 @@ class PlainBundle:
             except ScenarioError:
                 continue
             return PlainSpec(ref, max_processes=self.limits.max_processes,
-                             max_steps=max(self.limits.max_steps, len(self.steps) + 1),
+                             max_steps=self._max_steps(),
                              max_objects=self.limits.max_objects,
                              trace=tuple(self.limits.trace))
         raise BundleError(f"the bundle's scenario {self.scenario} is not here (nor at "
                           f"{self.scenario_path})")
+
+    def _max_steps(self) -> int:
+        """Room for every recorded step; but a no-progress failure found past the step bound
+        (its probe's steps: ``plain.progress``) replays with that bound, to probe again."""
+        if self.failure.end == "no-progress" and len(self.steps) > self.limits.max_steps:
+            return self.limits.max_steps
+        return max(self.limits.max_steps, len(self.steps) + 1)
 
 
 def from_outcome(named: str, spec: PlainSpec, strategy: StrategySpec, seed: int,

@@ -13,18 +13,20 @@ from __future__ import annotations
 import enum
 import time
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
+from shmstress.controlled.channel import G_STEP
 from shmstress.controlled.execution import ExecutionEnd, ExecutionOutcome, PhasePlan
-from shmstress.controlled.runner import prepare, session_spec
-from shmstress.controlled.session import Session
+from shmstress.controlled.progress import NO_PROGRESS
+from shmstress.controlled.runner import end_reason, prepare, session_spec
+from shmstress.controlled.session import Session, WorkerLostError
 from shmstress.controlled.strategies import Replay
 from shmstress.core.exit_reason import ExitCode, ExitReason
-from shmstress.core.result import RunResult
+from shmstress.core.result import RunResult, Violation
 from shmstress.core.shm import sweep_stale_segments
 from shmstress.core.signals import interruptible
 from shmstress.core.workers import WorkerInfo
-from shmstress.repro.bundle import Bundle, require_fit
+from shmstress.repro.bundle import Bundle, ExpectedViolation, require_fit
 
 
 class Verdict(enum.Enum):
@@ -52,9 +54,14 @@ class ReplayReport:
         return ExitCode.NOT_REPRODUCED
 
 
-def replay_bundle(bundle: Bundle, record: bool = True, pin: bool = True) -> ReplayReport:
-    """Replay ``bundle`` once; raises ConfigError (BundleError) if it cannot even start."""
+def replay_bundle(bundle: Bundle, record: bool = True, pin: bool = True,
+                  stop_timeout: float | None = None) -> ReplayReport:
+    """Replay ``bundle`` once; raises ConfigError (BundleError) if it cannot even start.
+    ``stop_timeout``: how long a step may take before its worker counts as hung (default:
+    the run's --stop-timeout)."""
     config, tracker_cls, workers = prepare(bundle.run_config())
+    if stop_timeout is not None:
+        config = replace(config, stop_timeout=stop_timeout)
     require_fit(bundle, config)
     spec = session_spec(
         config, tracker_cls, workers, max_steps=len(bundle.steps) + 1,
@@ -63,24 +70,28 @@ def replay_bundle(bundle: Bundle, record: bool = True, pin: bool = True) -> Repl
     strategy = Replay(bundle.steps, bundle.execution_seed)
     strategy.new_execution()
     plan = PhasePlan(len(bundle.steps) + 1, forced=bundle.phase_changes,
-                     rest_at_end=bundle.violation.at_rest)
+                     step_limit=_probed_from(bundle), rest_at_end=bundle.violation.at_rest)
     sweep_stale_segments()
     t0 = time.monotonic()
     with interruptible(), Session(spec) as session:
-        outcome = session.execute(strategy, bundle.execution_seed, plan, record=record)
+        try:
+            outcome = session.execute(strategy, bundle.execution_seed, plan, record=record)
+        except WorkerLostError as lost:
+            if not (lost.hung and bundle.violation.invariant == NO_PROGRESS):
+                raise
+            outcome = _hung(bundle, session, lost)  # the step it hung in, hung again
         recording = session.recording(len(outcome.steps)) if record else None
         pids = session.pids
     verdict, detail = _verdict(bundle, outcome)
     reason = {
-        Verdict.REPRODUCED: (ExitReason.DEADLOCK if outcome.end is ExecutionEnd.DEADLOCK
-                             else ExitReason.VIOLATION),
+        Verdict.REPRODUCED: end_reason(outcome.end),
         Verdict.DIFFERENT_VIOLATION: ExitReason.DIVERGED,
         Verdict.DIVERGED: ExitReason.DIVERGED,
         Verdict.NOT_REPRODUCED: ExitReason.DIVERGED,
     }[verdict]
     # The reproduced violation first: the log snippet and explanation are about it. (A free
     # run's ghost state is read while others run, so a replay may flag one more device.)
-    violations = sorted(outcome.violations, key=lambda v: not bundle.violation.matches(v))
+    violations = sorted(outcome.violations, key=lambda v: not _matches(bundle.violation, v))
     result = RunResult(
         config=config,
         exit_reason=reason,
@@ -97,11 +108,48 @@ def replay_bundle(bundle: Bundle, record: bool = True, pin: bool = True) -> Repl
     return ReplayReport(verdict, detail, bundle, outcome, result, tuple(strategy.deviations))
 
 
+def _probed_from(bundle: Bundle) -> int | None:
+    """A no-progress failure: the step its probe began at, where the replay probes again
+    (a free run's: where its tape ends)."""
+    if bundle.violation.invariant != NO_PROGRESS:
+        return None
+    since = bundle.violation.fields.get("since")
+    return None if since is None else min(since, len(bundle.steps))
+
+
+def _hung(bundle: Bundle, session: Session, lost: WorkerLostError) -> ExecutionOutcome:
+    """A no-progress failure whose worker was stuck inside a step (free mode's watchdog):
+    the replay reproduces it when that worker hangs in the replay too."""
+    steps = int(session.channel.globals.mv[G_STEP])
+    worker = session.spec.workers[lost.worker]
+    found = Violation(
+        invariant=NO_PROGRESS,
+        message=f"no progress: {worker.describe()} did not reach its next point within "
+                f"{session.spec.stop_timeout:g} s: it is stuck inside a step",
+        fields={"worker": lost.worker, "stuck": 1 << lost.worker, "since": steps},
+        worker=worker, seq=steps,
+        elapsed_s=None)
+    return ExecutionOutcome(ExecutionEnd.NO_PROGRESS, bundle.execution_seed,
+                            bundle.steps[:steps], 0, bundle.phase_changes, (found,), 1)
+
+
+def _matches(expected: ExpectedViolation, found: Violation) -> bool:
+    """The recorded violation again? No progress is the same when a worker that was stuck
+    is stuck again (``stuck``: a mask of workers); where a probe began, or a free run's
+    watchdog fired, and which of several stuck workers it saw first differ between a run
+    and its replay."""
+    if expected.invariant == NO_PROGRESS:
+        worker = found.fields.get("worker", -1)
+        stuck = expected.fields.get("stuck", 1 << expected.fields.get("worker", 0))
+        return found.invariant == NO_PROGRESS and worker >= 0 and bool(stuck >> worker & 1)
+    return expected.matches(found)
+
+
 def _verdict(bundle: Bundle, outcome: ExecutionOutcome) -> tuple[Verdict, str]:
     total = len(bundle.steps)
     if outcome.end is ExecutionEnd.DIVERGED and outcome.divergence is not None:
         return Verdict.DIVERGED, f"diverged at {outcome.divergence} ({total} steps recorded)"
-    found = next((v for v in outcome.violations if bundle.violation.matches(v)), None)
+    found = next((v for v in outcome.violations if _matches(bundle.violation, v)), None)
     if found is not None:
         return Verdict.REPRODUCED, f"{found.invariant}: {found.message}"
     found = outcome.principal_violation
