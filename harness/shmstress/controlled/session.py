@@ -654,7 +654,7 @@ class _Scheduling:
 
     def granted(self, step: int, worker: int) -> None:
         """A step granted outside ``run`` (the no-progress probe), for ``steps``."""
-        self._grants.append((step, worker))
+        self._session.channel.script.np[step] = worker
 
     def steps(self, count: int) -> tuple[Step, ...]:
         """The execution's schedule: every step's worker and label, in order."""
