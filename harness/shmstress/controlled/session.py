@@ -62,6 +62,7 @@ from shmstress.controlled.strategies.base import (
     ScheduleEnded,
     Scripting,
     Strategy,
+    acting,
 )
 from shmstress.controlled.worker import WorkerSetup, controlled_worker_main
 from shmstress.core.control import (
@@ -350,6 +351,7 @@ class Session:
             violation_count=count,
             divergence=divergence,
             crashes=tuple(report.describe(self._workers_seen()[w]) for w, report in raised),
+            yields=None if scheduled.scripted else scheduled.yields,
         )
 
     def recording(self, points: int) -> Recording:
@@ -449,6 +451,8 @@ class _Scheduling:
         self._phases = phases
         self._drained: Callable[[], bool] = tracker.drained
         self.preemptions = 0
+        self.yields = 0  # every yield, unless a script hid some (``yields_seen``)
+        self.scripted = False
         self.unsettled = False  # the drain ran out of steps before the tracker settled
         self.phase_changes: list[int] = []
         self._grants: list[tuple[int, int]] = []  # (first step, worker) of every grant
@@ -464,8 +468,9 @@ class _Scheduling:
         locks = session.control.lock_table.mv
         control = session.control.control.mv
         max_steps = min(session.spec.max_steps, self._phases.step_limit or (1 << 62))
-        strategy = self._strategy
+        strategy = acting(self._strategy)  # a portfolio's member decides on its own
         scripting = strategy if isinstance(strategy, Scripting) else None
+        self.scripted = scripting is not None
         script_log = channel.script.np
         view = _View(session)
         forced = self._phases.forced
@@ -523,6 +528,8 @@ class _Scheduling:
                     else:
                         limit = min(limit, drain_limit - step)
             can_continue = current in runnable and not slots[current * S_STRIDE + S_YIELDED]
+            if not can_continue and current in runnable:
+                self.yields += 1
             view.step = step
             view.current = current
             view.runnable = runnable

@@ -66,7 +66,7 @@ def check(function: Callable[..., Any], *, executions: int = 1000, strategy: str
         bundle = None
         if result.failing.failed:
             bundle = write_plain_bundle(
-                from_outcome(named, spec, exploration.strategy, seed, result.failing_index,
+                from_outcome(named, spec, result.strategy, seed, result.failing_index,
                              result.failing), Path(default_out()))
         raise ConcurrencyFailure("\n".join(result_lines(result, named, bundle)))
     return result
