@@ -451,8 +451,8 @@ class _Scheduling:
         self._phases = phases
         self._drained: Callable[[], bool] = tracker.drained
         self.preemptions = 0
-        self.yields = 0  # every yield, unless a script hid some (``yields_seen``)
-        self.scripted = False
+        self.yields = 0  # yields the coordinator saw: all of them unless ``scripted``
+        self.scripted = False  # workers handed steps on by a script: yields there go unseen
         self.unsettled = False  # the drain ran out of steps before the tracker settled
         self.phase_changes: list[int] = []
         self._grants: list[tuple[int, int]] = []  # (first step, worker) of every grant
