@@ -384,7 +384,7 @@ def _check_lines(check: DefaultCheck | None) -> list[str]:
 def render_suite(report: SuiteReport) -> str:
     options = report.options
     strategies = options.selected_strategies()
-    keys = [s.key + (" (default)" if s.is_default else "") for s in strategies]
+    keys = [s.key for s in strategies]  # the default's column is "default"
     width = max(14, *(len(k) + 1 for k in keys))
     name_width = max([22, *(len(p.program) + 1 for p in report.programs)])
     lines = [
