@@ -101,3 +101,14 @@ def test_a_tracker_whose_roles_yield_is_not_thin(
                  "--require-coverage", "--out", str(tmp_path)]) == 0
     out = capsys.readouterr().out
     assert "covered: 6 executions" in out and "thin coverage" not in out
+
+
+def test_plain_code_cut_at_the_step_bound_is_thin_coverage(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    args = ["test", f"{EXAMPLES / 'plain' / 'counter.py'}:locked", "--max-steps", "4",
+            "--executions", "3", "--seed", "1", "--quiet", "--out", str(tmp_path)]
+    assert main(args) == 0
+    out = capsys.readouterr().out
+    assert "controlled, portfolio, seed 1" in out and "covered: 3 executions" in out
+    assert "thin coverage: every execution reached --max-steps" in out
+    assert main([*args, "--require-coverage"]) == 5

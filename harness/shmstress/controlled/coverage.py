@@ -33,8 +33,9 @@ class Coverage:
         """Why this search may have missed what it was meant to find, one phrase each."""
         reasons = []
         if self.executions and self.step_bound == self.executions:
-            reasons.append("every execution reached --max-steps before it finished, so "
-                           "nothing was checked at rest")
+            reasons.append("every execution reached --max-steps before it finished, so none "
+                           "reached its end (a tracker's checks at rest, a scenario's last "
+                           "asserts)")
         if self.executions and self.yields == 0:
             reasons.append("no role ever yielded: every switch of worker was a preemption, "
                            f"and no execution made more than {self.max_preemptions}; a bug "
