@@ -352,6 +352,8 @@ def _controlled_to_json(result: ControlledResult) -> dict[str, object]:
         "ends": dict(result.ends),
         "executions_per_s": result.executions_per_s,
         "failing_execution": result.failing.index if result.failing else None,
+        "coverage": None if result.coverage is None else {
+            **asdict(result.coverage), "thin": list(result.coverage.thin())},
         "run": result_to_json(result.run),
     }
 
