@@ -46,7 +46,7 @@ def _executions(variant: str, strategy: str, seed: int, count: int) -> list[Exec
     return outcomes
 
 
-@pytest.mark.parametrize("strategy", ["pct", "random_walk"])
+@pytest.mark.parametrize("strategy", ["pct", "random_walk", "portfolio"])
 def test_same_seed_and_strategy_give_the_same_step_trace(strategy: str) -> None:
     first = _executions("fixed", strategy, seed=11, count=5)
     second = _executions("fixed", strategy, seed=11, count=5)

@@ -110,7 +110,7 @@ def test_every_twin_runs_clean(twin: Program) -> None:
 def test_the_runner_prints_its_table_twins_totals_and_the_papers_headline() -> None:
     logged: list[str] = []
     options = SuiteOptions(executions=5, seeds=2, programs=("lazy01_bad", "sync01_bad"),
-                           strategies=("pct-d3", "random-walk", "exhaustive-b0",
+                           strategies=("default", "pct-d3", "random-walk", "exhaustive-b0",
                                        "free-noise"),
                            twin_executions=3)
     report = run_suite(options, logged.append)
@@ -127,18 +127,26 @@ def test_the_runner_prints_its_table_twins_totals_and_the_papers_headline() -> N
     sync01 = report.programs[1]
     assert all(f.all_found and f.median_executions == 1 for f in sync01.strategies)
     assert [(t.twin, t.strategy, t.clean) for t in sync01.twins] == [
-        ("sync01_ok", "pct-d3", True), ("sync01_ok", "random-walk", True)]
+        ("sync01_ok", "default", True), ("sync01_ok", "pct-d3", True),
+        ("sync01_ok", "random-walk", True)]
     assert all(t.executions == 3 for t in sync01.twins)
     assert logged and all(line.startswith("sctbench: ") for line in logged)
 
     text = render_suite(report)
-    assert "pct-d3 (default)" in text
+    check = report.default_check()
+    assert check is not None  # the default against pct-d3, random walk and exhaustive-b0
+    assert [key for key, _ in check.single_sums] == ["pct-d3", "random-walk", "exhaustive-b0"]
+    assert [r[0] for r in check.ratios] == ["lazy01_bad", "sync01_bad"]
+    verdict = "below" if check.below_every_single else "NOT below"
+    assert (f"the default's sum of medians, {check.default_sum:,.0f} executions, "
+            f"is {verdict}") in text
     assert "lazy01_bad" in text and "sync01_ok" in text
     assert PAPER_HEADLINE in text
-    assert "2 of 2 twin runs clean" in text
+    assert "3 of 3 twin runs clean" in text
 
     data = json.loads(json.dumps(report_json(report)))
     assert data["paper"]["pct_d3_found"] == 48
+    assert data["default_check"]["below_every_single"] == check.below_every_single
     assert [t["strategy"] for t in data["totals"]] == list(options.strategies)
     assert data["programs"][1]["strategies"][0]["all_found"] is True
 

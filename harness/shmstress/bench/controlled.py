@@ -21,7 +21,7 @@ from shmstress.controlled.options import ControlledOptions
 from shmstress.controlled.pinning import pinned
 from shmstress.controlled.runner import prepare, run_controlled, session_spec
 from shmstress.controlled.session import Session
-from shmstress.controlled.strategies import StrategySpec, exploring_strategy
+from shmstress.controlled.strategies import DEFAULT, StrategySpec, exploring_strategy
 from shmstress.core.config import RunConfig
 from shmstress.core.control import FORK
 from shmstress.core.processes import reap
@@ -30,11 +30,15 @@ from shmstress.repro.bundle import from_free_run
 from shmstress.repro.shrink import ShrinkOptions, shrink_bundle
 
 RACY = ("gather-unchecked", "events-unordered", "original")
-STRATEGIES = (  # random walk, then PCT with each rule for spinners (strategies/pct.py)
+STRATEGIES = (  # random walk, PCT with each rule for spinners (strategies/pct.py), the default
     StrategySpec("random_walk"),
     StrategySpec("pct", depth=3, spin="demote"),
     StrategySpec("pct", depth=3, spin="aside"),
+    StrategySpec(DEFAULT),
 )
+SEED_RACE_GOAL = 10
+"""Issue 13: the default finds the seed race on its smallest scenario within this many
+executions (median)."""
 SEED_RACE = "seed-race"
 """The DRA tracker's scenario in which the seed race needs the fewest workers and devices."""
 ONE_DEVICE = "one-device"
@@ -193,6 +197,26 @@ def run_controlled_bench(trials: int, seed: int, log: Callable[[str], None]) -> 
     return bench
 
 
+def _default_check(bench: ControlledBench) -> list[str]:
+    """The default strategy's done-when figures: every racy variant in every seed, and the
+    seed race's executions against ``SEED_RACE_GOAL``."""
+    default = StrategySpec(DEFAULT).describe()
+    mine = [d for d in bench.detections if d.strategy == default]
+    racy = [d for d in mine if d.variant in RACY]
+    race = [d for d in mine if d.variant.endswith(f"({SEED_RACE})")]
+    if not racy:
+        return []
+    every = all(d.found == d.trials for d in racy)
+    lines = ["  the default (" + default + "): every racy variant found in every seed: "
+             + ("yes" if every else "NO") + " (" + ", ".join(
+                 f"{d.variant} {d.found}/{d.trials}" for d in racy) + ")"]
+    for d in race:
+        verdict = "within" if d.median <= SEED_RACE_GOAL else "ABOVE"
+        lines.append(f"  the default on the seed race ({SEED_RACE}): median {d.median:,.0f} "
+                     f"executions, {verdict} the goal of {SEED_RACE_GOAL}")
+    return lines
+
+
 def render_controlled_bench(bench: ControlledBench) -> list[str]:
     pingpong_rate = bench.pingpong_round_trips_per_s
     lines = [
@@ -213,6 +237,7 @@ def render_controlled_bench(bench: ControlledBench) -> list[str]:
             wall = (f", median {statistics.median(d.seconds):.3f} s" if d.seconds else "")
             lines.append(f"    {d.variant:36} {d.strategy:36} found {d.found}/{d.trials}, "
                          f"median {d.median:,.0f} (budget {d.budget}){wall}")
+    lines.extend(_default_check(bench))
     if bench.shrink is not None:
         s = bench.shrink
         lines.append(

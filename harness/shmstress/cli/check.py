@@ -5,7 +5,7 @@ runs for a few steps, for what free mode needs. ``check`` is the longer and
 stricter look a plugin author wants while writing one: every variant, every
 phase, many steps, and what controlled mode needs too: every step returns,
 a step that goes on makes a point, and a few real controlled executions
-under PCT (its default strategy) finish within ``--max-steps``. The last
+under PCT (on purpose, not the default portfolio) finish within ``--max-steps``. The last
 catches a role that spins without ``os.sched_yield()``: PCT keeps running
 the highest-priority worker until it yields, so such a role starves the
 worker it waits for and every execution hits the step bound.

@@ -27,7 +27,7 @@ from shmstress.controlled.options import (
 )
 from shmstress.controlled.result import ControlledResult
 from shmstress.controlled.runner import run_controlled
-from shmstress.controlled.strategies import EXPLORING, SPIN_RULES, StrategySpec
+from shmstress.controlled.strategies import DEFAULT, EXPLORING, SPIN_RULES, StrategySpec
 from shmstress.core.config import (
     DEFAULT_HANG_TIMEOUT,
     DEFAULT_NOISE,
@@ -92,7 +92,7 @@ FREE_ONLY = ("--duration", "--noise", "--noise-kind", "--max-sleep-us", "--noise
 """Options of free mode: a controlled run has no noise, no duration and stops at the first
 failing execution."""
 CONTROLLED_ONLY = ("--strategy", "--depth", "--spin", "--bound", "--executions", "--max-steps",
-                   "--no-pin")
+                   "--no-pin", "--require-coverage")
 
 
 def validate_run_args(args: argparse.Namespace) -> None:
@@ -186,13 +186,17 @@ def _add_controlled_options(parser: argparse.ArgumentParser) -> None:
     group.add_argument("--mode", choices=MODES, default="free",
                        help="free: real parallelism with noise (default); controlled: "
                        "explore interleavings with --strategy, each one replayable")
-    group.add_argument("--strategy", choices=EXPLORING, default="pct",
-                       help="pct (default), random_walk, or exhaustive (every schedule "
-                       "within --bound; for small scenarios)")
+    group.add_argument("--strategy", choices=EXPLORING, default=DEFAULT,
+                       help="portfolio (default: random walk and PCT at rising depths and "
+                       "with both spin rules, taking turns execution by execution), pct, "
+                       "random_walk, or exhaustive (every schedule within --bound; for small "
+                       "scenarios)")
     group.add_argument("--depth", type=int, default=3, metavar="D",
-                       help="PCT bug depth: D-1 priority change points per execution (default 3)")
+                       help="with --strategy pct: bug depth, D-1 priority change points per "
+                       "execution (default 3)")
     group.add_argument("--spin", choices=SPIN_RULES, default=StrategySpec.spin,
-                       help="PCT: what a worker that yields (spins) does. demote: it drops "
+                       help="with --strategy pct: what a worker that yields (spins) does. "
+                       "demote: it drops "
                        "below every other worker, as Shuttle's PCT (default; fastest, finds "
                        "the seed race in few executions); aside: it keeps its priority and "
                        "steps aside until another worker progresses (finds races that need a "
@@ -212,6 +216,9 @@ def _add_controlled_options(parser: argparse.ArgumentParser) -> None:
                        f"exit reason step-bound (default {DEFAULT_MAX_STEPS})")
     group.add_argument("--no-pin", action="store_true",
                        help="do not pin coordinator and workers to one CPU")
+    group.add_argument("--require-coverage", action="store_true",
+                       help="a clean run whose coverage was thin (no role ever yielded, every "
+                       "execution cut at --max-steps, a bounded search cut short) exits 5")
     out = default_out()
     parser.add_argument("--out", default=out, metavar="DIR",
                         help=f"where a failing run writes its repro bundle and, beside it, "
@@ -289,11 +296,15 @@ def _cmd_run(args: argparse.Namespace) -> int:
 def _run_controlled(args: argparse.Namespace, config: RunConfig) -> int:
     options = _options_from_args(args, config)
     result = run_controlled(replace(config, max_points=options.run_steps), options)
-    print(render_controlled(result))
+    print(render_controlled(result, args.require_coverage))
     unwritten = _report(args, result.run, from_controlled(result), controlled_command(result))
     if args.json:
         unwritten += _keep(lambda: _write_json(Path(args.json), _controlled_to_json(result)))
-    return verdict(result.exit_code, unwritten)
+    code = result.exit_code
+    if (args.require_coverage and code == ExitCode.CLEAN and result.coverage is not None
+            and result.coverage.thin()):
+        code = int(ExitCode.THIN_COVERAGE)
+    return verdict(code, unwritten)
 
 
 def _keep(write: Callable[[], object]) -> list[ArtifactError]:
@@ -362,6 +373,8 @@ def _controlled_to_json(result: ControlledResult) -> dict[str, object]:
         "ends": dict(result.ends),
         "executions_per_s": result.executions_per_s,
         "failing_execution": result.failing.index if result.failing else None,
+        "coverage": None if result.coverage is None else {
+            **asdict(result.coverage), "thin": list(result.coverage.thin())},
         "run": result_to_json(result.run),
     }
 

@@ -9,7 +9,7 @@ import textwrap
 from pathlib import Path
 
 from shmstress.cli.args import EPILOG
-from shmstress.controlled.strategies import EXPLORING, SPIN_RULES, StrategySpec
+from shmstress.controlled.strategies import DEFAULT, EXPLORING, SPIN_RULES, StrategySpec
 from shmstress.core.config import OUT_ENV, default_out
 from shmstress.core.errors import ReplayDivergedError
 from shmstress.core.exit_reason import ExitCode
@@ -65,7 +65,8 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
                         help="free mode: longest sleep of the noise, in microseconds "
                         "(default 100)")
     parser.add_argument("--strategy", choices=EXPLORING, default=None,
-                        help="how to pick who goes next (default pct)")
+                        help="how to pick who goes next (default portfolio: random walk and "
+                        "PCT at rising depths taking turns)")
     parser.add_argument("--depth", type=int, default=None,
                         help="PCT's bug depth: orderings a bug needs, plus one (default 3)")
     parser.add_argument("--spin", choices=SPIN_RULES, default=None,
@@ -87,6 +88,9 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     parser.add_argument("--out", default=None, metavar="DIR",
                         help=f"where a failure's bundle goes (default ${OUT_ENV} or "
                         "shmstress-out)")
+    parser.add_argument("--require-coverage", action="store_true",
+                        help="controlled: a clean search whose coverage was thin (every "
+                        "execution cut at --max-steps, a bounded search cut short) exits 5")
     parser.add_argument("--quiet", action="store_true", help="no progress line")
     parser.set_defaults(handler=_cmd_test)
 
@@ -136,8 +140,15 @@ def _cmd_test(args: argparse.Namespace) -> int:
     if misplaced:
         raise ConfigError(f"{', '.join(misplaced)} only appl{'ies' if len(misplaced) == 1 else 'y'}"
                           f" with --mode {'controlled' if free else 'free'}")
+    chosen = args.strategy or DEFAULT
+    for flags, wanted in ((("--depth", args.depth), ("--spin", args.spin)), "pct"), \
+            ((("--bound", args.bound),), "exhaustive"):
+        given = [flag for flag, value in flags if value is not None]
+        if given and not free and chosen != wanted:
+            raise ConfigError(f"{', '.join(given)} only appl{'ies' if len(given) == 1 else 'y'}"
+                              f" with --strategy {wanted}")
     strategy = StrategySpec("free") if free else StrategySpec(
-        args.strategy or "pct", depth=3 if args.depth is None else args.depth,
+        args.strategy or DEFAULT, depth=3 if args.depth is None else args.depth,
         bound=2 if args.bound is None else args.bound, spin=args.spin or "demote")
     for flag, value, least in (("--max-steps", args.max_steps, 1),
                                ("--max-processes", args.max_processes, 1),
@@ -163,12 +174,16 @@ def _cmd_test(args: argparse.Namespace) -> int:
     bundle_path = None
     lines: list[str] = []
     if result.failing is not None and result.failing.failed:
-        bundle = from_outcome(args.scenario, spec, exploration.strategy, seed,
+        bundle = from_outcome(args.scenario, spec, result.strategy, seed,
                               result.failing_index, result.failing)
         bundle_path = write_plain_bundle(bundle, Path(args.out or default_out()))
         log = write_text_atomically(bundle_path.with_suffix(".log"),  # its own: never another's
                                     "\n".join(log_lines(result.failing)) + "\n", "the log",
                                     exclusive=True)
         lines.append(f"  log: {log}")
-    print("\n".join(result_lines(result, args.scenario, bundle_path) + lines))
+    print("\n".join(result_lines(result, args.scenario, bundle_path, args.require_coverage)
+                    + lines))
+    if (args.require_coverage and result.exit_code is ExitCode.CLEAN
+            and result.coverage is not None and result.coverage.thin()):
+        return int(ExitCode.THIN_COVERAGE)
     return int(result.exit_code if result.exit_code is not ExitCode.CLEAN else 0)

@@ -51,6 +51,7 @@ class ExecutionOutcome:
     violation_count: int = 0
     divergence: ScheduleDiverged | None = None
     crashes: tuple[str, ...] = ()
+    yields: int | None = None  # yields the coordinator saw; None: a script hid some
 
     @property
     def failed(self) -> bool:

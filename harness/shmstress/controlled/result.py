@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 
+from shmstress.controlled.coverage import Coverage
 from shmstress.controlled.execution import ExecutionOutcome
 from shmstress.controlled.options import ControlledOptions
 from shmstress.controlled.strategies.base import StrategySpec
@@ -31,6 +32,7 @@ class ControlledResult:
     failing: FailingExecution | None
     exhausted: bool  # the strategy had nothing left to try (bounded exhaustive search)
     pinned_cpu: int | None
+    coverage: Coverage | None = None  # None: the run broke before it could say
 
     @property
     def steps_per_s(self) -> float:

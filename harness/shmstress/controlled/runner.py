@@ -11,12 +11,13 @@ from __future__ import annotations
 import time
 from dataclasses import replace
 
+from shmstress.controlled.coverage import CoverageCount
 from shmstress.controlled.execution import ExecutionEnd, ExecutionOutcome, PhasePlan
 from shmstress.controlled.options import ControlledOptions
 from shmstress.controlled.result import ControlledResult, FailingExecution
 from shmstress.controlled.session import Session, SessionSpec, WorkerLostError, describe_ends
 from shmstress.controlled.strategies import Replay, exploring_strategy
-from shmstress.controlled.strategies.base import SEED_MASK
+from shmstress.controlled.strategies.base import SEED_MASK, current_spec
 from shmstress.core.config import RunConfig
 from shmstress.core.exit_reason import ExitReason
 from shmstress.core.noise import NoiseConfig
@@ -76,6 +77,8 @@ def run_controlled(config: RunConfig, options: ControlledOptions) -> ControlledR
     ends: list[ExecutionEnd] = []
     failing: FailingExecution | None = None
     exhausted = False
+    found_by = strategy.spec
+    count = CoverageCount()
     steps = 0
     crashes: tuple[str, ...] = ()
     reason: ExitReason | None = None
@@ -93,9 +96,12 @@ def run_controlled(config: RunConfig, options: ControlledOptions) -> ControlledR
                         break
                     outcome = session.execute(strategy, strategy.next_u64() & SEED_MASK, plan)
                     ends.append(outcome.end)
+                    count.add(outcome.preemptions, outcome.end is ExecutionEnd.STEP_BOUND,
+                              outcome.yields)
                     steps += len(outcome.steps)
                     if outcome.failed:
                         failing = FailingExecution(index, outcome, time.monotonic() - t0, None)
+                        found_by = current_spec(strategy)
                         crashes = outcome.crashes  # a role that raised: its traceback
                         break
                 if failing is not None and options.record:
@@ -132,13 +138,14 @@ def run_controlled(config: RunConfig, options: ControlledOptions) -> ControlledR
     )
     return ControlledResult(
         run=run_result,
-        strategy=strategy.spec,
+        strategy=found_by,
         options=options,
         executions=len(ends),
         ends=describe_ends(ends),
         failing=failing,
         exhausted=exhausted,
         pinned_cpu=pinned_cpu,
+        coverage=count.result(strategy, exhausted),
     )
 
 

@@ -77,6 +77,7 @@ from shmstress.controlled.strategies.base import (
     ScheduleEnded,
     Scripting,
     Strategy,
+    acting,
 )
 from shmstress.controlled.worker import WorkerSetup, controlled_worker_main
 from shmstress.core.control import (
@@ -387,6 +388,7 @@ class Session:
             violation_count=count,
             divergence=divergence,
             crashes=tuple(report.describe(self._workers_seen()[w]) for w, report in raised),
+            yields=None if scheduled.scripted else scheduled.yields,
         )
 
     def recording(self, points: int) -> Recording:
@@ -528,6 +530,8 @@ class _Scheduling:
         self._phases = phases
         self._drained: Callable[[], bool] = tracker.drained
         self.preemptions = 0
+        self.yields = 0  # yields the coordinator saw: all of them unless ``scripted``
+        self.scripted = False  # workers handed steps on by a script: yields there go unseen
         self.unsettled = False  # the drain ran out of steps before the tracker settled
         self.phase_changes: list[int] = []
 
@@ -542,10 +546,11 @@ class _Scheduling:
         locks = session.control.lock_table.mv
         control = session.control.control.mv
         max_steps = min(session.spec.max_steps, self._phases.step_limit or (1 << 62))
-        strategy = self._strategy
+        strategy = acting(self._strategy)  # a portfolio's member decides on its own
         # what isinstance(strategy, Scripting) tells, without a protocol check per execution
         scripting = cast(Scripting | None, strategy if hasattr(strategy, "next_script")
                          else None)
+        self.scripted = scripting is not None
         script_log = channel.script.np
         view = _View(session)
         forced = self._phases.forced
@@ -602,6 +607,8 @@ class _Scheduling:
                     else:
                         limit = min(limit, drain_limit - step)
             can_continue = current in runnable and not slots[current * S_STRIDE + S_YIELDED]
+            if not can_continue and current in runnable:
+                self.yields += 1
             view.step = step
             view.current = current
             view.runnable = runnable

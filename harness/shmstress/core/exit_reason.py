@@ -16,6 +16,7 @@ class ExitCode(enum.IntEnum):
     USAGE = 2
     NOT_REPRODUCED = 3
     BROKEN = 4
+    THIN_COVERAGE = 5
     INTERRUPTED = 130
 
     def describe(self) -> str:
@@ -47,6 +48,11 @@ _MEANINGS = {
                       "failure, 1",
                       "fail the job as an infrastructure error; the stacks are in the run's "
                       "log in --out; a campaign goes on with --resume"),
+    ExitCode.THIN_COVERAGE: ("with --require-coverage: a clean search whose coverage was "
+                             "thin (no role ever yielded, every execution cut at --max-steps, "
+                             "or a bounded search the budget cut short)",
+                             "read the run's 'thin coverage' line: raise --max-steps or "
+                             "--executions, or make waiting roles yield"),
     ExitCode.INTERRUPTED: ("interrupted by Ctrl-C or SIGTERM; workers and segments torn down",
                            "the job was cancelled; finished trials are kept (campaign --resume)"),
 }

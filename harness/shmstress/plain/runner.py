@@ -12,8 +12,9 @@ import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
-from shmstress.controlled.strategies import Replay, exploring_strategy
-from shmstress.controlled.strategies.base import StrategySpec, seeded_rng
+from shmstress.controlled.coverage import Coverage, CoverageCount
+from shmstress.controlled.strategies import DEFAULT, Replay, exploring_strategy
+from shmstress.controlled.strategies.base import StrategySpec, current_spec, seeded_rng
 from shmstress.core.errors import ConfigError
 from shmstress.core.exit_reason import ExitCode
 from shmstress.core.shm import sweep_stale_segments
@@ -30,7 +31,7 @@ Progress = Callable[[int, dict[str, int]], None]
 class Exploration:
     """How to search: a strategy, a seed and a budget of executions."""
 
-    strategy: StrategySpec = field(default_factory=lambda: StrategySpec("pct"))
+    strategy: StrategySpec = field(default_factory=lambda: StrategySpec(DEFAULT))
     seed: int = 0
     executions: int = 1000
 
@@ -52,6 +53,13 @@ class PlainResult:
     exhausted: bool  # the strategy had nothing left to try
     failing: PlainOutcome | None = None
     failing_index: int = -1  # 0-based among the executions
+    found_by: StrategySpec | None = None  # the failing execution's (a portfolio's member)
+    coverage: Coverage | None = None  # controlled mode's: what the search tried
+
+    @property
+    def strategy(self) -> StrategySpec:
+        """What a bundle of the failing execution stores as its strategy."""
+        return self.found_by or self.exploration.strategy
 
     @property
     def exit_code(self) -> ExitCode:
@@ -78,6 +86,8 @@ def explore(spec: PlainSpec, exploration: Exploration,
     steps = 0
     started = time.monotonic()
     failing: PlainOutcome | None = None
+    found_by: StrategySpec | None = None
+    count = CoverageCount()
     exhausted = False
     executions = 0
     with interruptible(), PlainSession(spec) as session:
@@ -90,14 +100,18 @@ def explore(spec: PlainSpec, exploration: Exploration,
             executions += 1
             ends[outcome.end.value] = ends.get(outcome.end.value, 0) + 1
             steps += len(outcome.steps)
+            count.add(outcome.preemptions, outcome.end is PlainEnd.STEP_BOUND, None)
             if progress is not None:
                 progress(executions, ends)
             if outcome.failed or outcome.end is PlainEnd.HUNG:
                 failing = outcome
+                if strategy is not None:
+                    found_by = current_spec(strategy)
                 break
     return PlainResult(spec, exploration, executions, ends, steps,
                        time.monotonic() - started, exhausted, failing,
-                       executions - 1 if failing is not None else -1)
+                       executions - 1 if failing is not None else -1, found_by,
+                       None if strategy is None else count.result(strategy, exhausted))
 
 
 def replay(spec: PlainSpec, steps: Sequence[Step], execution_seed: int) -> PlainOutcome:

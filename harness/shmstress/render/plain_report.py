@@ -9,6 +9,7 @@ from shmstress.analysis.plain_story import PlainStory, plain_story
 from shmstress.core.plurals import counted
 from shmstress.plain.outcome import PlainEnd, PlainOutcome, PlainStep
 from shmstress.plain.runner import PlainResult
+from shmstress.render.coverage_text import coverage_lines
 from shmstress.repro.bundle import replay_command
 
 _TRACEBACK_LINES = 8
@@ -152,12 +153,13 @@ def _ends(ends: dict[str, int]) -> str:
     return ", ".join(f"{count:,} {end}" for end, count in sorted(ends.items()))
 
 
-def result_lines(result: PlainResult, named: str, bundle: Path | None) -> list[str]:
+def result_lines(result: PlainResult, named: str, bundle: Path | None,
+                 require_coverage: bool = False) -> list[str]:
     """The whole report of ``shmstress test``."""
     exploration = result.exploration
     free = result.spec.free
     mode = (f"free, noise p={free.noise:g}" if free is not None else
-            f"controlled, {exploration.strategy.describe()}")
+            f"controlled, {result.strategy.describe()}")
     lines = [f"shmstress test {named}: {mode}, seed {exploration.seed}",
              f"  executions: {result.executions:,} ({_ends(result.ends)}) in "
              f"{result.elapsed_s:.1f} s ({result.executions_per_s:,.0f} executions/s)"]
@@ -170,6 +172,8 @@ def result_lines(result: PlainResult, named: str, bundle: Path | None) -> list[s
             lines.append(f"  note: {bound:,} execution{'s' if bound != 1 else ''} reached "
                          f"--max-steps {result.spec.max_steps:,} before every process ended: "
                          "what comes after was not explored")
+        if result.coverage is not None:
+            lines.extend(coverage_lines(result.coverage, require_coverage))
         return lines
     failure = failing.failure
     assert failure is not None

@@ -7,6 +7,7 @@ import shlex
 from shmstress.controlled.result import ControlledResult
 from shmstress.core.result import RunResult
 from shmstress.render.commands import run_command
+from shmstress.render.coverage_text import coverage_lines
 
 
 def _setup(counts: str, params: str) -> str:
@@ -84,7 +85,7 @@ def controlled_command(result: ControlledResult) -> str:
     return run_command(result.run.config, free=False) + " " + shlex.join(args)
 
 
-def render_controlled(result: ControlledResult) -> str:
+def render_controlled(result: ControlledResult, require_coverage: bool = False) -> str:
     run = result.run
     config = run.config
     counts = ", ".join(f"{n} {role}{'s' if n != 1 else ''}" for role, n in config.counts.items())
@@ -124,6 +125,8 @@ def render_controlled(result: ControlledResult) -> str:
                          "way; the tracker may not be deterministic under replay")
     else:
         lines.append("  violations: none")
+        if result.coverage is not None:
+            lines.extend(coverage_lines(result.coverage, require_coverage))
     lines.append("  rerun this exploration:")
     lines.append(f"    {controlled_command(result)}")
     return "\n".join(lines)

@@ -41,12 +41,14 @@ class ConfigDoc(msgspec.Struct, kw_only=True):
 
 class StrategyDoc(msgspec.Struct, kw_only=True):
     """Each strategy stores only its own knobs: ``pct`` its depth and spin, ``exhaustive``
-    its bound; an unset knob is left out of the file and takes StrategySpec's default."""
+    its bound, ``portfolio`` the member that found the failure; an unset knob is left out
+    of the file and takes StrategySpec's default."""
 
     name: str
     depth: int | msgspec.UnsetType = msgspec.UNSET
     spin: str | msgspec.UnsetType = msgspec.UNSET
     bound: int | msgspec.UnsetType = msgspec.UNSET
+    member: str | msgspec.UnsetType = msgspec.UNSET
 
 
 class ViolationDoc(msgspec.Struct, kw_only=True):

@@ -136,7 +136,8 @@ def to_json(bundle: PlainBundle) -> dict[str, Any]:
             name=strategy.name,
             depth=strategy.depth if strategy.name == "pct" else msgspec.UNSET,
             spin=strategy.spin if strategy.name == "pct" else msgspec.UNSET,
-            bound=strategy.bound if strategy.name == "exhaustive" else msgspec.UNSET),
+            bound=strategy.bound if strategy.name == "exhaustive" else msgspec.UNSET,
+            member=strategy.member or msgspec.UNSET),
         seed=bundle.seed, execution=bundle.execution, execution_seed=bundle.execution_seed,
         preemptions=bundle.preemptions, failure=bundle.failure,
         processes=list(bundle.processes), labels=list(labels), steps=steps,
@@ -182,7 +183,7 @@ def from_json(data: object) -> PlainBundle:
                               f"[{worker}, {label}]")
     strategy = doc.strategy
     spec = StrategySpec(strategy.name)
-    for knob in ("depth", "spin", "bound"):
+    for knob in ("depth", "spin", "bound", "member"):
         value = getattr(strategy, knob)
         if value is not msgspec.UNSET:
             spec = StrategySpec(**{**spec.__dict__, knob: value})

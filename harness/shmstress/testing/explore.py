@@ -22,7 +22,7 @@ from pathlib import Path
 from shmstress.controlled.options import DEFAULT_MAX_STEPS, DEFAULT_RUN_STEPS, ControlledOptions
 from shmstress.controlled.result import ControlledResult
 from shmstress.controlled.runner import run_controlled
-from shmstress.controlled.strategies import StrategySpec
+from shmstress.controlled.strategies import DEFAULT, StrategySpec
 from shmstress.core.config import RunConfig, default_out
 from shmstress.core.plurals import counted
 from shmstress.render.failure import failure_report
@@ -39,7 +39,7 @@ def explore(
     tracker: TrackerRef = "dra",
     variant: str | None = None,
     *,
-    strategy: str = "pct",
+    strategy: str = DEFAULT,
     depth: int = 3,
     spin: str = StrategySpec.spin,
     bound: int = 2,
@@ -69,7 +69,7 @@ def check_interleavings(
     tracker: TrackerRef = "dra",
     variant: str | None = None,
     *,
-    strategy: str = "pct",
+    strategy: str = DEFAULT,
     depth: int = 3,
     spin: str = StrategySpec.spin,
     bound: int = 2,

@@ -22,6 +22,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any, TypeVar
 
+from shmstress.controlled.strategies import DEFAULT
 from shmstress.controlled.strategies.base import StrategySpec
 from shmstress.core.config import default_out
 from shmstress.core.errors import ScenarioError
@@ -49,7 +50,7 @@ def scenario_of(function: Callable[..., Any]) -> ScenarioRef:
     return ScenarioRef(str(Path(path).resolve()), name)
 
 
-def check(function: Callable[..., Any], *, executions: int = 1000, strategy: str = "pct",
+def check(function: Callable[..., Any], *, executions: int = 1000, strategy: str = DEFAULT,
           seed: int = 0, depth: int = 3, trace: tuple[str, ...] = (),
           max_steps: int = PlainSpec.max_steps,
           max_processes: int = PlainSpec.max_processes - 1) -> PlainResult:
@@ -66,13 +67,13 @@ def check(function: Callable[..., Any], *, executions: int = 1000, strategy: str
         bundle = None
         if result.failing.failed:
             bundle = write_plain_bundle(
-                from_outcome(named, spec, exploration.strategy, seed, result.failing_index,
+                from_outcome(named, spec, result.strategy, seed, result.failing_index,
                              result.failing), Path(default_out()))
         raise ConcurrencyFailure("\n".join(result_lines(result, named, bundle)))
     return result
 
 
-def concurrency_test(*, executions: int = 1000, strategy: str = "pct", seed: int = 0,
+def concurrency_test(*, executions: int = 1000, strategy: str = DEFAULT, seed: int = 0,
                      depth: int = 3, trace: tuple[str, ...] = (),
                      max_steps: int = PlainSpec.max_steps,
                      max_processes: int = PlainSpec.max_processes - 1) -> Callable[[F], F]:

@@ -2,16 +2,22 @@
 
 Per buggy program and strategy: whether a failure was found within the budget of
 executions (the paper's limit is 100,000 schedules), and the executions and wall
-time to the first failure, median over seeds. The strategies are PCT at depth 1,
-2 and 3 (depth 3 is controlled mode's default), random walk, bounded exhaustive
+time to the first failure, median over seeds. The strategies are the default
+(``portfolio``: its members take turns, execution by execution), PCT at depth 1,
+2 and 3, random walk, bounded exhaustive
 search at preemption bounds 0 to 3, and free mode with noise (the OS schedules,
 noise perturbs; not a strategy's choice, so not reproducible by seed, but every
 failure it finds replays). Exhaustive search does not depend
 on the seed (it enumerates the same schedules in the same order), so it runs once
 per program, not once per seed; a search that ran out of schedules without a
 failure says so (the bug needs more preemptions than its bound). Each twin then
-runs its budget under PCT (the default) and random walk, and must run clean (the
+runs its budget under the default, PCT and random walk, and must run clean (the
 ``din_phil*_unsat`` twins may only deadlock, as their C code can).
+
+The issue's done-when checks are printed under the table (``DefaultCheck``): the
+default's summed median executions against every single controlled strategy's
+sum, and per program the default's median over the best single strategy's
+(flagged above ``RATIO_LIMIT``).
 
 A trial that misses counts as the whole budget in the medians, which are then
 lower bounds (printed with ``>=``). Figures are printed beside the paper's
@@ -27,6 +33,7 @@ from dataclasses import asdict, dataclass, field, replace
 from typing import Any
 
 from shmstress.bench.sctbench.programs import BUGGY, Program, program
+from shmstress.controlled.strategies import DEFAULT
 from shmstress.controlled.strategies.base import StrategySpec
 from shmstress.core.config import DEFAULT_NOISE
 from shmstress.core.signals import interruptible
@@ -54,10 +61,16 @@ class SuiteStrategy:
 
     @property
     def is_default(self) -> bool:
-        return self.free is None and self.spec == StrategySpec("pct")
+        return self.free is None and self.spec == StrategySpec(DEFAULT)
+
+    @property
+    def single(self) -> bool:
+        """One controlled strategy alone: what the default is measured against."""
+        return self.free is None and not self.is_default
 
 
 STRATEGIES: tuple[SuiteStrategy, ...] = (
+    SuiteStrategy("default", StrategySpec(DEFAULT)),
     SuiteStrategy("pct-d1", StrategySpec("pct", depth=1)),
     SuiteStrategy("pct-d2", StrategySpec("pct", depth=2)),
     SuiteStrategy("pct-d3", StrategySpec("pct", depth=3)),
@@ -66,7 +79,9 @@ STRATEGIES: tuple[SuiteStrategy, ...] = (
                     seeded=False) for bound in range(4)),
     SuiteStrategy("free-noise", StrategySpec("pct"), free=FreeSpec(noise=DEFAULT_NOISE)),
 )
-TWIN_STRATEGIES = ("pct-d3", "random-walk")
+TWIN_STRATEGIES = ("default", "pct-d3", "random-walk")
+RATIO_LIMIT = 3.0
+"""The default's median on a program may be at most this many times the best single one's."""
 
 
 @dataclass(frozen=True)
@@ -191,6 +206,40 @@ class SuiteReport:
         return rows
 
 
+    def default_check(self) -> DefaultCheck | None:
+        """The default against the single strategies, or None if either did not run."""
+        selected = self.options.selected_strategies()
+        default = next((s.key for s in selected if s.is_default), None)
+        singles = [s.key for s in selected if s.single]
+        if default is None or not singles or not self.programs:
+            return None
+        sums = {key: executions for key, _, _, executions, _ in self.totals()}
+        ratios = []
+        for p in self.programs:
+            medians = {f.strategy: f.median_executions for f in p.strategies}
+            best = min(singles, key=lambda key: medians[key])
+            ratios.append((p.program, medians[default], best, medians[best]))
+        return DefaultCheck(sums[default], tuple((key, sums[key]) for key in singles),
+                            tuple(ratios))
+
+
+@dataclass(frozen=True)
+class DefaultCheck:
+    """Issue 13's figures: the default's sum below every single strategy's, and on no
+    program more than ``RATIO_LIMIT`` times the best single strategy's median."""
+
+    default_sum: float
+    single_sums: tuple[tuple[str, float], ...]
+    ratios: tuple[tuple[str, float, str, float], ...]  # program, default, best key, best
+
+    @property
+    def below_every_single(self) -> bool:
+        return all(self.default_sum < total for _, total in self.single_sums)
+
+    def over_limit(self) -> tuple[tuple[str, float, str, float], ...]:
+        return tuple(r for r in self.ratios if r[1] > RATIO_LIMIT * max(1.0, r[3]))
+
+
 Log = Callable[[str], None]
 
 
@@ -288,6 +337,14 @@ def report_json(report: SuiteReport) -> dict[str, Any]:
          "median_executions_sum": executions, "median_s_sum": seconds}
         for key, every, some, executions, seconds in report.totals()
     ]
+    check = report.default_check()
+    if check is not None:
+        data["default_check"] = {
+            "default_sum": check.default_sum, "single_sums": dict(check.single_sums),
+            "below_every_single": check.below_every_single,
+            "ratios": [{"program": p, "default": d, "best": key, "best_median": b}
+                       for p, d, key, b in check.ratios],
+            "over_limit": [p for p, _, _, _ in check.over_limit()]}
     data["paper"] = {"headline": PAPER_HEADLINE, "executions": PAPER_EXECUTIONS,
                      "programs": 49, "pct_d3_found": 48}
     return data
@@ -306,10 +363,28 @@ def _time_cell(f: StrategyFigures) -> str:
     return f"{bound}{f.median_s:.2f}"
 
 
+def _check_lines(check: DefaultCheck | None) -> list[str]:
+    if check is None:
+        return []
+    verdict = "below" if check.below_every_single else "NOT below"
+    lines = [f"the default's sum of medians, {check.default_sum:,.0f} executions, is {verdict} "
+             "every single strategy's: " + ", ".join(f"{key} {total:,.0f}"
+                                                    for key, total in check.single_sums)]
+    over = check.over_limit()
+    worst = max(check.ratios, key=lambda r: r[1] / max(1.0, r[3]))
+    lines.append(f"the default's median over the best single strategy's, per program: worst "
+                 f"{worst[0]} {worst[1] / max(1.0, worst[3]):.1f}x ({worst[1]:,.0f} against "
+                 f"{worst[2]}'s {worst[3]:,.0f}); "
+                 + (f"{len(over)} above {RATIO_LIMIT:g}x: " + ", ".join(
+                     f"{p} {d:,.0f} vs {key} {b:,.0f}" for p, d, key, b in over)
+                    if over else f"none above {RATIO_LIMIT:g}x"))
+    return lines
+
+
 def render_suite(report: SuiteReport) -> str:
     options = report.options
     strategies = options.selected_strategies()
-    keys = [s.key + (" (default)" if s.is_default else "") for s in strategies]
+    keys = [s.key for s in strategies]  # the default's column is "default"
     width = max(14, *(len(k) + 1 for k in keys))
     name_width = max([22, *(len(p.program) + 1 for p in report.programs)])
     lines = [
@@ -355,6 +430,7 @@ def render_suite(report: SuiteReport) -> str:
         lines.append(f"  {key:16} found {all_found:>2} / {any_found:>2} of "
                      f"{len(report.programs)}, {executions:>12,.0f} executions, "
                      f"{seconds:9.2f} s")
+    lines.extend(_check_lines(report.default_check()))
     lines.append(f"  {report.headline}")
     if options.executions != PAPER_EXECUTIONS:
         lines.append(f"  (this run's budget is {options.executions:,} executions, not the "

@@ -13,16 +13,22 @@ from shmstress.controlled.strategies.blocks import Blocks
 from shmstress.controlled.strategies.exhaustive import Exhaustive
 from shmstress.controlled.strategies.guided import Guided
 from shmstress.controlled.strategies.pct import SPIN_RULES, Pct
+from shmstress.controlled.strategies.portfolio import Portfolio
 from shmstress.controlled.strategies.random_walk import RandomWalk
 from shmstress.controlled.strategies.replay import Replay
 from shmstress.core.errors import ConfigError
 
-EXPLORING = ("pct", "random_walk", "exhaustive")
+EXPLORING = ("portfolio", "pct", "random_walk", "exhaustive")
+DEFAULT = "portfolio"
+"""Controlled and plain mode's default strategy (``strategies/portfolio.py`` says why)."""
 
 
 def exploring_strategy(spec: StrategySpec, seed: int, workers: int, max_steps: int) -> Strategy:
     """A strategy that searches for failures (replay and guided are built from a schedule);
     ``max_steps`` bounds the length of every execution (PCT's first k)."""
+    if spec.name == "portfolio":
+        return Portfolio(seed, lambda member, member_seed: exploring_strategy(
+            member, member_seed, workers, max_steps))
     if spec.name == "pct":
         if spec.depth < 1:
             raise ConfigError(f"--depth must be >= 1, got {spec.depth}")
@@ -39,12 +45,14 @@ def exploring_strategy(spec: StrategySpec, seed: int, workers: int, max_steps: i
 
 
 __all__ = [
+    "DEFAULT",
     "EXPLORING",
     "SPIN_RULES",
     "Blocks",
     "Exhaustive",
     "Guided",
     "Pct",
+    "Portfolio",
     "RandomWalk",
     "Replay",
     "ScheduleDiverged",

@@ -31,8 +31,11 @@ class StrategySpec:
     depth: int = 3
     bound: int = 2
     spin: str = "demote"  # PCT: what a worker that yields does (strategies/pct.DEFAULT_SPIN)
+    member: str = ""  # portfolio: the member that ran the failing execution, described
 
     def describe(self) -> str:
+        if self.name == "portfolio":
+            return f"portfolio ({self.member})" if self.member else "portfolio"
         if self.name == "pct":
             aside = ", spinners step aside" if self.spin == "aside" else ""
             return f"pct (depth {self.depth}{aside})"
@@ -116,6 +119,31 @@ class Scripting(Protocol):
     ) -> Sequence[int] | npt.NDArray[np.int64]:
         """The draw of each of the next steps (1 to ``limit`` of them), first one now."""
         ...
+
+
+@runtime_checkable
+class Delegating(Protocol):
+    """A strategy that hands each execution to one of its members (``portfolio``)."""
+
+    @property
+    def active(self) -> Strategy:
+        """The member that decides the current execution."""
+        ...
+
+    def found_by(self) -> StrategySpec:
+        """The strategy's spec naming the member of the current execution."""
+        ...
+
+
+def acting(strategy: Strategy) -> Strategy:
+    """The strategy that decides the current execution: a portfolio's member, or itself.
+    Asked once per execution, so a member's scripts and leases work as if it ran alone."""
+    return strategy.active if isinstance(strategy, Delegating) else strategy
+
+
+def current_spec(strategy: Strategy) -> StrategySpec:
+    """What a bundle of the current execution stores: a portfolio names its member."""
+    return strategy.found_by() if isinstance(strategy, Delegating) else strategy.spec
 
 
 class ScheduleDiverged(Exception):  # noqa: N818 - a replay outcome, not a harness error

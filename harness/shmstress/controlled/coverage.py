@@ -1,0 +1,80 @@
+"""What a search covered, and where that was thin: data only (``render`` words it).
+
+A clean run of a strategy looks exactly like a clean run of a correct program
+unless it says what it tried. PCT at depth d makes at most d-1 preemptions an
+execution; a run whose roles never yield switches workers only by preemption,
+so a bug that needs more preemptions than any execution made was never in
+reach; an execution cut at ``--max-steps`` never reached its end, where the
+checks at rest run; a bounded exhaustive search that ran out of budget left
+schedules within its bound untried. ``thin`` names each of these, and
+``--require-coverage`` makes a clean run that has any of them exit non-zero.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass
+
+from shmstress.controlled.strategies.base import Strategy, StrategySpec
+from shmstress.controlled.strategies.portfolio import Portfolio, member_name
+
+
+@dataclass(frozen=True)
+class Coverage:
+    executions: int
+    members: tuple[tuple[str, int], ...] = ()  # a portfolio's (member, executions it ran)
+    depths: tuple[int, ...] = ()  # PCT depths that ran
+    max_preemptions: int = 0  # the most any execution made
+    step_bound: int = 0  # executions cut at --max-steps
+    yields: int | None = None  # yields seen; None: not counted (plain code, scripted steps)
+    incomplete_search: str = ""  # a bounded exhaustive search the budget cut: its bound
+
+    def thin(self) -> tuple[str, ...]:
+        """Why this search may have missed what it was meant to find, one phrase each."""
+        reasons = []
+        if self.executions and self.step_bound == self.executions:
+            reasons.append("every execution reached --max-steps before it finished, so none "
+                           "reached its end (a tracker's checks at rest, a scenario's last "
+                           "asserts)")
+        if self.executions and self.yields == 0:
+            reasons.append("no role ever yielded: every switch of worker was a preemption, "
+                           f"and no execution made more than {self.max_preemptions}; a bug "
+                           "that needs more was never in reach")
+        if self.incomplete_search:
+            reasons.append(f"the bounded search ({self.incomplete_search}) ran out of "
+                           "executions before it tried every schedule")
+        return tuple(reasons)
+
+
+@dataclass
+class CoverageCount:
+    """Counts a run's executions as they end (the runner's side)."""
+
+    executions: int = 0
+    max_preemptions: int = 0
+    step_bound: int = 0
+    yields: int = 0
+    counted: bool = False  # some execution's yields were all seen by the coordinator
+
+    def add(self, preemptions: int, hit_bound: bool, yields: int | None) -> None:
+        self.executions += 1
+        self.max_preemptions = max(self.max_preemptions, preemptions)
+        self.step_bound += hit_bound
+        if yields is not None:
+            self.counted = True
+            self.yields += yields
+
+    def result(self, strategy: Strategy | None, exhausted: bool) -> Coverage:
+        spec = strategy.spec if strategy is not None else StrategySpec("free")
+        members: tuple[tuple[str, int], ...] = ()
+        specs: Iterable[StrategySpec] = (spec,)
+        if isinstance(strategy, Portfolio):
+            members = strategy.coverage()
+            specs = strategy.ran()
+        depths = tuple(sorted({s.depth for s in specs if s.name == "pct"}))
+        incomplete = ""
+        for s in specs:
+            if s.name == "exhaustive" and not exhausted:
+                incomplete = member_name(s)
+        return Coverage(self.executions, members, depths, self.max_preemptions,
+                        self.step_bound, self.yields if self.counted else None, incomplete)

@@ -1,0 +1,175 @@
+"""Portfolio: several strategies taking turns, execution by execution (the default).
+
+No single strategy finds every bug soonest, and each misses some bugs it will
+never find at any budget: PCT at depth d misses a bug that needs more than
+d-1 preemptions among workers that never yield; PCT's ``demote`` rule for
+spinners misses the DRA tracker's ``events-unordered`` (0 of 10 runs of
+1,000 executions), which random walk finds in about 18; random walk
+rarely finds a bug that needs one worker preempted at one exact step while
+many others run. Coyote's test engine answers this with a portfolio (random
+walk interleaved with PCT at rising bounds), and so does this module: each
+execution is handed to one member, in a fixed cycle (``Mix``), so the cost of
+a bug is roughly the cycle's length over the turns of its best member, times
+that member's executions, and no bug one member finds is missed.
+
+Depth escalation: a deep PCT member (depth 4, then 5) joins the cycle only
+once the run has spent a number of executions (``Stage.start``) on the
+shallower ones, since on bugs the shallow members find their turns would only
+dilute the cycle, and a bug that needs four or more preemptions is rare.
+
+Reproducibility: every member has its own RNG, seeded from the run's seed and
+the member's place in the mix, and the turns depend only on the execution's
+index: the same seed gives the same executions. A member keeps its state
+between its turns (PCT learns the length of executions, bounded exhaustive
+search walks its tree); a member that has nothing left to try (the bounded
+search is complete) leaves the cycle, and the portfolio ends when none is left.
+
+The member that runs an execution is ``active``; the controlled session asks
+it directly (``base.acting``), so random walk keeps its scripts (``Scripting``)
+and PCT its leases, and the portfolio costs nothing per step.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+
+from shmstress.controlled.strategies.base import (
+    SchedulerView,
+    Strategy,
+    StrategySpec,
+    seeded_rng,
+)
+
+Build = Callable[[StrategySpec, int], Strategy]
+"""Builds a member from its spec and its seed (``strategies.exploring_strategy``)."""
+
+
+@dataclass(frozen=True)
+class Stage:
+    """From execution ``start`` on, members take turns in the order ``cycle`` names them."""
+
+    start: int
+    cycle: tuple[int, ...]  # indices into Mix.members
+
+
+@dataclass(frozen=True)
+class Mix:
+    """The members and when each takes its turn."""
+
+    members: tuple[StrategySpec, ...]
+    stages: tuple[Stage, ...]
+
+    def stage(self, execution: int) -> Stage:
+        chosen = self.stages[0]
+        for stage in self.stages:
+            if stage.start <= execution:
+                chosen = stage
+        return chosen
+
+
+RW = StrategySpec("random_walk")
+D1 = StrategySpec("pct", depth=1)
+D2 = StrategySpec("pct", depth=2)
+D3 = StrategySpec("pct", depth=3)
+D4 = StrategySpec("pct", depth=4)
+D5 = StrategySpec("pct", depth=5)
+ASIDE = StrategySpec("pct", depth=3, spin="aside")
+
+DEFAULT_MIX = Mix(
+    members=(RW, D2, D3, ASIDE, D4, D5),
+    stages=(
+        Stage(0, (0, 1, 2, 0, 1, 3)),
+        Stage(500, (0, 1, 2, 0, 1, 3, 4)),
+        Stage(5000, (0, 1, 2, 0, 1, 3, 4, 5)),
+    ),
+)
+"""Random walk and PCT at depth 2 a third of the executions each, PCT at depth 3 with each
+spin rule a sixth; depth 4, then 5, join once 500, then 5,000 executions found nothing.
+
+Measured per member on the SCTBench ports (3 seeds, 150 executions each): random walk
+finds most programs in one or two executions but never the ``reorder`` ones, which PCT
+finds in tens (depth 2 soonest on ``reorder_3_bad``, ``bluetooth_driver_bad``); on the
+DRA tracker random walk finds ``events-unordered`` (median 59 of its own executions, PCT
+``aside`` 231, ``demote`` never) and the seed race as soon as PCT at depth 3 or 4 (about
+20), depth 2 about six times later. A portfolio of k equal turns costs a program about k
+times its best member's executions, so the shares follow the members that are best
+somewhere; the deep members wait until the shallow ones had their chance.
+"""
+
+
+def member_name(spec: StrategySpec) -> str:
+    """A member in a few words: ``random walk``, ``pct depth 4``, ``pct depth 3 aside``."""
+    if spec.name == "pct":
+        return f"pct depth {spec.depth}" + (f" {spec.spin}" if spec.spin != "demote" else "")
+    if spec.name == "exhaustive":
+        return f"exhaustive bound {spec.bound}"
+    return spec.describe()
+
+
+class Portfolio:
+    def __init__(self, seed: int, build: Build, mix: Mix = DEFAULT_MIX) -> None:
+        self._mix = mix
+        self._members: list[Strategy] = [
+            build(spec, seeded_rng(seed, f"portfolio:{index}:{spec.describe()}")
+                  .getrandbits(63))
+            for index, spec in enumerate(mix.members)
+        ]
+        self._done: set[int] = set()  # members with nothing left to try
+        self._execution = -1
+        self._active = 0
+        self.turns: Counter[int] = Counter()  # member index -> executions it ran
+        self.spec = StrategySpec("portfolio")
+
+    @property
+    def active(self) -> Strategy:
+        """The member that runs the current execution."""
+        return self._members[self._active]
+
+    @property
+    def members(self) -> Sequence[Strategy]:
+        return tuple(self._members)
+
+    def member_of(self, execution: int) -> int:
+        """The member whose turn execution ``execution`` (0-based) is, ignoring members
+        that ran out."""
+        cycle = self._mix.stage(execution).cycle
+        return cycle[execution % len(cycle)]
+
+    def found_by(self) -> StrategySpec:
+        """The spec naming the member of the current execution and the execution (1-based),
+        as a bundle stores it: ``portfolio (random walk at execution 7)``."""
+        return StrategySpec("portfolio", member=f"{member_name(self.active.spec)} at "
+                                                f"execution {self._execution + 1}")
+
+    def new_execution(self) -> bool:
+        self._execution += 1
+        execution = self._execution
+        cycle = self._mix.stage(execution).cycle
+        for offset in range(len(cycle)):
+            member = cycle[(execution + offset) % len(cycle)]
+            if member in self._done:
+                continue
+            if self._members[member].new_execution():
+                self._active = member
+                self.turns[member] += 1
+                return True
+            self._done.add(member)
+        return False
+
+    def next_task(self, view: SchedulerView) -> tuple[int, int]:
+        return self._members[self._active].next_task(view)
+
+    def next_u64(self) -> int:
+        return self._members[self._active].next_u64()
+
+    def ran(self) -> tuple[StrategySpec, ...]:
+        """The members that ran at least one execution, in the mix's order."""
+        return tuple(spec for index, spec in enumerate(self._mix.members) if self.turns[index])
+
+    def coverage(self) -> tuple[tuple[str, int], ...]:
+        """(member, executions it ran), in the mix's order, members that never ran left out."""
+        mix = self._mix
+        return tuple((member_name(mix.members[index]), self.turns[index])
+                     for index in range(len(mix.members)) if self.turns[index])

@@ -1,0 +1,114 @@
+"""The portfolio, controlled and plain mode's default: turns by seed, scripting kept, bugs a
+single PCT depth misses found, replayable bundles naming the member, and coverage."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from shmstress.cli.main import main
+from shmstress.controlled.strategies import DEFAULT, Portfolio, exploring_strategy
+from shmstress.controlled.strategies.base import Scripting, StrategySpec, acting
+from shmstress.controlled.strategies.portfolio import DEFAULT_MIX, member_name
+
+EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
+TICKETS = f"{EXAMPLES / 'counter_tracker.py'}:TicketTracker"
+
+
+def _portfolio(seed: int) -> Portfolio:
+    strategy = exploring_strategy(StrategySpec("portfolio"), seed, 3, 500)
+    assert isinstance(strategy, Portfolio)
+    return strategy
+
+
+def _turns(seed: int, executions: int) -> list[tuple[str, int]]:
+    """(member, execution seed) of each execution."""
+    portfolio = _portfolio(seed)
+    out = []
+    for _ in range(executions):
+        assert portfolio.new_execution()
+        out.append((member_name(portfolio.active.spec), portfolio.next_u64()))
+    return out
+
+
+def test_the_default_is_the_portfolio() -> None:
+    assert DEFAULT == "portfolio"
+    assert StrategySpec(DEFAULT).describe() == "portfolio"
+
+
+def test_members_take_turns_by_the_mix_and_draw_from_the_run_seed() -> None:
+    executions = max(stage.start for stage in DEFAULT_MIX.stages) + 20
+    first = _turns(7, executions)
+    assert first == _turns(7, executions)  # the same seed: the same members, the same seeds
+    other = _turns(8, executions)
+    assert [m for m, _ in other] == [m for m, _ in first]  # turns depend on the index only
+    assert [s for _, s in other] != [s for _, s in first]
+    portfolio = _portfolio(7)
+    expected = [member_name(DEFAULT_MIX.members[portfolio.member_of(i)])
+                for i in range(executions)]
+    assert [m for m, _ in first] == expected
+    assert {m for m, _ in first} == {member_name(s) for s in DEFAULT_MIX.members}
+
+
+def test_the_random_walk_member_keeps_its_scripts_and_pct_its_leases() -> None:
+    portfolio = _portfolio(1)
+    kinds = []
+    for _ in range(6):
+        portfolio.new_execution()
+        member = acting(portfolio)
+        assert member is portfolio.active
+        kinds.append((member.spec.name, isinstance(member, Scripting)))
+    assert ("random_walk", True) in kinds and ("pct", False) in kinds
+    assert all(scripting == (name == "random_walk") for name, scripting in kinds)
+
+
+def test_the_default_finds_events_unordered_and_its_bundle_names_the_member(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """PCT at depth 3 with the demote rule finds this race in 0 of 10 runs of 1,000
+    executions (README); the portfolio's random walk and aside members find it."""
+    code = main(["run", "--mode", "controlled", "--variant", "events-unordered", "--seed", "6",
+                 "--executions", "200", "--out", str(tmp_path)])
+    out = capsys.readouterr().out
+    assert code == 1, out
+    (bundle,) = tmp_path.glob("*.json")
+    strategy = json.loads(bundle.read_text())["strategy"]
+    assert strategy["name"] == "portfolio"
+    member, _, execution = strategy["member"].partition(" at execution ")
+    assert member in {member_name(s) for s in DEFAULT_MIX.members} and int(execution) >= 1
+    assert f"strategy portfolio ({strategy['member']})" in out
+    assert main(["replay", str(bundle)]) == 1
+    replayed = capsys.readouterr().out
+    assert "reproduced" in replayed and f"portfolio ({strategy['member']})" in replayed
+
+
+def test_roles_that_never_yield_are_thin_coverage_and_fail_when_coverage_is_required(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    args = ["run", "--mode", "controlled", "--tracker", TICKETS, "--variant", "locked",
+            "--executions", "12", "--out", str(tmp_path)]
+    assert main(args) == 0
+    clean = capsys.readouterr().out
+    assert "covered: 12 executions (random walk: " in clean
+    assert "thin coverage: no role ever yielded" in clean
+    assert main([*args, "--require-coverage"]) == 5
+    assert "--require-coverage: exit 5" in capsys.readouterr().out
+
+
+def test_a_tracker_whose_roles_yield_is_not_thin(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["run", "--mode", "controlled", "--variant", "fixed", "--executions", "6",
+                 "--require-coverage", "--out", str(tmp_path)]) == 0
+    out = capsys.readouterr().out
+    assert "covered: 6 executions" in out and "thin coverage" not in out
+
+
+def test_plain_code_cut_at_the_step_bound_is_thin_coverage(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    args = ["test", f"{EXAMPLES / 'plain' / 'counter.py'}:locked", "--max-steps", "4",
+            "--executions", "3", "--seed", "1", "--quiet", "--out", str(tmp_path)]
+    assert main(args) == 0
+    out = capsys.readouterr().out
+    assert "controlled, portfolio, seed 1" in out and "covered: 3 executions" in out
+    assert "thin coverage: every execution reached --max-steps" in out
+    assert main([*args, "--require-coverage"]) == 5
