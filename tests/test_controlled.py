@@ -266,7 +266,7 @@ def test_outcome_ends_are_named() -> None:
 
 
 @pytest.mark.parametrize(("args", "fragment"), [
-    (["--depth", "0"], "--depth must be >= 1"),
+    (["--strategy", "pct", "--depth", "0"], "--depth must be >= 1"),
     (["--strategy", "exhaustive", "--bound", "-1"], "--bound must be >= 0"),
     (["--executions", "0"], "--executions must be >= 1"),
     (["--points", "50", "--max-steps", "40"], "--max-steps must be >"),
