@@ -86,8 +86,9 @@ class AimStats:
     targeted_locations: int
     targeted_pairs: int
     delays: int
-    productive_delays: int
+    productive_delays: int  # delays that let another worker in at an order not seen before
     pairs: tuple[tuple[int, int], ...] = ()  # (earlier, later) location codes: to save later
     locations: tuple[tuple[int, int, int], ...] = ()
     """(location code, delays, productive delays) per targeted location: what a run learnt,
     in the form a later run could start from (codes are CRC-32s of labels, stable)."""
+    violation_delays: int = 0  # delays followed by a violation the delayed worker reported

@@ -36,7 +36,8 @@ def render_summary(result: RunResult) -> str:
         lines.append(
             f"  aimed noise: targeted {aim.targeted_pairs} near-miss pairs at "
             f"{aim.targeted_locations} locations; {aim.delays:,} delays, "
-            f"{aim.productive_delays:,} of them let another worker in")
+            f"{aim.productive_delays:,} of them let another worker in at a new order, "
+            f"{aim.violation_delays:,} followed by a violation")
     if result.drain_timed_out:
         lines.append("  note: the run did not settle within the drain timeout before the stop")
     for crash in result.crashes:
