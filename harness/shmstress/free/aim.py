@@ -37,9 +37,11 @@ when it produced something not seen before: another worker got in at a location
 whose order with the delayed one had never been seen that way round (a new
 ordered pair: TSVD's overlap, the order flipped). That signal dries up once a
 location's pairs have been seen both ways, so delays there back off; they stay
-up only where they produce violations: each worker counts, per targeted location,
-the passes followed by a violation it reported before ``window`` more targeted
-passes (the last pass at each location only), with a delay and without one.
+up only where they produce violations: per targeted location, the tables count
+the passes followed by a violation (any worker's, within ``credit_window``
+points: the delay of one worker often lets another break an invariant), with a
+delay and without one; ``passes``, a small ring of the last targeted passes,
+tells which came just before a violation (the last at each location only).
 Where delays are followed by a violation ``lift`` times as often as passes
 without one, the location keeps its full delay probability, whatever its misses.
 A race inside a library call, with no point in its window, gets neither signal:
@@ -61,7 +63,6 @@ import os
 import random
 import time
 import zlib
-from collections import deque
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
@@ -76,6 +77,8 @@ _R_WORKER, _R_CODE, _R_SEQ, _R_STRIDE = 0, 1, 2, 3
 _T_CODE, _T_TRIES, _T_HITS, _T_WORKER = 0, 1, 2, 3
 _T_PASSES, _T_PASS_VIOL, _T_DELAY_VIOL, _T_STRIDE = 4, 5, 6, 7
 _P_KEY, _P_A, _P_B, _P_STRIDE = 0, 1, 2, 3
+_G_NEXT, _G_CREDITED, _RING = 0, 1, 2  # passes: the ring's cells, then the ring
+_G_SEQ, _G_SLOT, _G_DELAYED, _G_STRIDE = 0, 1, 2, 3
 _LOCK_SALT = 0x5DEECE66D  # lock slots and subjects share the object table
 _OBJECTS_KEPT = 4096  # (label, fields) whose object slots a worker remembers
 
@@ -93,6 +96,8 @@ class AimParams:
     floor: float = 0.02  # share of the probability a silenced location keeps
     boost: float = 3.0  # a fresh target delays with probability min(1, boost x --noise)
     lift: float = 2.0  # violations after a delay, over those after a pass, that keep it up
+    pass_ring: int = 64  # the last targeted passes kept, to credit a violation to
+    credit_window: int = 32  # points: a pass at most this far before a violation is credited
 
 
 @dataclass(frozen=True)
@@ -102,8 +107,8 @@ class LocationRecord:
     delays: int = 0
     productive: int = 0  # delays that produced an ordered pair not seen before
     passes: int = 0  # passes of the targeted worker without a delay
-    pass_violations: int = 0  # ... followed by a violation it reported
-    delay_violations: int = 0  # delays followed by a violation it reported
+    pass_violations: int = 0  # ... followed by a violation
+    delay_violations: int = 0  # delays followed by a violation
 
 
 def delay_probability(row: LocationRecord, boosted: float, params: AimParams) -> float:
@@ -146,11 +151,12 @@ class AimTables:
     recent: SharedArray
     targets: SharedArray
     pairs: SharedArray
+    passes: SharedArray  # [next index, violations credited, ring of (seq, slot + 1, delayed)]
 
     @classmethod
     def allocate(cls, arena: Arena, params: AimParams | None = None) -> AimTables:
         p = params or AimParams()
-        for n in (p.object_slots, p.location_slots, p.pair_slots):
+        for n in (p.object_slots, p.location_slots, p.pair_slots, p.pass_ring):
             if n & (n - 1):
                 raise ValueError(f"aim table sizes must be powers of two, got {n}")
         return cls(
@@ -158,6 +164,7 @@ class AimTables:
             arena.array("harness.aim.recent", p.object_slots * _R_STRIDE),
             arena.array("harness.aim.targets", p.location_slots * _T_STRIDE),
             arena.array("harness.aim.pairs", p.pair_slots * _P_STRIDE),
+            arena.array("harness.aim.passes", _RING + p.pass_ring * _G_STRIDE),
         )
 
     def row(self, label: str) -> LocationRecord | None:
@@ -234,8 +241,8 @@ class AimedGate:
         self._mark = 0  # the sequence number when the last delay started
         # this worker's last targeted passes: (target slot, delayed), and the violations
         # reported when it last let go of a point: one more at its next point is its own
-        self._passes: deque[tuple[int, bool]] = deque(maxlen=params.window)
-        self._violations = 0
+        self._ring = tables.passes.mv
+        self._rmask = params.pass_ring - 1
         # the point noted under the step lock, for the detector to run on once let go
         self._pending: tuple[int, str, dict[str, object], int, int, int] | None = None
         self._objects: dict[tuple[object, ...], tuple[int, ...]] = {}
@@ -248,8 +255,9 @@ class AimedGate:
 
     # -- before the point: score the last passes, maybe delay -------------------------------
     def before_point(self, label: str) -> None:
-        if self._seq[VIOLATIONS] != self._violations and self._passes:
-            self._credit_violation()
+        violations = self._seq[VIOLATIONS]
+        if violations != self._ring[_G_CREDITED]:
+            self._credit(violations)
         if self._pending is not None:
             self.flush()
         code = self._code(label)
@@ -263,25 +271,43 @@ class AimedGate:
         rng = self._rng
         if rng.random() >= p:
             targets[at + _T_PASSES] += 1
-            self._passes.append((at, False))
+            self._remember(at, 0)
             return
         targets[at + _T_TRIES] += 1
-        self._passes.append((at, True))
+        self._remember(at, 1)
         self._delayed = at
         self._mark = self._seq[0]
         self._pause(rng)
 
-    def _credit_violation(self) -> None:
-        """This worker reported a violation since its last point: the last pass at each of
-        the locations it passed lately counts one violation after it, on the delayed side
-        or on the passed one (an earlier pass at the same location is not what broke)."""
+    def _remember(self, at: int, delayed: int) -> None:
+        """Put a targeted pass in the ring (two workers may take one cell: a pass lost)."""
+        ring = self._ring
+        index = ring[_G_NEXT]
+        ring[_G_NEXT] = index + 1
+        cell = _RING + (index & self._rmask) * _G_STRIDE
+        ring[cell + _G_SEQ] = self._seq[0]
+        ring[cell + _G_SLOT] = at + 1
+        ring[cell + _G_DELAYED] = delayed
+
+    def _credit(self, violations: int) -> None:
+        """A violation was reported since this worker's last point (or several were): the
+        last pass at each location in the ring within ``credit_window`` points counts one
+        violation after it, on the delayed side or on the passed one. The first worker
+        to see it credits it; two seeing it at once credit it twice, which is rare."""
+        ring = self._ring
+        ring[_G_CREDITED] = violations
+        since = self._seq[0] - self._params.credit_window
         targets = self._targets
         credited: set[int] = set()
-        for at, delayed in reversed(self._passes):
-            if at not in credited:
-                credited.add(at)
-                targets[at + (_T_DELAY_VIOL if delayed else _T_PASS_VIOL)] += 1
-        self._passes.clear()
+        newest = ring[_G_NEXT]
+        for index in range(newest - 1, max(newest - self._rmask - 1, 0) - 1, -1):
+            cell = _RING + (index & self._rmask) * _G_STRIDE
+            at = ring[cell + _G_SLOT] - 1
+            if at < 0 or ring[cell + _G_SEQ] < since or at in credited:
+                continue
+            credited.add(at)
+            delayed = ring[cell + _G_DELAYED]
+            targets[at + (_T_DELAY_VIOL if delayed else _T_PASS_VIOL)] += 1
 
     def _pause(self, rng: random.Random) -> None:
         """Yield or sleep as the noise kinds say (draws alike when not acting: a replay)."""
@@ -305,7 +331,6 @@ class AimedGate:
         self._pending = (seq, label, fields, self._delayed, self._mark, self._lock)
         self._delayed = -1
         self._lock = -1
-        self._violations = self._seq[VIOLATIONS]
 
     def observe(self, seq: int, worker: int, label: str, fields: dict[str, object]) -> None:
         """Note the point and run the detector on it at once (a sequential driver)."""
