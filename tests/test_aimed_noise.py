@@ -99,24 +99,29 @@ def _row(tables: AimTables, label: str) -> LocationRecord:
     return row
 
 
-def test_delays_that_only_repeat_a_known_order_back_off_to_the_floor() -> None:
+def test_delays_that_only_repeat_a_known_order_back_off_where_violations_need_none() -> None:
     """Worker 1 gets in at B during every delay of worker 0 at A (a hot object: the old
     signal called each of these productive). Only the first showed a new order (B, then
-    A); the others repeat it, so A's delay probability falls tenfold and more, and delays
-    become rare."""
+    A); the others repeat it. Violations keep coming after passes without a delay, never
+    after a delay (a race out of the points' reach, as in a library call): A's delay
+    probability falls to the low floor, and delays become rare."""
     with Arena() as arena:
         tables, control, gates = _armed(arena, 0.3)
         params = tables.params
         boosted = 0.9
         for _ in range(400):
             seq = int(control.mv[SEQ])
+            delays = _row(tables, "A").delays
             gates[0].before_point("A")
             gates[1].observe(seq, 1, "B", {"item": 7})
             gates[0].observe(seq + 1, 0, "A", {"item": 7})
+            if _row(tables, "A").delays == delays:  # a pass without a delay, then a violation
+                control.mv[VIOLATIONS] += 1
             control.mv[SEQ] = seq + 2
         row = _row(tables, "A")
-        assert row.productive == 1
-        assert delay_probability(row, boosted, params) < boosted / 10
+        assert row.productive == 1 and row.delay_violations == 0
+        assert row.pass_violations >= params.evidence
+        assert delay_probability(row, boosted, params) == boosted * params.floor
         assert row.delays < row.passes / 4  # most passes went by without a delay
 
 
@@ -144,8 +149,12 @@ def test_the_delay_probability_compares_delays_with_passes() -> None:
     params = AimParams()
     fresh, boosted = LocationRecord(), 0.3
     assert delay_probability(fresh, boosted, params) == boosted
+    # no violation yet: backs off, but keeps searching at the plain noise probability
     silent = LocationRecord(delays=200, productive=1, passes=5000)
-    assert delay_probability(silent, boosted, params) == boosted * params.floor
+    assert delay_probability(silent, boosted, params) == boosted * params.search_floor
+    # violations without delays: backs off to the low floor
+    needless = LocationRecord(delays=200, productive=1, passes=5000, pass_violations=40)
+    assert delay_probability(needless, boosted, params) == boosted * params.floor
     lifted = LocationRecord(delays=200, passes=5000, pass_violations=10, delay_violations=20)
     assert delay_probability(lifted, boosted, params) == boosted
     # violations as often after a pass as after a delay: the delays are not what helps

@@ -93,7 +93,9 @@ class AimParams:
     pair_slots: int = 1024
     backoff: float = 8.0  # unproductive delays that halve a location's delay probability
     hit_credit: int = 4  # unproductive delays one productive delay makes up for
-    floor: float = 0.02  # share of the probability a silenced location keeps
+    floor: float = 0.02  # share of the probability kept where violations come without delays
+    search_floor: float = 1 / 3  # share kept while no violation says so (3P x 1/3: P)
+    evidence: int = 8  # violations after passes without a delay that say delays are not needed
     boost: float = 3.0  # a fresh target delays with probability min(1, boost x --noise)
     lift: float = 2.0  # violations after a delay, over those after a pass, that keep it up
     pass_ring: int = 64  # the last targeted passes kept, to credit a violation to
@@ -118,8 +120,12 @@ def delay_probability(row: LocationRecord, boosted: float, params: AimParams) ->
     (the passes' rate counted with one violation more, so that a few lucky delays on
     a location rarely passed are not enough) keep the full probability. Otherwise
     each unproductive delay backs off, a productive one making up for ``hit_credit``,
-    down to the floor: a share of it stays, so that a location whose race needs a
-    rarer combination is still tried now and then.
+    down to the plain noise probability (a third of the boosted one): a race whose
+    window needs a rare combination, which no delay has hit yet, is still tried as
+    often as uniform noise would. Where ``evidence`` violations already followed
+    passes without a delay, and delays do no better, the race needs no help (or is
+    out of the points' reach, inside a library call): the probability drops at once
+    to the low floor, and delays all but vanish.
     """
     return _probability(row.delays, row.productive, row.passes, row.pass_violations,
                         row.delay_violations, boosted, params)
@@ -132,10 +138,13 @@ def _probability(delays: int, productive: int, passes: int, pass_violations: int
         delay_violations * (passes + 1) >= params.lift * (pass_violations + 1) * delays
     ):
         return boosted
+    if pass_violations >= params.evidence:
+        return boosted * params.floor
     misses = delays - params.hit_credit * productive
     if misses <= 0:
         return boosted
-    return max(boosted * float(2.0 ** (-misses / params.backoff)), boosted * params.floor)
+    return max(boosted * float(2.0 ** (-misses / params.backoff)),
+               boosted * params.search_floor)
 
 
 def location_code(label: str) -> int:
