@@ -63,7 +63,7 @@ class SharedTable:
         self._block[:] = bytes(len(self._block))
 
 
-_KEYS = 64  # writers' keys: at most this many writers
+_KEYS = 512  # entries of the table (its size sets the race window); at most this many writers
 
 
 class OwnWriteKept(Invariant):

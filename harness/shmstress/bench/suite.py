@@ -247,47 +247,61 @@ def _base(options: BenchOptions, target: Target | None = None) -> RunConfig:
 
 
 def _detection(options: BenchOptions, report: BenchReport, log: Callable[[str], None]) -> None:
+    """The trials of a target go mode by mode, in order then in reverse, trial after trial,
+    so that a machine getting busier or quieter weighs on every mode alike."""
     for target in targets(options.variants):
         base = _base(options, target)
-        for mode, (policy, checks) in _MODES.items():
-            if checks is not None and not target.dra:
-                continue  # the symptom-only baseline is the DRA tracker's
-            log(f"detection: {target.name}, {mode}, {options.trials} trials")
-            times = []
-            startups = []
-            after = []
-            for trial in range(options.trials):
-                config = replace(
+        modes = {mode: checks for mode, (_, checks) in _MODES.items()
+                 if checks is None or target.dra}  # the symptom-only baseline: DRA's
+        log(f"detection: {target.name}, {options.trials} trials of each of "
+            f"{', '.join(modes)}")
+        found: dict[str, _Found] = {mode: _Found() for mode in modes}
+        for trial in range(options.trials):
+            for mode in (list(modes) if trial % 2 == 0 else list(reversed(modes))):
+                result = run(replace(
                     base,
                     duration=options.budget_s,
                     seed=options.seed + trial,
-                    noise=_noise(options, policy),
-                    checks=checks,
-                )
-                result = run(config)
-                first = result.principal_violation
-                if first is not None and first.elapsed_s is not None:
-                    times.append(first.elapsed_s)
-                    if result.first_after_startup_s is not None:
-                        after.append(result.first_after_startup_s)
-                startup = _startup_s(result)
-                if startup is not None:
-                    startups.append(startup)
-            censored = times + [options.budget_s] * (options.trials - len(times))
-            report.detections.append(
-                Detection(
-                    variant=target.name,
-                    mode=mode,
-                    trials=options.trials,
-                    found=len(times),
-                    median_s=statistics.median(censored),
-                    max_s=max(censored),
-                    under_2s=sum(t < 2.0 for t in times),
-                    times_s=tuple(times),
-                    startups_s=tuple(startups),
-                    after_startup_s=tuple(after),
-                )
-            )
+                    noise=_noise(options, _MODES[mode][0]),
+                    checks=modes[mode],
+                ))
+                found[mode].add(result)
+        for mode, seen in found.items():
+            report.detections.append(seen.detection(target.name, mode, options))
+
+
+@dataclass
+class _Found:
+    """What the trials of one mode found so far."""
+
+    times: list[float] = field(default_factory=list)
+    startups: list[float] = field(default_factory=list)
+    after: list[float] = field(default_factory=list)
+
+    def add(self, result: RunResult) -> None:
+        first = result.principal_violation
+        if first is not None and first.elapsed_s is not None:
+            self.times.append(first.elapsed_s)
+            if result.first_after_startup_s is not None:
+                self.after.append(result.first_after_startup_s)
+        startup = _startup_s(result)
+        if startup is not None:
+            self.startups.append(startup)
+
+    def detection(self, name: str, mode: str, options: BenchOptions) -> Detection:
+        censored = self.times + [options.budget_s] * (options.trials - len(self.times))
+        return Detection(
+            variant=name,
+            mode=mode,
+            trials=options.trials,
+            found=len(self.times),
+            median_s=statistics.median(censored),
+            max_s=max(censored),
+            under_2s=sum(t < 2.0 for t in self.times),
+            times_s=tuple(self.times),
+            startups_s=tuple(self.startups),
+            after_startup_s=tuple(self.after),
+        )
 
 
 def _rate(options: BenchOptions, report: BenchReport, log: Callable[[str], None]) -> None:
