@@ -13,6 +13,7 @@ from pathlib import Path
 
 import pytest
 
+from shmstress.bench.suite import BenchOptions
 from shmstress.cli.main import build_parser
 from shmstress.cli.run import config_from_args
 from shmstress.core.config import RunConfig
@@ -169,6 +170,17 @@ def test_aimed_noise_targets_near_miss_pairs_and_says_how_many() -> None:
     assert result.aim.targeted_pairs > 0 and result.aim.delays > 0
     assert f"targeted {result.aim.targeted_pairs} near-miss pairs" in render_summary(result)
     assert "(aimed)" in render_summary(result)
+
+
+def test_the_default_policy_is_named_once_and_used_everywhere() -> None:
+    """``NoiseConfig.policy`` names it; the run and bench options, a run's configuration and
+    the bench's own runs all take it from there."""
+    default = NoiseConfig().policy
+    assert default == AIMED  # what shmstress bench measured best (issue 14)
+    assert config_from_args(build_parser().parse_args(["run"])).noise.policy == default
+    assert build_parser().parse_args(["bench"]).noise_policy == default
+    assert RunConfig(tracker="dra").noise.policy == default
+    assert BenchOptions().policy == default
 
 
 def test_uniform_noise_is_still_selectable() -> None:
