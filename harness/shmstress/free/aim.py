@@ -147,6 +147,13 @@ def _probability(delays: int, productive: int, passes: int, pass_violations: int
                boosted * params.search_floor)
 
 
+def pair_slot(earlier: int, later: int, slots: int) -> int:
+    """Where the ordered pair (earlier, later) of location codes goes in ``pairs``, whose
+    row ``(earlier << 31) | later, earlier, later`` it is. Not the key's low bits, which are
+    ``later``'s: every pair into one location would take one slot."""
+    return (hash((earlier, later)) & (slots - 1)) * _P_STRIDE
+
+
 def location_code(label: str) -> int:
     """A label's code in the tables: its CRC-32 (never 0, which marks an empty slot)."""
     return (zlib.crc32(label.encode()) & 0x7FFFFFFF) or 1
@@ -402,8 +409,8 @@ class AimedGate:
     def _note_pair(self, earlier: int, later: int) -> bool:
         """Put the ordered pair in ``pairs``; True if it was not there (a new order)."""
         key = (earlier << 31) | later
-        slot = (hash((earlier, later)) & self._pmask) * _P_STRIDE  # not ``key``'s low bits,
-        pairs = self._pairs  # which are ``later``'s: every pair into one location would collide
+        slot = pair_slot(earlier, later, self._pmask + 1)
+        pairs = self._pairs
         if pairs[slot] == key:
             return False
         pairs[slot + 1] = earlier
