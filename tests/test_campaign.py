@@ -198,6 +198,10 @@ def test_report_tells_racy_from_fixed_on_a_real_campaign(tmp_path: Path) -> None
     assert "dra/gather-unchecked b2 i1 g1 controlled/pct" in page
     assert "gather-unchecked: " in page  # a distinct-failure section for the racy variant
     assert "fixed: " not in page
+    # Every free trial's record carries its interleaving coverage; the table shows it.
+    free = [s for s in stats if s.mode == "free"]
+    assert free and all(len(s.coverages) == s.trials and min(s.coverages) > 0 for s in free)
+    assert all(f"{s.median_coverage:g} [{min(s.coverages)}-" in page for s in free)
     # The failure's bundle is copied next to the page, which replays it from there.
     (failure,) = group_failures(load_results_file(results).trials)
     rep = failure.representative
@@ -380,7 +384,7 @@ def test_campaign_help_documents_every_option(capsys: pytest.CaptureFixture[str]
     text = capsys.readouterr().out
     for option in ("--out", "--resume", "--variant", "--workers", "--noise", "--strategy",
                    "--trials", "--duration", "--executions", "--expect-clean", "--tx",
-                   "--heartbeat"):
+                   "--heartbeat", "--database"):
         assert option in text
 
 

@@ -4,13 +4,23 @@ from __future__ import annotations
 
 import re
 from dataclasses import replace
+from pathlib import Path
 
 import pytest
 
+from shmstress.analysis.enabling import enabling
+from shmstress.analysis.plain_story import plain_story
 from shmstress.analysis.story import Explanation
+from shmstress.analysis.swimlane import plain_swimlane
 from shmstress.cli.main import main
+from shmstress.controlled.strategies.base import StrategySpec
 from shmstress.core.result import Violation
+from shmstress.plain.outcome import PlainOutcome, PlainStep
+from shmstress.plain.runner import Exploration, explore
+from shmstress.plain.scenario import ScenarioRef
+from shmstress.plain.session import PlainSpec
 from shmstress.render.explanation import render_explanation
+from shmstress.render.plain_report import outcome_lines
 from shmstress.trackers.dra.names import NO_ID, Naming
 from shmstress.trackers.dra.tracker import DraTracker
 from tests.helpers import explain
@@ -263,3 +273,97 @@ def test_an_at_rest_violation_is_explained_from_its_objects_last_events() -> Non
         ("informer #1", ("adds the device to allocated devices",)),
     ]
     assert explanation.outcome == "claim 7 is still in flight at rest"
+
+
+# --- plain code: the explanation starts where the race starts ----------------------------
+
+_ENABLING = Path(__file__).resolve().parent / "scenarios" / "enabling.py"
+
+
+def _plain_failure(function: str) -> PlainOutcome:
+    """The first failing execution of a scenario of tests/scenarios/enabling.py, seed 1."""
+    ref = ScenarioRef.parse(f"{_ENABLING}:{function}")
+    result = explore(PlainSpec(ref), Exploration(StrategySpec("pct"), 1, 50))
+    assert result.failing is not None, result.ends
+    return result.failing
+
+
+def _step(outcome: PlainOutcome, what: str, worker: str | None = None) -> int:
+    """The first step that did ``what`` (``write ready.value``), by ``worker`` if named."""
+    return next(i for i, s in enumerate(outcome.steps)
+                if s.what == what and (worker is None or outcome.who(s.worker) == worker))
+
+
+def _told(outcome: PlainOutcome, step: int) -> None:
+    """``step`` starts the explanation: first step shown, first words, marked racing."""
+    story = plain_story(outcome)
+    assert story.enabling.start == step and story.shown[0] == step
+    assert f"the race starts at step {step}:" in "\n".join(outcome_lines(outcome))
+    lane = plain_swimlane(outcome, story, "t")
+    assert [row.racing for row in lane.steps if row.seq == step] == [True]
+
+
+def test_a_ready_flag_published_before_its_rows_starts_the_explanation() -> None:
+    outcome = _plain_failure("ready_before_rows")
+    publish = _step(outcome, "write ready.value")
+    reader = outcome.failure.worker if outcome.failure is not None else -1
+    seen = _step(outcome, "read ready.value", outcome.who(reader))
+    assert publish < seen
+    _told(outcome, publish)
+    # The rows the reader found were never written: the flag came first.
+    (unwritten,) = [link for link in plain_story(outcome).enabling.reads_from
+                    if link.unwritten]
+    assert unwritten.what.startswith("rows[") and unwritten.reader == reader
+
+
+def test_a_flag_read_outside_the_lock_then_acted_on_starts_the_explanation() -> None:
+    outcome = _plain_failure("flag_outside_lock")
+    failure = outcome.failure
+    assert failure is not None
+    check = _step(outcome, "read items.value", outcome.who(failure.worker))
+    _told(outcome, check)
+    (stale,) = plain_story(outcome).enabling.stale_reads
+    assert stale.read_step == check and stale.writer != failure.worker
+    assert outcome.steps[stale.write_step].what == "write items.value"
+
+
+def test_a_stale_list_head_written_from_starts_the_explanation() -> None:
+    outcome = _plain_failure("stale_head")
+    failure = outcome.failure
+    assert failure is not None and outcome.who(failure.worker) == "main"
+    story = plain_story(outcome)
+    # A pusher read the head, another pusher replaced it, and the first then linked its
+    # node to the head it had read: the walk reaches it through what main read.
+    stale = [s for s in story.enabling.stale_reads if s.what == "head.value"]
+    assert stale and stale[0].reader != failure.worker
+    assert outcome.steps[stale[0].acted_step].what.startswith("write nxt[")
+    _told(outcome, stale[0].read_step)
+
+
+def test_a_process_spinning_on_a_flag_went_on_with_the_fresh_value() -> None:
+    """A stale read of a flag re-read at the same line (a loop) is not where a race starts;
+    one re-read elsewhere (a check, then the act under a lock) is."""
+    def steps(reread_line: int) -> tuple[PlainStep, ...]:
+        return (PlainStep(1, "read flag.value", "f.py", 3, value=0, has_value=True),
+                PlainStep(2, "write flag.value", "f.py", 9, value=1, has_value=True),
+                PlainStep(1, "read flag.value", "f.py", reread_line, value=1, has_value=True),
+                PlainStep(1, "read rows[]", "f.py", 5, index=0, value=0, has_value=True))
+    assert enabling(steps(3), 1, 4).stale_reads == ()
+    (stale,) = enabling(steps(4), 1, 4).stale_reads
+    assert (stale.read_step, stale.write_step, stale.acted_step) == (0, 1, 4)
+
+
+def test_a_value_set_before_the_reader_was_started_is_not_where_its_race_starts() -> None:
+    """main's write before it started the reader is ordered before the reader by the start;
+    another process's write is a link, and the value nobody wrote is told, not a start."""
+    steps = (PlainStep(0, "write size.value", "f.py", 1, value=4, has_value=True),
+             PlainStep(0, "start reader", "f.py", 2, value=1, has_value=True),
+             PlainStep(0, "start writer", "f.py", 2, value=2, has_value=True),
+             PlainStep(2, "write flag.value", "f.py", 7, value=1, has_value=True),
+             PlainStep(1, "read size.value", "f.py", 4, value=4, has_value=True),
+             PlainStep(1, "read flag.value", "f.py", 5, value=1, has_value=True),
+             PlainStep(1, "read rows[]", "f.py", 6, index=0, value=0, has_value=True))
+    links = enabling(steps, 1, len(steps))
+    assert [(link.what, link.write_step) for link in links.reads_from] == [
+        ("flag.value", 3), ("rows[0]", -1)]
+    assert links.start == 3

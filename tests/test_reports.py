@@ -599,12 +599,37 @@ def test_trend_orders_campaigns_by_start_time(tmp_path: Path) -> None:
 # ----------------------------------------------------------------------------- build_report
 
 
+def test_interleaving_coverage_is_a_column_and_a_chart(tmp_path: Path) -> None:
+    """Each configuration's trials' coverage (error trials and records without it left
+    out) becomes its median and range in the table and dots in coverage.png."""
+    fixed = "dra/fixed b2 i1 g1 free p=0.1"
+    records = [
+        *(_trial(trial=i, interleaving_coverage=c) for i, c in enumerate((9, 12, 30))),
+        _trial(trial=3, outcome="error", exit_reason="worker-crashed", interleaving_coverage=99),
+        _trial(variant="fixed", config_key=fixed, interleaving_coverage=None),
+    ]
+    results = _write_jsonl(tmp_path / "results.jsonl", records)
+    stats = {s.variant: s for s in group_by_config(load_results_file(results).trials)}
+    racy = stats["gather-unchecked"]
+    assert sorted(racy.coverages) == [9, 12, 30] and racy.median_coverage == 12
+    assert stats["fixed"].coverages == () and stats["fixed"].median_coverage is None
+    summary = build_report([results], tmp_path / "report")
+    page = summary.index_html.read_text(encoding="utf-8")
+    assert "interleaving coverage" in page and "12 [9-30]" in page
+    chart = tmp_path / "report" / "coverage.png"
+    assert chart in summary.plots and chart.read_bytes()[:8] == PNG_MAGIC
+    assert 'src="coverage.png"' in page
+    assert plt.get_fignums() == [], "figures leaked"
+
+
+
 def test_build_report_writes_pngs_and_html(fixture_report: tuple[Any, Path]) -> None:
     summary, out = fixture_report
     assert summary.n_trials == len(_fixture_records())
     assert summary.n_configs == len({r["config_key"] for r in _fixture_records()})
     assert summary.n_skipped_lines == 0
-    assert len(summary.plots) == 3
+    assert [p.name for p in summary.plots] == [
+        "failure_rate.png", "time_to_detection.png", "coverage.png", "trend.png"]
     for plot in summary.plots:
         assert plot.parent == out
         assert plot.read_bytes()[:8] == PNG_MAGIC
@@ -623,7 +648,7 @@ def test_index_html_is_well_formed_and_self_contained(fixture_report: tuple[Any,
     assert "link" not in page.tags
     assert "http://" not in page_text
     assert "https://" not in page_text
-    assert len(page.images) == 3
+    assert len(page.images) == len(summary.plots) == 4
     for image in page.images:
         src = image.get("src")
         assert src

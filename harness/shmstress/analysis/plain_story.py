@@ -4,13 +4,16 @@ Computed once, from the steps alone (no rendering): which steps to show (the
 data and synchronisation steps, shortened around the failure when there are
 many), and the patterns that name the bug: a *lost update* (a process reads a
 value, another writes it, the first writes back what it computed from its
-stale read) and a *lost notify* (a notify that came before its waiter waited).
+stale read) and a *lost notify* (a notify that came before its waiter waited),
+and where a raised failure's race starts (``enabling``): the steps shown begin
+there, not at the symptom.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
+from shmstress.analysis.enabling import Enabling, accessed, enabling
 from shmstress.plain.outcome import PlainEnd, PlainOutcome, PlainStep
 
 SHOWN_WHOLE = 40  # an execution with at most this many steps worth reading is shown whole
@@ -46,16 +49,7 @@ class PlainStory:
     shown: tuple[int, ...]  # indexes of the steps to show, ascending
     lost_updates: tuple[LostUpdate, ...]
     lost_notifies: tuple[LostNotify, ...]
-
-
-def accessed(step: PlainStep) -> tuple[str, str] | None:
-    """(how, what) of a step that reads or writes shared data: ``("read", "counter.value")``;
-    a traced line that uses an object counts as a read of it (``"used"``). An element of
-    unknown index (``buf[]``) stands for the whole object."""
-    verb, _, what = step.what.partition(" ")
-    if verb not in ("read", "write", "use") or not what:
-        return None
-    return {"read": "read", "write": "wrote", "use": "used"}[verb], what.removesuffix("[]")
+    enabling: Enabling = field(default_factory=Enabling)  # where the race starts
 
 
 def lost_updates(steps: tuple[PlainStep, ...]) -> list[LostUpdate]:
@@ -103,16 +97,32 @@ def lost_notifies(outcome: PlainOutcome) -> list[LostNotify]:
     return found
 
 
+def failure_links(outcome: PlainOutcome) -> Enabling:
+    """Where a raised failure's race starts (``enabling``); none for a wait that cannot end,
+    whose story is who waits for what."""
+    failure = outcome.failure
+    if failure is None or failure.end is not PlainEnd.FAILED:
+        return Enabling()
+    return enabling(outcome.steps, failure.worker, failure.step)
+
+
 def plain_story(outcome: PlainOutcome) -> PlainStory:
+    """The steps to show start where the race starts, when the steps say where: the earliest
+    step of a lost update or of a link to the failure's enabling step."""
     steps = outcome.steps
     updates = lost_updates(steps)
     notifies = lost_notifies(outcome)
-    worth = [i for i, s in enumerate(steps) if not s.label.startswith(_UNINTERESTING)]
+    links = failure_links(outcome)
+    keep = set(links.steps)
+    for update in updates:
+        keep.update((update.read_step, update.other_step, update.write_step))
+    starts = [links.start, *(update.read_step for update in updates)]
+    start = min((s for s in starts if s is not None), default=0)
+    for notify in notifies:  # kept when folding, but a lost notify's story is the wait: whole
+        keep.update((notify.notify_step, notify.wait_step))
+    worth = [i for i, s in enumerate(steps)
+             if i >= start and not s.label.startswith(_UNINTERESTING)]
     if len(worth) > SHOWN_WHOLE:
-        keep = set(worth[-TAIL:])
-        for update in updates:
-            keep.update((update.read_step, update.other_step, update.write_step))
-        for notify in notifies:
-            keep.update((notify.notify_step, notify.wait_step))
+        keep.update(worth[-TAIL:])
         worth = [i for i in worth if i in keep]
-    return PlainStory(tuple(worth), tuple(updates), tuple(notifies))
+    return PlainStory(tuple(worth), tuple(updates), tuple(notifies), links)

@@ -63,7 +63,9 @@ class LaneGap:
 
     @property
     def count(self) -> int:
-        return self.last_seq - self.first_seq + 1
+        """The steps left out, as counted per worker (a plain-code gap does not count the
+        steps no row would show: a process beginning, a check on a lock)."""
+        return sum(steps for _, steps in self.per_worker)
 
 
 Row = LaneStep | LaneGap
@@ -217,6 +219,7 @@ def plain_swimlane(outcome: PlainOutcome, story: PlainStory, title: str) -> Swim
         racing.update((update.read_step, update.other_step, update.write_step))
     for notify in story.lost_notifies:
         racing.update((notify.notify_step, notify.wait_step))
+    racing.update(story.enabling.steps)
     failure = outcome.failure
     last_own = max((i for i in story.shown if failure is not None
                     and steps[i].worker == failure.worker), default=-1)

@@ -15,6 +15,7 @@ from shmstress.bench.controlled import (
     render_controlled_bench,
     run_controlled_bench,
 )
+from shmstress.bench.learning import LearningBench, render_learning_bench, run_learning_bench
 from shmstress.bench.library_race import LibraryRaceTracker
 from shmstress.bench.plain import PlainBench, PlainBudgets, render_plain_bench, run_plain_bench
 from shmstress.core.config import RunConfig
@@ -96,7 +97,8 @@ class BenchOptions:
     seed: int = 0
     variants: tuple[str, ...] | None = None
     rate_seconds: float = 3.0
-    sections: tuple[str, ...] = ("free", "detection", "rate", "clean", "controlled", "plain")
+    sections: tuple[str, ...] = ("free", "detection", "rate", "clean", "controlled", "plain",
+                                 "learning")
 
 
 @dataclass(frozen=True)
@@ -171,6 +173,7 @@ class BenchReport:
     clean: list[CleanRun] = field(default_factory=list)
     controlled: ControlledBench | None = None
     plain: PlainBench | None = None
+    learning: list[LearningBench] = field(default_factory=list)
     completed: list[str] = field(default_factory=list)  # sections whose figures are all in
     cut: str | None = None  # the section a SIGINT or SIGTERM cut short: no figure of it kept
 
@@ -192,6 +195,8 @@ class BenchReport:
             self.controlled = scratch.controlled
         elif section == "plain":
             self.plain = scratch.plain
+        elif section == "learning":
+            self.learning = scratch.learning
         self.completed.append(section)
 
 
@@ -400,6 +405,12 @@ def _plain(options: BenchOptions, report: BenchReport, log: Callable[[str], None
     report.plain = run_plain_bench(options.seed, log, PlainBudgets(trials=min(options.trials, 10)))
 
 
+def _learning(options: BenchOptions, report: BenchReport, log: Callable[[str], None]) -> None:
+    dra = tuple(t.name for t in targets(options.variants) if t.dra)  # what it learns on
+    report.learning = run_learning_bench(dra or RACY_DRA, options.trials,
+                                         options.budget_s, options.noise, options.seed, log)
+
+
 _SECTIONS: dict[str, Callable[[BenchOptions, BenchReport, Callable[[str], None]], None]] = {
     "free": _free_mode,
     "detection": _detection,
@@ -407,6 +418,7 @@ _SECTIONS: dict[str, Callable[[BenchOptions, BenchReport, Callable[[str], None]]
     "clean": _clean,
     "controlled": _controlled,
     "plain": _plain,
+    "learning": _learning,
 }
 
 
@@ -429,6 +441,8 @@ def render_bench(report: BenchReport) -> str:
         sections.append(render_controlled_bench(report.controlled))
     if "plain" in done and report.plain is not None:
         sections.append(render_plain_bench(report.plain))
+    if "learning" in done and report.learning:
+        sections.append(render_learning_bench(report.learning))
     if report.cut is not None:
         before = "" if done else "; no section ran to its end"
         sections.append([f"interrupted: section {report.cut!r} was cut short by a signal; its "

@@ -20,7 +20,7 @@ from shmstress.controlled.options import DEFAULT_RUN_STEPS, ControlledOptions
 from shmstress.controlled.strategies import EXPLORING, StrategySpec
 from shmstress.core.config import RunConfig
 from shmstress.core.errors import ConfigError
-from shmstress.core.noise import NoiseConfig
+from shmstress.core.noise import NOISE_POLICIES, UNIFORM, NoiseConfig
 from shmstress.plugin.tracker import Tracker
 
 FREE = "free"
@@ -52,6 +52,7 @@ class GridSpec:
     executions: int = DEFAULT_EXECUTIONS
     params: Mapping[str, int] = field(default_factory=dict)
     expect_clean: tuple[str, ...] = ()
+    noise_policy: str = NoiseConfig().policy  # of every free trial
 
     def to_json(self) -> str:
         return json.dumps(asdict(self))  # key order kept: role order is part of config keys
@@ -75,6 +76,8 @@ class GridSpec:
                 executions=int(data["executions"]),
                 params={str(k): int(v) for k, v in data["params"].items()},
                 expect_clean=tuple(str(v) for v in data.get("expect_clean", ())),
+                # a grid saved before the option existed ran the only policy there was
+                noise_policy=str(data.get("noise_policy", UNIFORM)),
             )
         except (ValueError, KeyError, TypeError, AttributeError) as exc:
             raise ConfigError(f"not a campaign grid: {type(exc).__name__}: {exc}") from None
@@ -97,6 +100,7 @@ class TrialSpec:
     duration: float  # free mode's budget
     executions: int  # controlled mode's budget
     params: Mapping[str, int]
+    noise_policy: str = UNIFORM  # free mode's
 
     @property
     def trial_id(self) -> tuple[str, int]:
@@ -111,7 +115,7 @@ class TrialSpec:
             duration=self.duration,
             max_points=DEFAULT_RUN_STEPS if self.mode == CONTROLLED else None,
             seed=self.seed,
-            noise=NoiseConfig(self.noise),
+            noise=NoiseConfig(self.noise, policy=self.noise_policy),
         )
 
     def controlled_options(self) -> ControlledOptions:
@@ -162,10 +166,13 @@ def config_key(
     strategy: str,
     noise: float,
     params: Mapping[str, int],
+    noise_policy: str = UNIFORM,
 ) -> str:
     """``dra/gather-unchecked b2 i1 g1 free p=0.1``: the name a configuration goes by.
 
-    Controlled mode injects no noise, so its keys name none: ``... controlled/pct``.
+    Controlled mode injects no noise, so its keys name none: ``... controlled/pct``. A
+    free run with noise under another policy than uniform names it (``free p=0.1 aimed``),
+    whatever the default: a key means the same configuration in every night's history.
     """
     short = role_abbreviations(list(counts))
     workers = " ".join(f"{short[role]}{n}" for role, n in counts.items())
@@ -173,6 +180,8 @@ def config_key(
     key = f"{tracker}/{variant} {workers} {drive}"
     if mode == FREE:
         key += f" p={noise:g}"
+        if noise > 0 and noise_policy != UNIFORM:
+            key += f" {noise_policy}"
     if params:
         key += " " + " ".join(f"{name}={value}" for name, value in sorted(params.items()))
     return key
@@ -218,6 +227,9 @@ def complete(spec: GridSpec, tracker: type[Tracker]) -> GridSpec:
             f"strategy must be among {', '.join(STRATEGIES)}, got {', '.join(spec.strategies)}"
         )
     problems += [f"noise must be in [0, 1], got {p:g}" for p in spec.noises if not 0 <= p <= 1]
+    if spec.noise_policy not in NOISE_POLICIES:
+        problems.append(f"--noise-policy must be one of {', '.join(NOISE_POLICIES)}, got "
+                        f"{spec.noise_policy}")
     if not spec.noises:
         problems.append("the grid needs at least one noise probability")
     if spec.trials < 1:
@@ -241,6 +253,7 @@ def complete(spec: GridSpec, tracker: type[Tracker]) -> GridSpec:
         executions=spec.executions,
         params=dict(spec.params),
         expect_clean=spec.expect_clean,
+        noise_policy=spec.noise_policy,
     )
 
 
@@ -261,7 +274,8 @@ def expand(spec: GridSpec) -> list[TrialSpec]:
     for trial in range(spec.trials):
         for variant, counts, (grid_strategy, noise) in points:
             mode, strategy = trial_kind(grid_strategy, noise)
-            key = config_key(spec.tracker, variant, counts, mode, strategy, noise, spec.params)
+            key = config_key(spec.tracker, variant, counts, mode, strategy, noise, spec.params,
+                             spec.noise_policy)
             trials.append(
                 TrialSpec(
                     campaign=spec.campaign,
@@ -277,6 +291,7 @@ def expand(spec: GridSpec) -> list[TrialSpec]:
                     duration=spec.duration,
                     executions=spec.executions,
                     params=dict(spec.params),
+                    noise_policy=spec.noise_policy,
                 )
             )
     return trials

@@ -52,7 +52,8 @@ def result_config_key(result: RunResult, params: Mapping[str, int] | None = None
     noise = config.noise.probability
     mode, strategy = trial_kind(FREE, noise)
     return config_key(
-        config.tracker, config.variant or "", config.counts, mode, strategy, noise, params or {}
+        config.tracker, config.variant or "", config.counts, mode, strategy, noise, params or {},
+        config.noise.policy,
     )
 
 
@@ -126,6 +127,7 @@ def trial_record(
         startup_s=result.startup_s,
         interleaving_coverage=result.coverage,
         targeted_pairs=result.aim.targeted_pairs if result.aim is not None else None,
+        learnt_pairs=result.aim.learnt_pairs if result.aim is not None else None,
         points=result.points,
         points_per_s=result.points_per_s,
         elapsed_s=result.elapsed_s,
@@ -179,6 +181,7 @@ def adopted_record(
             workers=dict(bundle.counts),
             params=dict(bundle.params),
             noise=trial.noise if trial.mode == FREE else 0.0,
+            noise_policy=trial.noise_policy if trial.mode == FREE else None,
             mode=trial.mode,
             strategy=trial.strategy,
             duration=trial.duration,

@@ -38,6 +38,7 @@ from shmstress.core.exit_reason import ExitReason
 from shmstress.core.files import ArtifactError, write_text_atomically
 from shmstress.core.provenance import current_provenance
 from shmstress.core.signals import interruptible, shielded
+from shmstress.free.learning import Learning
 from shmstress.plugin import registry
 from shmstress.plugin.resolve import resolve
 from shmstress.render.progress import CampaignProgress
@@ -137,8 +138,11 @@ def run_campaign(
     *,
     progress_enabled: bool = True,
     heartbeat_s: float = 30.0,
+    learning: Learning | None = None,
 ) -> CampaignSummary:
-    """Run the grid's pending trials in order, appending each finished one; stop on SIGTERM."""
+    """Run the grid's pending trials in order, appending each finished one; stop on SIGTERM.
+    ``learning``: what aimed noise learnt, carried from each trial to the next (and from
+    the last campaign); None: every trial starts fresh."""
     spec = prepare(spec)
     save_spec(spec, out_dir)
     results = ResultsFile(out_dir / RESULTS_FILE)
@@ -174,7 +178,7 @@ def run_campaign(
             progress.start_trial(f"{trial.config_key} #{trial.trial}")
             started_at = utc_now()
             try:
-                ran = run_trial(trial, progress=progress.tick)
+                ran = run_trial(trial, progress=progress.tick, learning=learning)
             except KeyboardInterrupt:
                 interrupted = True
                 break

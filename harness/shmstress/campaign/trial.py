@@ -17,6 +17,7 @@ from shmstress.controlled.runner import run_controlled
 from shmstress.core.config import RunConfig
 from shmstress.core.provenance import Provenance
 from shmstress.core.result import RunResult
+from shmstress.free.learning import Learning
 from shmstress.free.runner import ProgressFn, run
 from shmstress.render.commands import run_command
 from shmstress.render.failure import FailureReport, failure_report
@@ -44,8 +45,10 @@ class TrialRun:
                               notes=(f"bundle: {note}",) if note else ())
 
 
-def run_trial(trial: TrialSpec, progress: ProgressFn | None = None) -> TrialRun:
-    """Run one trial; ``progress`` ticks during a free run (controlled runs are short)."""
+def run_trial(trial: TrialSpec, progress: ProgressFn | None = None,
+              learning: Learning | None = None) -> TrialRun:
+    """Run one trial; ``progress`` ticks during a free run (controlled runs are short);
+    ``learning``: where a free run's aimed noise starts from and saves to."""
     if trial.mode == CONTROLLED:
         controlled = run_controlled(trial.run_config(), trial.controlled_options())
         return TrialRun(
@@ -54,11 +57,12 @@ def run_trial(trial: TrialSpec, progress: ProgressFn | None = None) -> TrialRun:
             controlled_command(controlled),
             controlled,
         )
-    return run_free(trial.run_config(), progress)
+    return run_free(trial.run_config(), progress, learning)
 
 
-def run_free(config: RunConfig, progress: ProgressFn | None = None) -> TrialRun:
-    result = run(config, progress=progress)
+def run_free(config: RunConfig, progress: ProgressFn | None = None,
+             learning: Learning | None = None) -> TrialRun:
+    result = run(config, progress=progress, learning=learning)
     return TrialRun(result, from_free_run(result), run_command(result.config))
 
 

@@ -49,6 +49,7 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
             "shmstress bench --section detection --variant original --trials 10",
             "shmstress bench --section rate --variant all   # every tracker's racy variants",
             "shmstress bench --section plain   # plain multiprocessing code, next to Frontrun",
+            "shmstress bench --section learning --trials 10   # a second run with saved learning",
             "shmstress bench --json bench.json   # the figures as JSON too",
         ),
     )

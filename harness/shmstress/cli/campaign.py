@@ -35,10 +35,11 @@ from shmstress.campaign.runner import (
     save_spec,
 )
 from shmstress.cli.args import key_value, no_repeats, split_list, with_examples
-from shmstress.cli.run import DEFAULT_TRACKER
+from shmstress.cli.run import DEFAULT_TRACKER, add_database_option, learning_from_args
 from shmstress.core.errors import ConfigError
 from shmstress.core.exit_reason import ExitCode, ExitReason
 from shmstress.core.files import require_writable
+from shmstress.core.noise import NOISE_POLICIES, NoiseConfig
 from shmstress.core.plurals import counted
 
 DEFAULT_OUT = Path("shmstress-out/campaign")
@@ -121,7 +122,7 @@ def _worker_grid(args: argparse.Namespace) -> tuple[dict[str, int], ...]:
 
 _GRID_OPTIONS = (
     "tracker", "variant", "workers", "noise", "strategy", "trials", "duration", "executions",
-    "param", "seed", "expect_clean",
+    "param", "seed", "expect_clean", "noise_policy",
 )
 
 
@@ -130,7 +131,8 @@ def _refuse_options_of_absent_modes(args: argparse.Namespace, strategies: tuple[
     controlled one: the grid would never use them."""
     unused = []
     if "free" not in strategies:
-        unused += [name for name, value in (("--noise", args.noise), ("--duration", args.duration))
+        unused += [name for name, value in (("--noise", args.noise), ("--duration", args.duration),
+                                            ("--noise-policy", args.noise_policy))
                    if value is not None]
     if all(strategy == "free" for strategy in strategies) and args.executions is not None:
         unused.append("--executions")
@@ -158,6 +160,7 @@ def _grid_from_args(args: argparse.Namespace) -> GridSpec:
         executions=args.executions if args.executions is not None else DEFAULT_EXECUTIONS,
         params=params,
         expect_clean=tuple(v for text in args.expect_clean or [] for v in _split(text)),
+        noise_policy=args.noise_policy or NoiseConfig().policy,
     )
 
 
@@ -190,7 +193,8 @@ def _cmd_campaign(args: argparse.Namespace) -> int:
             raise ConfigError("--resume is for local campaigns; rerun a distributed one instead")
         return _distributed(prepare(spec), out_dir, args.tx)
     summary = run_campaign(
-        spec, out_dir, progress_enabled=not args.quiet, heartbeat_s=args.heartbeat
+        spec, out_dir, progress_enabled=not args.quiet, heartbeat_s=args.heartbeat,
+        learning=learning_from_args(args),
     )
     return _report_summary(summary, out_dir)
 
@@ -319,6 +323,7 @@ def register(sub: Any) -> None:
     campaign.add_argument("--out", type=Path, default=DEFAULT_OUT, metavar="DIR",
                           help=f"campaign directory: campaign.json + results.jsonl "
                           f"(default {DEFAULT_OUT}; reuse it across nights to keep history)")
+    add_database_option(campaign)
     campaign.add_argument("--resume", action="store_true",
                           help="finish the campaign last started in --out (same grid and seeds)")
     grid = campaign.add_argument_group(
@@ -334,6 +339,11 @@ def register(sub: Any) -> None:
                       "(repeatable; every combination runs)")
     grid.add_argument("--noise", type=_float_list, metavar="P[,P]",
                       help="noise probabilities to try (default 0.1,0)")
+    grid.add_argument("--noise-policy", choices=NOISE_POLICIES, default=None,
+                      help="noise policy of every free trial (default "
+                      f"{NoiseConfig().policy}); aimed: delay at near-miss pairs, starting "
+                      "from what earlier trials of the configuration learnt (--database); a "
+                      "policy other than uniform is named in the configuration's key")
     grid.add_argument("--strategy", action="append", metavar="S[,S]",
                       help=f"what drives the interleavings, among {', '.join(STRATEGIES)}: free "
                       "runs workers in parallel with each --noise; the others are controlled "

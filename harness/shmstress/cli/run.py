@@ -36,11 +36,13 @@ from shmstress.core.config import (
     RunConfig,
     default_out,
 )
+from shmstress.core.database import DEFAULT_DIRECTORY, OFF, database_directory
 from shmstress.core.errors import ConfigError
 from shmstress.core.exit_reason import ExitCode
 from shmstress.core.files import ArtifactError, require_writable, write_text_atomically
 from shmstress.core.noise import NOISE_KINDS, NOISE_POLICIES, NoiseConfig
 from shmstress.core.result import RunResult
+from shmstress.free.learning import Learning
 from shmstress.free.runner import run
 from shmstress.plugin.wording import wording_by_name
 from shmstress.render.commands import run_command
@@ -85,7 +87,8 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
 
 
 FREE_ONLY = ("--duration", "--noise", "--noise-kind", "--max-sleep-us", "--noise-policy",
-             "--keep-going", "--max-violations", "--tape-size", "--drain-timeout", "--hang-timeout")
+             "--database", "--keep-going", "--max-violations", "--tape-size", "--drain-timeout",
+             "--hang-timeout")
 """Options of free mode: a controlled run has no noise, no duration and stops at the first
 failing execution."""
 CONTROLLED_ONLY = ("--strategy", "--depth", "--spin", "--bound", "--executions", "--max-steps",
@@ -155,6 +158,7 @@ def _add_run_options(parser: argparse.ArgumentParser) -> None:
                         "during the run, 3 x --noise being the rate at a fresh one, backing off "
                         "where delays produce nothing; uniform: every point with probability "
                         f"--noise (default {NoiseConfig().policy})")
+    add_database_option(budget)
     budget.add_argument("--max-sleep-us", type=float, default=NoiseConfig().max_sleep_us,
                         metavar="US", help="longest injected sleep in microseconds (default 100)")
     budget.add_argument("--check", action="append", metavar="INVARIANT",
@@ -216,6 +220,23 @@ def _add_controlled_options(parser: argparse.ArgumentParser) -> None:
                         f"({out}; ${OUT_ENV} changes the default)")
 
 
+def add_database_option(group: argparse._ActionsContainer) -> None:
+    """``--database DIR``: where aimed noise's learning is kept (one option for every
+    command that runs free mode, named as the pytest plugin's ``--stress-database``)."""
+    group.add_argument("--database", metavar="DIR", default=DEFAULT_DIRECTORY,
+                       help="with --noise-policy aimed, the near-miss pairs a run targeted and "
+                       "their yield are saved under DIR/learning per tracker, variant and "
+                       "scenario, and the next run of the same configuration starts from them "
+                       f"(default {DEFAULT_DIRECTORY}, safe to delete; '{OFF}': start fresh "
+                       "and save nothing)")
+
+
+def learning_from_args(args: argparse.Namespace) -> Learning | None:
+    """The learning ``--database`` names; None when it is off."""
+    directory = database_directory(args.database)
+    return Learning(directory) if directory is not None else None
+
+
 def config_from_args(args: argparse.Namespace) -> RunConfig:
     return RunConfig(
         tracker=args.tracker,
@@ -255,7 +276,7 @@ def _cmd_run(args: argparse.Namespace) -> int:
     if args.mode == "controlled":
         return _run_controlled(args, config)
     with RunProgress(config.duration, enabled=not args.quiet) as progress:
-        result = run(config, progress=progress.update)
+        result = run(config, progress=progress.update, learning=learning_from_args(args))
     print(render_summary(result))
     bundle = from_free_run(result) if result.violation_count else None
     note = tape_lost_note(result) if bundle is not None else None

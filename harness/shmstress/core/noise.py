@@ -88,6 +88,8 @@ class AimStats:
     targeted_pairs: int
     delays: int
     productive_delays: int  # delays that let another worker in at an order not seen before
+    learnt_pairs: int = 0  # of the targeted pairs, those an earlier run learnt (preloaded)
+    notes: tuple[str, ...] = ()  # why saved learning was not used or not saved
     pairs: tuple[tuple[int, int], ...] = ()  # (earlier, later) location codes: to save later
     locations: tuple[tuple[int, int, int], ...] = ()
     """(location code, delays, productive delays) per targeted location: what a run learnt,

@@ -51,6 +51,11 @@ Each unproductive delay lowers the location's delay probability (``delay_probabi
 halved every ``backoff`` misses, a productive delay making up for ``hit_credit``
 of them). Location codes are CRC-32s of the labels, stable across processes and runs.
 
+``AimTables.export`` and ``AimTables.preload`` move the targets and pairs (the
+learnt part; ``recent`` is only the last few points) out of and into the tables
+as plain data, ``Learnt``: how ``shmstress.free.learning`` carries them from one
+run to the next.
+
 The gate draws from an RNG of its own, never the worker's: the roles draw
 from the worker's RNG, and their choices must not depend on where delays
 landed for a free run to replay from its schedule alone. The delays need no
@@ -63,8 +68,9 @@ import os
 import random
 import time
 import zlib
+from array import array
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from shmstress.core.control import VIOLATIONS
 from shmstress.core.noise import AimStats, NoiseConfig
@@ -159,6 +165,16 @@ def location_code(label: str) -> int:
     return (zlib.crc32(label.encode()) & 0x7FFFFFFF) or 1
 
 
+@dataclass(frozen=True)
+class Learnt:
+    """The learnt part of the tables as plain data, to carry to a later run."""
+
+    targets: tuple[tuple[int, int, int, int], ...] = ()
+    """(location code, delays, productive delays, worker + 1 whose side is slowed)."""
+    pairs: tuple[tuple[int, int], ...] = ()
+    """(earlier, later) location codes of the near-miss pairs that armed the targets."""
+
+
 @dataclass
 class AimTables:
     """The shared tables of one run, allocated by the coordinator before the fork."""
@@ -168,6 +184,10 @@ class AimTables:
     targets: SharedArray
     pairs: SharedArray
     passes: SharedArray  # [next index, violations credited, ring of (seq, slot + 1, delayed)]
+    preloaded: dict[int, tuple[int, int, int]] = field(default_factory=dict)
+    """target slot -> (code, delays, productive delays) as ``preload`` wrote it: what
+    ``stats`` does not count as this run's."""
+    learnt_pairs: int = 0  # pairs ``preload`` wrote
 
     @classmethod
     def allocate(cls, arena: Arena, params: AimParams | None = None) -> AimTables:
@@ -193,16 +213,54 @@ class AimTables:
         return LocationRecord(t[at + _T_TRIES], t[at + _T_HITS], t[at + _T_PASSES],
                               t[at + _T_PASS_VIOL], t[at + _T_DELAY_VIOL])
 
+    def export(self) -> Learnt:
+        """The targets and pairs as they stand (read after the run: the workers are gone)."""
+        targets = self.targets.np.reshape(-1, _T_STRIDE)
+        pairs = self.pairs.np.reshape(-1, _P_STRIDE)
+        armed = targets[targets[:, _T_CODE] != 0]
+        kept = pairs[pairs[:, _P_KEY] != 0]
+        return Learnt(
+            targets=tuple(sorted((int(c), int(t), int(h), int(w))
+                                 for c, t, h, w in armed[:, _T_CODE : _T_WORKER + 1])),
+            pairs=tuple(sorted((int(a), int(b)) for a, b in kept[:, _P_A : _P_B + 1])),
+        )
+
+    def preload(self, learnt: Learnt) -> None:
+        """Start from what an earlier run learnt (before the fork): its targets, with their
+        yield so far, and its pairs. An entry whose slot is taken by an earlier one of
+        ``learnt`` is dropped, as a collision during a run would drop it. A target's
+        violation counts start at zero: they weigh this run's delays against its passes."""
+        targets, pairs = self.targets.mv, self.pairs.mv
+        lmask, pmask = self.params.location_slots - 1, self.params.pair_slots - 1
+        for code, tries, hits, worker in learnt.targets:
+            at = (code & lmask) * _T_STRIDE
+            if code and not targets[at]:
+                row = (code, tries, hits, worker) + (0,) * (_T_STRIDE - _T_WORKER - 1)
+                targets[at : at + _T_STRIDE] = array("q", row)
+                self.preloaded[at] = (code, tries, hits)
+        for earlier, later in learnt.pairs:
+            key = (earlier << 31) | later
+            slot = pair_slot(earlier, later, pmask + 1)
+            if key and not pairs[slot]:
+                pairs[slot : slot + _P_STRIDE] = array("q", (key, earlier, later))
+                self.learnt_pairs += 1
+
     def stats(self) -> AimStats:
         targets = self.targets.np.reshape(-1, _T_STRIDE)
         pairs = self.pairs.np.reshape(-1, _P_STRIDE)
         armed = targets[targets[:, _T_CODE] != 0]
         kept = pairs[pairs[:, _P_KEY] != 0]
+        before = [0, 0]  # the preloaded delays still in the table: not this run's
+        for at, (code, tries, hits) in self.preloaded.items():
+            if self.targets.mv[at] == code:
+                before[0] += min(tries, self.targets.mv[at + 1])
+                before[1] += min(hits, self.targets.mv[at + 2])
         return AimStats(
             targeted_locations=len(armed),
             targeted_pairs=len(kept),
-            delays=int(armed[:, _T_TRIES].sum()),
-            productive_delays=int(armed[:, _T_HITS].sum()),
+            learnt_pairs=self.learnt_pairs,
+            delays=int(armed[:, _T_TRIES].sum()) - before[0],
+            productive_delays=int(armed[:, _T_HITS].sum()) - before[1],
             pairs=tuple(sorted((int(a), int(b)) for a, b in kept[:, _P_A : _P_B + 1])),
             locations=tuple(sorted(
                 (int(code), int(tries), int(hits))

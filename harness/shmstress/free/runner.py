@@ -40,6 +40,7 @@ from shmstress.core.shm import Arena, sweep_stale_segments
 from shmstress.core.signals import InterruptFlag, interruptible, shielded
 from shmstress.core.workers import WorkerInfo, number_workers
 from shmstress.free.aim import AimTables, Subjects
+from shmstress.free.learning import Learning
 from shmstress.free.worker import worker_main
 from shmstress.plugin import registry
 from shmstress.plugin.assembly import Assembly, assemble, teardown
@@ -64,8 +65,12 @@ class _Started:
     aim: tuple[AimTables, Subjects] | None = None  # aimed noise's tables, for the workers
 
 
-def run(config: RunConfig, progress: ProgressFn | None = None) -> RunResult:
-    """Run one configuration to its end and return what happened; never leaks a process."""
+def run(config: RunConfig, progress: ProgressFn | None = None,
+        learning: Learning | None = None) -> RunResult:
+    """Run one configuration to its end and return what happened; never leaks a process.
+
+    ``learning``: where aimed noise's tables start from and are saved to (None: start
+    fresh, save nothing); unused under another policy."""
     tracker_cls = registry.load(config.tracker)
     config = resolve(config, tracker_cls)
     assert config.seed is not None and config.variant is not None
@@ -89,8 +94,12 @@ def run(config: RunConfig, progress: ProgressFn | None = None) -> RunResult:
                 built.runtime.sink = recorder.record
                 built.runtime.log_sink = recorder.log
             aim = None
+            loaded = None
             if config.noise.policy == AIMED and config.noise.probability > 0:
                 aim = AimTables.allocate(arena)
+                if learning is not None:
+                    loaded = learning.load(config)
+                    aim.preload(loaded.learnt)
             arena.freeze()
             control = built.control
             try:
@@ -107,7 +116,11 @@ def run(config: RunConfig, progress: ProgressFn | None = None) -> RunResult:
             elapsed = time.monotonic() - t0
             result = _result(config, built, started, reason, drain_timed_out, forced, elapsed)
             if aim is not None:
-                result = replace(result, aim=aim.stats())
+                notes = [loaded.problem] if loaded is not None and loaded.problem else []
+                if learning is not None and reason is not ExitReason.INTERRUPTED:
+                    unsaved = learning.save(config, aim.export())
+                    notes += [f"{learning.file(config)} {unsaved}"] if unsaved else []
+                result = replace(result, aim=replace(aim.stats(), notes=tuple(notes)))
             if recorder is not None:
                 recording = recorder.collect(result.points)
                 result = replace(result, recording=recording,

@@ -23,6 +23,7 @@ from shmstress.core.config import DEFAULT_NOISE, RunConfig
 from shmstress.core.errors import ShmstressError
 from shmstress.core.noise import NoiseConfig
 from shmstress.core.result import RunResult
+from shmstress.free.learning import Learning
 from shmstress.render.failure import FailureReport
 from shmstress.testing.failure_db import FailureDatabase, StoredFailure
 from shmstress.testing.trackers import TrackerRef, tracker_spec
@@ -43,6 +44,11 @@ class StressOptions:
     tracker: str = "dra"  # the ini option shmstress_tracker, already resolved against root
     root: Path | None = None  # pytest's rootdir: what a relative tracker path is relative to
     database: FailureDatabase | None = None  # None: no failure database (--stress-database=)
+
+    @property
+    def learning(self) -> Learning | None:
+        """Aimed noise's learning lives in the database directory too (one place to delete)."""
+        return Learning(self.database.directory) if self.database is not None else None
 
 
 def junit_properties(
@@ -118,7 +124,7 @@ class StressRunner:
                 checks=checks,
             )
             started_at = self.clock()
-            ran = run_free(config)
+            ran = run_free(config, learning=options.learning)
         except ShmstressError as exc:
             # The user's call was wrong (an unknown variant, a misspelt role): the message is
             # the whole story, and the harness's frames would bury the test's line.

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from shmstress.analysis.plain_story import PlainStory, accessed, plain_story
+from shmstress.analysis.enabling import accessed
+from shmstress.analysis.plain_story import PlainStory, plain_story
 from shmstress.core.plurals import counted
 from shmstress.plain.outcome import PlainEnd, PlainOutcome, PlainStep
 from shmstress.plain.runner import PlainResult
@@ -52,11 +53,48 @@ def interleaving_lines(outcome: PlainOutcome, story: PlainStory) -> list[str]:
     return lines
 
 
+def enabling_lines(outcome: PlainOutcome, story: PlainStory) -> list[str]:
+    """Where the race starts: the step it starts at, then each link back from the failure
+    (a stale read a lost update already tells is not told twice)."""
+    who = outcome.who
+    steps = outcome.steps
+    links = story.enabling
+    start = links.start
+    told = {(u.read_step, u.other_step, u.write_step) for u in story.lost_updates}
+    lines = [] if start is None else [
+        f"the race starts at step {start}: {who(steps[start].worker)} "
+        f"{step_text(outcome, steps[start])}"]
+    failure = outcome.failure
+    for stale in links.stale_reads:
+        if (stale.read_step, stale.write_step, stale.acted_step) in told:
+            continue
+        read, write = steps[stale.read_step], steps[stale.write_step]
+        reader = who(stale.reader)
+        acted = (f"wrote{_seen(steps[stale.acted_step])} (step {stale.acted_step})"
+                 if stale.acted_step < len(steps)
+                 and (failure is None or stale.acted_step != failure.step)
+                 else "failed")
+        lines.append(
+            f"stale read of {stale.what}: {reader} {_how(read)}{_seen(read)} (step "
+            f"{stale.read_step}), {who(stale.writer)} wrote{_seen(write)} (step "
+            f"{stale.write_step}), then {reader} {acted} on what it had read")
+    for link in links.reads_from:
+        read = steps[link.read_step]
+        if link.unwritten:
+            lines.append(f"{who(link.reader)} {_how(read)} {link.what}{_value(read)} (step "
+                         f"{link.read_step}): no step had written it")
+            continue
+        lines.append(
+            f"{who(link.reader)} {_how(read)} {link.what}{_value(read)} (step {link.read_step}), "
+            f"written by {who(link.writer)} at step {link.write_step}")
+    return lines
+
+
 def explanation_lines(outcome: PlainOutcome, story: PlainStory) -> list[str]:
     """The bug in a sentence or two, from the patterns the story found."""
     who = outcome.who
     steps = outcome.steps
-    lines = []
+    lines = enabling_lines(outcome, story)
     for update in story.lost_updates:
         read, other, write = (steps[update.read_step], steps[update.other_step],
                               steps[update.write_step])

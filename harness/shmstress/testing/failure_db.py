@@ -22,11 +22,12 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
+from shmstress.core.database import DEFAULT_DIRECTORY, prepare
 from shmstress.core.files import ArtifactError, write_text_atomically
 
-DEFAULT_DIRECTORY = ".shmstress"
+__all__ = ["DEFAULT_DIRECTORY", "FailureDatabase", "StoredFailure"]
+
 _FAILURES = "failures"
-_GITIGNORE = "# shmstress's failure database (safe to delete)\n*\n"
 
 
 @dataclass(frozen=True)
@@ -94,10 +95,8 @@ class FailureDatabase:
         path = self._file(test_id)
         text = json.dumps({"test": test_id, "runs": entries}, indent=1, sort_keys=True)
         try:
+            prepare(self.directory)
             path.parent.mkdir(parents=True, exist_ok=True)
-            ignore = self.directory / ".gitignore"
-            if not ignore.exists():
-                write_text_atomically(ignore, _GITIGNORE, "the failure database's .gitignore")
             write_text_atomically(path, text + "\n", "the failure database")
         except (OSError, ArtifactError) as exc:
             warnings.warn(f"shmstress failure database {self.directory} not updated: {exc}",

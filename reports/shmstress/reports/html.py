@@ -165,12 +165,23 @@ def _new_note(new: NewFailures | None, failures: Sequence[FailureGroup]) -> list
             f'({_e(new.previous)}), marked <span class="new">new</span>.</p>']
 
 
+def _coverage(stat: ConfigStats) -> str:
+    """``12 [9-15]``: the median and range of the trials' interleaving coverage."""
+    values = stat.coverages
+    if not values:
+        return "-"
+    return f"{stat.median_coverage:g} [{min(values)}-{max(values)}]"
+
+
 def _config_table(stats: Sequence[ConfigStats]) -> list[str]:
     out = [
         '<div class="scroll"><table>',
         "<thead><tr><th>configuration</th><th>trials</th><th>failures</th><th>errors</th>"
         "<th>failure rate [95% Wilson CI]</th><th>median time to violation</th>"
-        "<th>max time to violation</th></tr></thead>",
+        "<th>max time to violation</th>"
+        '<th title="distinct conflicting location pairs two workers took in that order on one '
+        'object: how much of the races a run exercised, clean or not">interleaving coverage '
+        "median [min-max]</th></tr></thead>",
         "<tbody>",
     ]
     for s in stats:
@@ -180,7 +191,8 @@ def _config_table(stats: Sequence[ConfigStats]) -> list[str]:
             f'<td class="num">{s.trials}</td><td class="num">{s.failures}</td>'
             f'<td class="num">{s.errors}</td><td class="num">{_e(_rate(s))}</td>'
             f'<td class="num">{_e(_seconds(s.median_time_to_violation_s))}</td>'
-            f'<td class="num">{_e(_seconds(s.max_time_to_violation_s))}</td></tr>'
+            f'<td class="num">{_e(_seconds(s.max_time_to_violation_s))}</td>'
+            f'<td class="num">{_e(_coverage(s))}</td></tr>'
         )
     out += ["</tbody>", "</table></div>"]
     return out

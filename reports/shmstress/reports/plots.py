@@ -137,9 +137,6 @@ def _layout_rows(stats: Sequence[ConfigStats]) -> list[_Row]:
 def _draw_row(
     ax: Axes, row: _Row, colours: Mapping[str, Colour], x_max: float
 ) -> None:
-    for i, (_, xs) in enumerate(row.groups):
-        if i % 2 == 1:
-            ax.axvspan(xs[0] - 0.6, xs[-1] + 0.6, color="0.95", zorder=0)
     for xpos, stat in zip(row.positions, row.stats, strict=True):
         colour = colours[stat.drive]
         ax.errorbar(
@@ -154,7 +151,18 @@ def _draw_row(
         above = stat.wilson_high + 0.02
         y_text, va = (above, "bottom") if above < 0.93 else (stat.wilson_low - 0.02, "top")
         ax.text(xpos, y_text, f"{stat.failures}/{stat.trials}", ha="center", va=va, fontsize=8)
+    ax.set_ylim(-0.04, 1.04)
+    ax.set_yticks([0.0, 0.2, 0.4, 0.6, 0.8, 1.0])
+    ax.set_ylabel(RATE_LABEL, fontsize=9)
+    _frame_row(ax, row, x_max)
 
+
+def _frame_row(ax: Axes, row: _Row, x_max: float) -> None:
+    """What every row chart shares: worker groups shaded in turn and named on top, the
+    configurations' ticks, the variant's title, and one x scale for all rows."""
+    for i, (_, xs) in enumerate(row.groups):
+        if i % 2 == 1:
+            ax.axvspan(xs[0] - 0.6, xs[-1] + 0.6, color="0.95", zorder=0)
     # The same x scale in every row, so spacing means the same thing throughout.
     ax.set_xlim(-0.8, x_max + 0.8)
     crowded = x_max > _CROWDED_X
@@ -164,9 +172,6 @@ def _draw_row(
         fontsize=8,
         rotation=90 if crowded else 0,
     )
-    ax.set_ylim(-0.04, 1.04)
-    ax.set_yticks([0.0, 0.2, 0.4, 0.6, 0.8, 1.0])
-    ax.set_ylabel(RATE_LABEL, fontsize=9)
     ax.grid(axis="y", color="0.9")
     ax.set_axisbelow(True)
     ax.set_title(row.title, loc="left", fontweight="bold", fontsize=11, pad=20)
@@ -223,6 +228,69 @@ def plot_failure_rates(stats: Sequence[ConfigStats], out_path: Path) -> Path:
             ncols=min(len(handles), 6),
             frameon=False,
         )
+        return _save(fig, out_path)
+    finally:
+        plt.close(fig)
+
+
+# --------------------------------------------------------------------- interleaving coverage
+
+
+COVERAGE_LABEL = "interleaving coverage\n(conflicting pairs)"
+
+
+def _draw_coverage_row(
+    ax: Axes, row: _Row, colours: Mapping[str, Colour], x_max: float, y_max: float
+) -> None:
+    for xpos, stat in zip(row.positions, row.stats, strict=True):
+        colour = colours[stat.drive]
+        values = sorted(stat.coverages)
+        # spread a configuration's trials a little sideways, in a fixed order, so equal
+        # values stay visible as several dots and the chart is the same on every rebuild
+        offsets = [0.0] if len(values) == 1 else [
+            -0.25 + 0.5 * i / (len(values) - 1) for i in range(len(values))]
+        ax.scatter([xpos + o for o in offsets], values, s=12, color=colour, alpha=0.55,
+                   linewidths=0)
+        median = stat.median_coverage
+        if median is not None:
+            ax.hlines(median, xpos - 0.35, xpos + 0.35, color=colour, linewidth=2.5)
+            ax.text(xpos, max(values) + 0.03 * y_max, f"{median:g}", ha="center",
+                    va="bottom", fontsize=8)
+    ax.set_ylim(0, y_max * 1.15)
+    ax.set_ylabel(COVERAGE_LABEL, fontsize=9)
+    _frame_row(ax, row, x_max)
+
+
+def plot_coverage(stats: Sequence[ConfigStats], out_path: Path) -> Path:
+    """Interleaving coverage per configuration: a dot per trial, a bar at the median.
+
+    It is how a reader tells configurations that exercised the races from those that did
+    not, clean or not: a correct variant that stays clean at high coverage says more than
+    one that stays clean at low coverage. Laid out as the failure-rate chart (a row per
+    variant, worker groups, the same colours), with every row on one y scale; only the
+    configurations whose trials recorded coverage (free runs) are drawn.
+    """
+    covered = [s for s in stats if s.coverages]
+    rows = _layout_rows(covered)
+    colours = _colour_map([s.drive for s in stats])  # as the failure-rate chart's
+    x_max = max((row.positions[-1] for row in rows), default=0.0)
+    y_max = float(max((max(s.coverages) for s in covered), default=1)) or 1.0
+    width = min(_MAX_WIDTH_IN, max(8.0, 2.8 + 0.75 * (x_max + 1)))
+    row_height = 4.3 if x_max > _CROWDED_X else 3.3
+    fig, axes = plt.subplots(max(1, len(rows)), 1, figsize=(width, 1.0 + row_height * max(
+        1, len(rows))), squeeze=False, layout="constrained")
+    try:
+        fig.suptitle("Interleaving coverage per configuration (distinct conflicting location "
+                     "pairs per trial; bar and number: the median)", fontsize=12)
+        if not rows:
+            ax = axes[0][0]
+            _no_data(ax, "no trial recorded interleaving coverage")
+            ax.set_ylabel(COVERAGE_LABEL)
+            ax.set_xticks([])
+            return _save(fig, out_path)
+        for ax, row in zip((a[0] for a in axes), rows, strict=True):
+            _draw_coverage_row(ax, row, colours, x_max, y_max)
+        axes[-1][0].set_xlabel("configuration: strategy, then the noise probability p")
         return _save(fig, out_path)
     finally:
         plt.close(fig)

@@ -13,7 +13,12 @@ from pathlib import Path
 from shmstress.reports.aggregate import campaign_provenance, group_failures, new_failures
 from shmstress.reports.bundles import copy_bundles
 from shmstress.reports.html import PlotImage, counted, write_index
-from shmstress.reports.plots import plot_failure_rates, plot_time_to_detection, plot_trend
+from shmstress.reports.plots import (
+    plot_coverage,
+    plot_failure_rates,
+    plot_time_to_detection,
+    plot_trend,
+)
 from shmstress.reports.results import group_by_config, load_results
 from shmstress.reports.swimlanes import copy_swimlanes
 
@@ -43,7 +48,7 @@ def describe_report(summary: ReportSummary) -> str:
 
 
 def build_report(results_paths: Sequence[Path], out_dir: Path) -> ReportSummary:
-    """Load every results file, write the three charts, index.html and the failures' bundles."""
+    """Load every results file, write the four charts, index.html and the failures' bundles."""
     if isinstance(results_paths, str | Path):
         # A bare path is a Sequence of characters / not a sequence of paths; catch the
         # easy mistake instead of "file not found: '/'".
@@ -73,6 +78,13 @@ def build_report(results_paths: Sequence[Path], out_dir: Path) -> ReportSummary:
             "failed at least once (a correct variant gives a strategy nothing to find). Each "
             "curve levels off at the fraction of that strategy's trials that found a "
             "violation at all; times include worker start-up.",
+        ),
+        PlotImage(
+            plot_coverage(stats, out_dir / "coverage.png"),
+            alt="Interleaving coverage per configuration: one dot per trial, the median marked",
+            caption="Interleaving coverage per configuration: the distinct conflicting "
+            "location pairs (two workers, one object, each order counted) each trial saw. "
+            "It tells a run that exercised the races from one that did not, clean or not.",
         ),
         PlotImage(
             plot_trend(trials, out_dir / "trend.png"),

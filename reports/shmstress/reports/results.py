@@ -117,6 +117,8 @@ class Trial:
     points: int | None = None
     points_per_s: float | None = None
     elapsed_s: float | None = None
+    interleaving_coverage: int | None = None
+    """Distinct conflicting location pairs the run saw in each order (absent: not recorded)."""
     violation: Violation | None = None
     bundle: str | None = None
     log_snippet: str | None = None
@@ -174,6 +176,13 @@ class ConfigStats:
     max_time_to_violation_s: float | None
     timed_failures: int = 0
     """Failures with a recorded time: the times' median and max are over these."""
+    coverages: tuple[int, ...] = ()
+    """Interleaving coverage of each trial that recorded it (violation or clean, not error):
+    how much of the races the configuration exercised, the number a clean run is judged by."""
+
+    @property
+    def median_coverage(self) -> float | None:
+        return _median(self.coverages)
 
     @property
     def worker_count(self) -> int:
@@ -250,6 +259,7 @@ def _trial(record: Record[Config], source: Path, line: int) -> Trial:
         points=record.points,
         points_per_s=record.points_per_s,
         elapsed_s=record.elapsed_s,
+        interleaving_coverage=record.interleaving_coverage,
         violation=None if violation is None else Violation(
             invariant=violation.invariant or "(unnamed invariant)",
             message=violation.message or "",
@@ -393,6 +403,8 @@ def config_stats(trials: Sequence[Trial]) -> ConfigStats:
         median_time_to_violation_s=_median(times),
         max_time_to_violation_s=max(times) if times else None,
         timed_failures=len(times),
+        coverages=tuple(t.interleaving_coverage for t in trials
+                        if t.outcome != "error" and t.interleaving_coverage is not None),
     )
 
 

@@ -143,6 +143,8 @@ class Record(msgspec.Struct, Generic[C], kw_only=True, frozen=True):
     one object: how much of the races a run exercised, clean or not."""
     targeted_pairs: Count | None = None
     """Near-miss pairs aimed noise delayed at (absent under another policy)."""
+    learnt_pairs: Count | None = None
+    """Of those, the pairs earlier runs of the configuration had learnt (saved learning)."""
     points: int | None = None
     points_per_s: float | None = None
     elapsed_s: float | None = None
