@@ -19,6 +19,7 @@ from shmstress.campaign.grid import GridSpec
 from shmstress.campaign.runner import run_campaign
 from shmstress.cli.main import main
 from shmstress.core.config import RunConfig
+from shmstress.core.control import _CONTROL_LEN as CONTROL_LEN
 from shmstress.core.noise import AIMED, NoiseConfig
 from shmstress.core.shm import Arena
 from shmstress.free.aim import AimedGate, AimParams, AimTables, Learnt
@@ -41,7 +42,7 @@ def _learnt_by_two_workers(arena: Arena) -> AimTables:
     """Tables in which worker 0 at A and worker 1 at B touched object 7 (a near miss), and
     a delay at A let B in (one productive delay)."""
     tables = AimTables.allocate(arena, SMALL)
-    seq = arena.array("seq", 1)
+    seq = arena.array("seq", CONTROL_LEN)  # the control block the gates read (seq, violations)
     gates = [AimedGate(tables, NoiseConfig(1.0, ("yield",), policy=AIMED), _subjects,
                        seed=1, worker=w, seq_cell=seq.mv, act=False) for w in (0, 1)]
     gates[0].observe(0, 0, "A", {"item": 7})

@@ -16,15 +16,74 @@ from shmstress.bench.controlled import (
     run_controlled_bench,
 )
 from shmstress.bench.learning import LearningBench, render_learning_bench, run_learning_bench
+from shmstress.bench.library_race import LibraryRaceTracker
 from shmstress.bench.plain import PlainBench, PlainBudgets, render_plain_bench, run_plain_bench
 from shmstress.core.config import RunConfig
 from shmstress.core.noise import AIMED, UNIFORM, NoiseConfig
 from shmstress.core.result import RunResult
 from shmstress.core.signals import interruptible
 from shmstress.free.runner import run
+from shmstress.plugin.registry import spec_of
 
 RACY_DRA = ("gather-unchecked", "events-unordered", "original")
 CORRECT_DRA = ("fixed", "single-lock")
+LIBRARY_RACE = "library-race"
+ALL = "all"
+
+
+@dataclass(frozen=True)
+class Target:
+    """A racy variant the detection and rate sections time: which tracker, and its name in
+    the figures (a DRA variant goes by its own name, as it always did)."""
+
+    name: str
+    tracker: str
+    variant: str | None = None  # None: the tracker's default
+
+    @property
+    def dra(self) -> bool:
+        """Whether the symptom-only baseline (double allocation alone) applies."""
+        return self.tracker == "dra"
+
+
+def library_target() -> Target:
+    """The race inside a library call (``library_race``), loaded by path as a user's own."""
+    return Target(LIBRARY_RACE, spec_of(LibraryRaceTracker))
+
+
+_OTHERS = (  # the other built-in trackers' racy variants and mutants
+    ("claim-deallocation", "pod-scheduling-flag"),
+    ("device-group", "select-then-allocate"),
+    ("device-group", "mutant-padded-release"),
+    ("device-group", "mutant-unreserve-returns-early"),
+    ("gpu-assignments", "running-only"),
+    ("gpu-assignments", "list-before-lock"),
+    ("gpu-assignments", "mutant-all-phases"),
+)
+OTHER_RACY = tuple(f"{tracker}/{variant}" for tracker, variant in _OTHERS)
+
+
+def targets(names: tuple[str, ...] | None) -> list[Target]:
+    """The targets ``--variant`` names: by default the racy DRA variants and the library
+    race; ``all`` adds the other trackers' racy variants and mutants (``TRACKER/VARIANT``)."""
+    default = [*RACY_DRA, LIBRARY_RACE]
+    wanted = default if not names else [
+        n for name in names for n in ([*default, *OTHER_RACY] if name == ALL else [name])]
+    chosen: list[Target] = []
+    for name in dict.fromkeys(wanted):
+        if name in RACY_DRA:
+            chosen.append(Target(name, "dra", name))
+        elif name == LIBRARY_RACE:
+            chosen.append(library_target())
+        else:
+            tracker, _, variant = name.partition("/")
+            chosen.append(Target(name, tracker, variant))
+    return chosen
+
+
+def target_names() -> tuple[str, ...]:
+    """Every name ``--variant`` takes."""
+    return (*RACY_DRA, LIBRARY_RACE, *OTHER_RACY, ALL)
 
 
 @dataclass(frozen=True)
@@ -46,7 +105,7 @@ class BenchOptions:
 class Detection:
     """Time to first violation over trials of one variant in one mode (from run start)."""
 
-    variant: str
+    variant: str  # the target's name
     mode: str
     trials: int
     found: int
@@ -79,8 +138,8 @@ class SteadyRate:
     the bench's headline.
     """
 
-    variant: str
-    seconds: float  # measured window per mode, after the warm-up
+    variant: str  # the target's name
+    seconds: float  # measured window per mode, after the warm-up (summed over its runs)
     warmup_s: float
     counts: tuple[tuple[str, int], ...]  # (noise mode, violations in the window), quiet last
 
@@ -185,57 +244,76 @@ def run_bench(options: BenchOptions, log: Callable[[str], None]) -> BenchReport:
     return report
 
 
-def _base(options: BenchOptions) -> RunConfig:
-    return RunConfig(tracker="dra", noise=_noise(options, options.policy), seed=options.seed)
+def _base(options: BenchOptions, target: Target | None = None) -> RunConfig:
+    if target is None:
+        return RunConfig(tracker="dra", noise=_noise(options, options.policy), seed=options.seed)
+    return RunConfig(tracker=target.tracker, variant=target.variant,
+                     noise=_noise(options, options.policy), seed=options.seed)
 
 
 def _detection(options: BenchOptions, report: BenchReport, log: Callable[[str], None]) -> None:
-    base = _base(options)
-    for variant in options.variants or RACY_DRA:
-        for mode, (policy, checks) in _MODES.items():
-            log(f"detection: {variant}, {mode}, {options.trials} trials")
-            times = []
-            startups = []
-            after = []
-            for trial in range(options.trials):
-                config = replace(
+    """The trials of a target go mode by mode, in order then in reverse, trial after trial,
+    so that a machine getting busier or quieter weighs on every mode alike."""
+    for target in targets(options.variants):
+        base = _base(options, target)
+        modes = {mode: checks for mode, (_, checks) in _MODES.items()
+                 if checks is None or target.dra}  # the symptom-only baseline: DRA's
+        log(f"detection: {target.name}, {options.trials} trials of each of "
+            f"{', '.join(modes)}")
+        found: dict[str, _Found] = {mode: _Found() for mode in modes}
+        for trial in range(options.trials):
+            for mode in (list(modes) if trial % 2 == 0 else list(reversed(modes))):
+                result = run(replace(
                     base,
-                    variant=variant,
                     duration=options.budget_s,
                     seed=options.seed + trial,
-                    noise=_noise(options, policy),
-                    checks=checks,
-                )
-                result = run(config)
-                first = result.principal_violation
-                if first is not None and first.elapsed_s is not None:
-                    times.append(first.elapsed_s)
-                    if result.first_after_startup_s is not None:
-                        after.append(result.first_after_startup_s)
-                startup = _startup_s(result)
-                if startup is not None:
-                    startups.append(startup)
-            censored = times + [options.budget_s] * (options.trials - len(times))
-            report.detections.append(
-                Detection(
-                    variant=variant,
-                    mode=mode,
-                    trials=options.trials,
-                    found=len(times),
-                    median_s=statistics.median(censored),
-                    max_s=max(censored),
-                    under_2s=sum(t < 2.0 for t in times),
-                    times_s=tuple(times),
-                    startups_s=tuple(startups),
-                    after_startup_s=tuple(after),
-                )
-            )
+                    noise=_noise(options, _MODES[mode][0]),
+                    checks=modes[mode],
+                ))
+                found[mode].add(result)
+        for mode, seen in found.items():
+            report.detections.append(seen.detection(target.name, mode, options))
+
+
+@dataclass
+class _Found:
+    """What the trials of one mode found so far."""
+
+    times: list[float] = field(default_factory=list)
+    startups: list[float] = field(default_factory=list)
+    after: list[float] = field(default_factory=list)
+
+    def add(self, result: RunResult) -> None:
+        first = result.principal_violation
+        if first is not None and first.elapsed_s is not None:
+            self.times.append(first.elapsed_s)
+            if result.first_after_startup_s is not None:
+                self.after.append(result.first_after_startup_s)
+        startup = _startup_s(result)
+        if startup is not None:
+            self.startups.append(startup)
+
+    def detection(self, name: str, mode: str, options: BenchOptions) -> Detection:
+        censored = self.times + [options.budget_s] * (options.trials - len(self.times))
+        return Detection(
+            variant=name,
+            mode=mode,
+            trials=options.trials,
+            found=len(self.times),
+            median_s=statistics.median(censored),
+            max_s=max(censored),
+            under_2s=sum(t < 2.0 for t in self.times),
+            times_s=tuple(self.times),
+            startups_s=tuple(self.startups),
+            after_startup_s=tuple(self.after),
+        )
 
 
 def _rate(options: BenchOptions, report: BenchReport, log: Callable[[str], None]) -> None:
-    for variant in options.variants or RACY_DRA:
-        log(f"rate: {variant}, {options.rate_seconds:g} s per noise policy and without noise")
-        report.rates.append(_steady_rate(options, _base(options), variant))
+    for target in targets(options.variants):
+        log(f"rate: {target.name}, {options.rate_seconds:g} s per noise policy and without "
+            "noise")
+        report.rates.append(_steady_rate(options, _base(options, target), target.name))
 
 
 def _clean(options: BenchOptions, report: BenchReport, log: Callable[[str], None]) -> None:
@@ -245,7 +323,7 @@ def _clean(options: BenchOptions, report: BenchReport, log: Callable[[str], None
             replace(
                 _base(options),
                 variant=variant,
-                duration=max(60.0, options.clean_points / 20_000),
+                duration=max(60.0, options.clean_points / 2_000),  # a loaded machine: slow
                 max_points=options.clean_points,
                 stop_on_first=False,
             )
@@ -262,25 +340,28 @@ def _controlled(options: BenchOptions, report: BenchReport, log: Callable[[str],
 
 WARMUP_S = 0.25
 _RATE_KEPT = 50_000  # violations kept in detail (with their time) per rate run
+_RATE_ROUNDS = 2  # runs per mode: the modes in order, then in reverse
 
 
-def _steady_rate(options: BenchOptions, base: RunConfig, variant: str) -> SteadyRate:
-    counts = []
-    window = options.rate_seconds - WARMUP_S
-    for mode, policy in _RATE_MODES.items():
+def _steady_rate(options: BenchOptions, base: RunConfig, name: str) -> SteadyRate:
+    """Each mode runs twice, the modes in order then in reverse, so that a machine getting
+    busier or quieter during the measure weighs on every mode alike."""
+    counts = dict.fromkeys(_RATE_MODES, 0)
+    order = list(_RATE_MODES)
+    for mode in [*order, *reversed(order)]:
         result = run(replace(
             base,
-            variant=variant,
             duration=options.rate_seconds,
-            noise=_noise(options, policy),
+            noise=_noise(options, _RATE_MODES[mode]),
             stop_on_first=False,
             max_violations=_RATE_KEPT,
         ))
-        counts.append((mode, sum(
+        counts[mode] += sum(
             1 for v in result.violations
             if v.elapsed_s is not None and WARMUP_S <= v.elapsed_s < options.rate_seconds
-        )))
-    return SteadyRate(variant, window, WARMUP_S, tuple(counts))
+        )
+    window = _RATE_ROUNDS * (options.rate_seconds - WARMUP_S)
+    return SteadyRate(name, window, WARMUP_S, tuple(counts.items()))
 
 
 def _startup_s(result: RunResult) -> float | None:
@@ -325,7 +406,8 @@ def _plain(options: BenchOptions, report: BenchReport, log: Callable[[str], None
 
 
 def _learning(options: BenchOptions, report: BenchReport, log: Callable[[str], None]) -> None:
-    report.learning = run_learning_bench(options.variants or RACY_DRA, options.trials,
+    dra = tuple(t.name for t in targets(options.variants) if t.dra)  # what it learns on
+    report.learning = run_learning_bench(dra or RACY_DRA, options.trials,
                                          options.budget_s, options.noise, options.seed, log)
 
 

@@ -19,7 +19,16 @@ from shmstress.bench.sctbench.run import (
     report_json,
     run_suite,
 )
-from shmstress.bench.suite import RACY_DRA, WARMUP_S, BenchOptions, render_bench, run_bench
+from shmstress.bench.suite import (
+    ALL,
+    LIBRARY_RACE,
+    RACY_DRA,
+    WARMUP_S,
+    BenchOptions,
+    render_bench,
+    run_bench,
+    target_names,
+)
 from shmstress.cli.args import with_examples
 from shmstress.cli.run import verdict
 from shmstress.core.config import DEFAULT_NOISE
@@ -38,6 +47,7 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
             "shmstress bench   # every section: several minutes",
             "shmstress bench --section free --section controlled   # throughput only",
             "shmstress bench --section detection --variant original --trials 10",
+            "shmstress bench --section rate --variant all   # every tracker's racy variants",
             "shmstress bench --section plain   # plain multiprocessing code, next to Frontrun",
             "shmstress bench --section learning --trials 10   # a second run with saved learning",
             "shmstress bench --json bench.json   # the figures as JSON too",
@@ -57,10 +67,15 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
                        help="noise policy of the free-mode and clean runs (detection and rate "
                        f"measure every policy; default {NoiseConfig().policy})")
     bench.add_argument("--rate-seconds", type=float, default=3.0, metavar="S",
-                       help="seconds of each steady-state rate run, with noise and without "
-                       "(default 3)")
+                       help="seconds of each steady-state rate run, with noise and without; "
+                       "each mode runs twice, the modes in order then in reverse (default 3)")
     bench.add_argument("--seed", type=int, default=0, help="base seed (default 0)")
-    bench.add_argument("--variant", action="append", help="racy variant(s) to time (default all)")
+    bench.add_argument("--variant", action="append", metavar="NAME",
+                       help=f"racy variant(s) the detection and rate sections time: a racy DRA "
+                       f"variant, {LIBRARY_RACE} (a race inside a library call, where noise at "
+                       f"the points cannot help), TRACKER/VARIANT of another tracker's racy "
+                       f"variants and mutants, or {ALL} (default: the racy DRA variants and "
+                       f"{LIBRARY_RACE})")
     bench.add_argument("--section", action="append",
                        choices=BenchOptions.sections,
                        help="measure only these sections (repeatable; default all)")
@@ -101,10 +116,11 @@ def _validate(args: argparse.Namespace) -> None:
         problems.append(f"--noise must be a probability in [0, 1], got {args.noise:g}")
     if args.seed < 0:
         problems.append(f"--seed must be >= 0, got {args.seed}")
-    unknown = [v for v in args.variant or () if v not in RACY_DRA]
+    unknown = [v for v in args.variant or () if v not in target_names()]
     if unknown:
         problems.append(f"--variant {', '.join(unknown)}: the bench times the racy DRA "
-                        f"variants {', '.join(RACY_DRA)}")
+                        f"variants {', '.join(RACY_DRA)}, and "
+                        f"{', '.join(n for n in target_names() if n not in RACY_DRA)}")
     if args.suite:
         problems.extend(_suite_problems(args))
     if problems:

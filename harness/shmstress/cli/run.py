@@ -155,8 +155,9 @@ def _add_run_options(parser: argparse.ArgumentParser) -> None:
     budget.add_argument("--noise-policy", choices=NOISE_POLICIES,
                         default=NoiseConfig().policy,
                         help="aimed: delay only at the locations of near-miss pairs, learnt "
-                        "during the run, 3 x --noise being the rate at a fresh one; uniform: every "
-                        f"point with probability --noise (default {NoiseConfig().policy})")
+                        "during the run, 3 x --noise being the rate at a fresh one, backing off "
+                        "where delays produce nothing; uniform: every point with probability "
+                        f"--noise (default {NoiseConfig().policy})")
     add_database_option(budget)
     budget.add_argument("--max-sleep-us", type=float, default=NoiseConfig().max_sleep_us,
                         metavar="US", help="longest injected sleep in microseconds (default 100)")

@@ -19,7 +19,8 @@ AIMED = "aimed"
 NOISE_POLICIES = (UNIFORM, AIMED)
 """``uniform``: every point draws from the worker's RNG with ``probability``. ``aimed``
 (free mode only, ``shmstress.free.aim``): only the locations of near-miss pairs get delays,
-drawn from an RNG of their own, at a rate derived from ``probability`` (``AimParams``)."""
+drawn from an RNG of their own, at a rate derived from ``probability`` (``AimParams``). The
+default is ``NoiseConfig.policy``, named there only."""
 
 
 @dataclass(frozen=True)
@@ -29,7 +30,7 @@ class NoiseConfig:
     probability: float = 0.0
     kinds: tuple[str, ...] = NOISE_KINDS
     max_sleep_us: float = 100.0
-    policy: str = UNIFORM
+    policy: str = UNIFORM  # the default policy, named here only: what the bench measured best
 
     @property
     def draws_from_worker_rng(self) -> bool:
@@ -86,10 +87,11 @@ class AimStats:
     targeted_locations: int
     targeted_pairs: int
     delays: int
-    productive_delays: int
+    productive_delays: int  # delays that let another worker in at an order not seen before
     learnt_pairs: int = 0  # of the targeted pairs, those an earlier run learnt (preloaded)
     notes: tuple[str, ...] = ()  # why saved learning was not used or not saved
     pairs: tuple[tuple[int, int], ...] = ()  # (earlier, later) location codes: to save later
     locations: tuple[tuple[int, int, int], ...] = ()
     """(location code, delays, productive delays) per targeted location: what a run learnt,
     in the form a later run could start from (codes are CRC-32s of labels, stable)."""
+    violation_delays: int = 0  # delays followed by a violation the delayed worker reported

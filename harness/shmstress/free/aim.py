@@ -20,23 +20,41 @@ loses or invents a near miss, which only moves a delay. The tables:
 * ``recent``: object slot -> (worker + 1, location code, sequence number) of the
   last access; a point that finds another worker's access there within
   ``window`` points has found a near miss.
-* ``targets``: location slot -> (code, delays, productive delays, worker). A
-  near miss arms only the *earlier* side of the pair, and only in the worker
-  that took it (asymmetric: delaying it lets the other worker overtake, the
-  order not yet seen), so one side of a pair is slowed, not everyone.
-* ``pairs``: the distinct near-miss pairs (a, b) that armed a target, kept by
-  their location codes so that what a run learnt can later be saved.
+* ``targets``: location slot -> (code, delays, productive delays, worker, passes,
+  violations after a pass, violations after a delay). A near miss arms only the
+  *earlier* side of the pair, and only in the worker that took it (asymmetric:
+  delaying it lets the other worker overtake, the order not yet seen), so one side
+  of a pair is slowed, not everyone. The first four columns are what a run learnt
+  about the location; the last three are the A/B count of the violation signal below.
+* ``pairs``: the distinct ordered near-miss pairs (a, b): those that armed a target
+  and those a delay produced, kept by their location codes so that what a run learnt
+  can later be saved.
+
+What makes a delay *productive* is strict, so that delays vanish where they do
+not help and stay where they do. "Another worker touched the object during the
+delay" is no signal: on a hot object it is true of every delay. A delay counts
+when it produced something not seen before: another worker got in at a location
+whose order with the delayed one had never been seen that way round (a new
+ordered pair: TSVD's overlap, the order flipped). That signal dries up once a
+location's pairs have been seen both ways, so delays there back off; they stay
+up only where they produce violations: per targeted location, the tables count
+the passes followed by a violation (any worker's, within ``credit_window``
+points: the delay of one worker often lets another break an invariant), with a
+delay and without one; ``passes``, a small ring of the last targeted passes,
+tells which came just before a violation (the last at each location only).
+Where delays are followed by a violation ``lift`` times as often as passes
+without one, the location keeps its full delay probability, whatever its misses.
+A race inside a library call, with no point in its window, gets neither signal:
+its delays fade to the floor, where they cost next to nothing.
+
+Each unproductive delay lowers the location's delay probability (``delay_probability``:
+halved every ``backoff`` misses, a productive delay making up for ``hit_credit``
+of them). Location codes are CRC-32s of the labels, stable across processes and runs.
 
 ``AimTables.export`` and ``AimTables.preload`` move the targets and pairs (the
 learnt part; ``recent`` is only the last few points) out of and into the tables
 as plain data, ``Learnt``: how ``shmstress.free.learning`` carries them from one
 run to the next.
-
-A delay is *productive* when, during it, another worker touched one of the
-objects the delayed point touches: the delay opened the window it aimed at.
-Each unproductive delay lowers the location's delay probability (back-off);
-productive ones keep it up. Location codes are CRC-32s of the labels, stable
-across processes and runs.
 
 The gate draws from an RNG of its own, never the worker's: the roles draw
 from the worker's RNG, and their choices must not depend on where delays
@@ -54,6 +72,7 @@ from array import array
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 
+from shmstress.core.control import VIOLATIONS
 from shmstress.core.noise import AimStats, NoiseConfig
 from shmstress.core.shm import Arena, SharedArray
 
@@ -61,9 +80,13 @@ Subjects = Callable[[str, Mapping[str, object]], tuple[tuple[str, int], ...]]
 """``Words.subjects``: the objects a point's fields name."""
 
 _R_WORKER, _R_CODE, _R_SEQ, _R_STRIDE = 0, 1, 2, 3
-_T_CODE, _T_TRIES, _T_HITS, _T_WORKER, _T_STRIDE = 0, 1, 2, 3, 4
+_T_CODE, _T_TRIES, _T_HITS, _T_WORKER = 0, 1, 2, 3
+_T_PASSES, _T_PASS_VIOL, _T_DELAY_VIOL, _T_STRIDE = 4, 5, 6, 7
 _P_KEY, _P_A, _P_B, _P_STRIDE = 0, 1, 2, 3
+_G_NEXT, _G_CREDITED, _RING = 0, 1, 2  # passes: the ring's cells, then the ring
+_G_SEQ, _G_SLOT, _G_DELAYED, _G_STRIDE = 0, 1, 2, 3
 _LOCK_SALT = 0x5DEECE66D  # lock slots and subjects share the object table
+_OBJECTS_KEPT = 4096  # (label, fields) whose object slots a worker remembers
 
 
 @dataclass(frozen=True)
@@ -76,8 +99,65 @@ class AimParams:
     pair_slots: int = 1024
     backoff: float = 8.0  # unproductive delays that halve a location's delay probability
     hit_credit: int = 4  # unproductive delays one productive delay makes up for
-    floor: float = 0.02  # share of the probability a silenced location keeps
+    floor: float = 0.02  # share of the probability kept where violations come without delays
+    search_floor: float = 1 / 3  # share kept while no violation says so (3P x 1/3: P)
+    evidence: int = 8  # violations after passes without a delay that say delays are not needed
     boost: float = 3.0  # a fresh target delays with probability min(1, boost x --noise)
+    lift: float = 2.0  # violations after a delay, over those after a pass, that keep it up
+    pass_ring: int = 64  # the last targeted passes kept, to credit a violation to
+    credit_window: int = 32  # points: a pass at most this far before a violation is credited
+
+
+@dataclass(frozen=True)
+class LocationRecord:
+    """One row of ``targets``: what a run knows of one targeted location."""
+
+    delays: int = 0
+    productive: int = 0  # delays that produced an ordered pair not seen before
+    passes: int = 0  # passes of the targeted worker without a delay
+    pass_violations: int = 0  # ... followed by a violation
+    delay_violations: int = 0  # delays followed by a violation
+
+
+def delay_probability(row: LocationRecord, boosted: float, params: AimParams) -> float:
+    """How likely the next pass at a targeted location is delayed.
+
+    Delays followed by violations ``lift`` times as often as passes without a delay
+    (the passes' rate counted with one violation more, so that a few lucky delays on
+    a location rarely passed are not enough) keep the full probability. Otherwise
+    each unproductive delay backs off, a productive one making up for ``hit_credit``,
+    down to the plain noise probability (a third of the boosted one): a race whose
+    window needs a rare combination, which no delay has hit yet, is still tried as
+    often as uniform noise would. Where ``evidence`` violations already followed
+    passes without a delay, and delays do no better, the race needs no help (or is
+    out of the points' reach, inside a library call): the probability drops at once
+    to the low floor, and delays all but vanish.
+    """
+    return _probability(row.delays, row.productive, row.passes, row.pass_violations,
+                        row.delay_violations, boosted, params)
+
+
+def _probability(delays: int, productive: int, passes: int, pass_violations: int,
+                 delay_violations: int, boosted: float, params: AimParams) -> float:
+    """``delay_probability`` on the row's numbers, as the gate reads them at each pass."""
+    if delay_violations and (
+        delay_violations * (passes + 1) >= params.lift * (pass_violations + 1) * delays
+    ):
+        return boosted
+    if pass_violations >= params.evidence:
+        return boosted * params.floor
+    misses = delays - params.hit_credit * productive
+    if misses <= 0:
+        return boosted
+    return max(boosted * float(2.0 ** (-misses / params.backoff)),
+               boosted * params.search_floor)
+
+
+def pair_slot(earlier: int, later: int, slots: int) -> int:
+    """Where the ordered pair (earlier, later) of location codes goes in ``pairs``, whose
+    row ``(earlier << 31) | later, earlier, later`` it is. Not the key's low bits, which are
+    ``later``'s: every pair into one location would take one slot."""
+    return (hash((earlier, later)) & (slots - 1)) * _P_STRIDE
 
 
 def location_code(label: str) -> int:
@@ -103,6 +183,7 @@ class AimTables:
     recent: SharedArray
     targets: SharedArray
     pairs: SharedArray
+    passes: SharedArray  # [next index, violations credited, ring of (seq, slot + 1, delayed)]
     preloaded: dict[int, tuple[int, int, int]] = field(default_factory=dict)
     """target slot -> (code, delays, productive delays) as ``preload`` wrote it: what
     ``stats`` does not count as this run's."""
@@ -111,7 +192,7 @@ class AimTables:
     @classmethod
     def allocate(cls, arena: Arena, params: AimParams | None = None) -> AimTables:
         p = params or AimParams()
-        for n in (p.object_slots, p.location_slots, p.pair_slots):
+        for n in (p.object_slots, p.location_slots, p.pair_slots, p.pass_ring):
             if n & (n - 1):
                 raise ValueError(f"aim table sizes must be powers of two, got {n}")
         return cls(
@@ -119,7 +200,18 @@ class AimTables:
             arena.array("harness.aim.recent", p.object_slots * _R_STRIDE),
             arena.array("harness.aim.targets", p.location_slots * _T_STRIDE),
             arena.array("harness.aim.pairs", p.pair_slots * _P_STRIDE),
+            arena.array("harness.aim.passes", _RING + p.pass_ring * _G_STRIDE),
         )
+
+    def row(self, label: str) -> LocationRecord | None:
+        """The targets row of ``label``; None when it is not a target."""
+        code = location_code(label)
+        at = (code & (self.params.location_slots - 1)) * _T_STRIDE
+        t = self.targets.mv
+        if t[at + _T_CODE] != code:
+            return None
+        return LocationRecord(t[at + _T_TRIES], t[at + _T_HITS], t[at + _T_PASSES],
+                              t[at + _T_PASS_VIOL], t[at + _T_DELAY_VIOL])
 
     def export(self) -> Learnt:
         """The targets and pairs as they stand (read after the run: the workers are gone)."""
@@ -128,24 +220,27 @@ class AimTables:
         armed = targets[targets[:, _T_CODE] != 0]
         kept = pairs[pairs[:, _P_KEY] != 0]
         return Learnt(
-            targets=tuple(sorted((int(c), int(t), int(h), int(w)) for c, t, h, w in armed)),
+            targets=tuple(sorted((int(c), int(t), int(h), int(w))
+                                 for c, t, h, w in armed[:, _T_CODE : _T_WORKER + 1])),
             pairs=tuple(sorted((int(a), int(b)) for a, b in kept[:, _P_A : _P_B + 1])),
         )
 
     def preload(self, learnt: Learnt) -> None:
         """Start from what an earlier run learnt (before the fork): its targets, with their
         yield so far, and its pairs. An entry whose slot is taken by an earlier one of
-        ``learnt`` is dropped, as a collision during a run would drop it."""
+        ``learnt`` is dropped, as a collision during a run would drop it. A target's
+        violation counts start at zero: they weigh this run's delays against its passes."""
         targets, pairs = self.targets.mv, self.pairs.mv
         lmask, pmask = self.params.location_slots - 1, self.params.pair_slots - 1
         for code, tries, hits, worker in learnt.targets:
             at = (code & lmask) * _T_STRIDE
             if code and not targets[at]:
-                targets[at : at + _T_STRIDE] = array("q", (code, tries, hits, worker))
+                row = (code, tries, hits, worker) + (0,) * (_T_STRIDE - _T_WORKER - 1)
+                targets[at : at + _T_STRIDE] = array("q", row)
                 self.preloaded[at] = (code, tries, hits)
         for earlier, later in learnt.pairs:
             key = (earlier << 31) | later
-            slot = (hash(key) & pmask) * _P_STRIDE
+            slot = pair_slot(earlier, later, pmask + 1)
             if key and not pairs[slot]:
                 pairs[slot : slot + _P_STRIDE] = array("q", (key, earlier, later))
                 self.learnt_pairs += 1
@@ -170,15 +265,16 @@ class AimTables:
             locations=tuple(sorted(
                 (int(code), int(tries), int(hits))
                 for code, tries, hits in armed[:, _T_CODE : _T_HITS + 1])),
+            violation_delays=int(armed[:, _T_DELAY_VIOL].sum()),
         )
 
 
 class AimedGate:
     """One worker's side: the gate before each point and the observer after it.
 
-    ``before_point`` is the only cost at an untargeted location (a dict lookup
-    and a compare); ``observe`` runs at every point and touches one table slot
-    per object the point names.
+    ``after_point`` runs at every point, under the step lock, and only notes it; the next
+    ``before_point``, with the lock let go, runs the detector on it (one table slot per
+    object the point names) and, at a targeted location, decides on a delay.
     """
 
     def __init__(
@@ -191,9 +287,11 @@ class AimedGate:
         seq_cell: memoryview,
         act: bool = True,
     ) -> None:
-        """``seq_cell[0]`` is the next sequence number to be handed out (the control block's
-        counter): where a delay starts, so that an access after it tells a productive one."""
+        """``seq_cell`` is the control block: ``[0]`` the next sequence number to be handed
+        out (where a delay starts, so that an access after it tells what the delay let in),
+        ``[VIOLATIONS]`` the violations reported so far."""
         params = tables.params
+        self._params = params
         self._recent = tables.recent.mv
         self._targets = tables.targets.mv
         self._pairs = tables.pairs.mv
@@ -201,10 +299,7 @@ class AimedGate:
         self._lmask = params.location_slots - 1
         self._pmask = params.pair_slots - 1
         self._window = params.window
-        self._backoff = params.backoff
-        self._credit = params.hit_credit
         self._boosted = min(1.0, config.probability * params.boost)
-        self._floor = self._boosted * params.floor
         self._sleep = "sleep" in config.kinds
         self._yield = "yield" in config.kinds
         self._max_sleep_s = config.max_sleep_us / 1e6
@@ -218,6 +313,13 @@ class AimedGate:
         self._lock = -1  # the instrumented lock whose acquire the coming point is
         self._delayed = -1  # target slot of the delay before the coming point, or -1
         self._mark = 0  # the sequence number when the last delay started
+        # this worker's last targeted passes: (target slot, delayed), and the violations
+        # reported when it last let go of a point: one more at its next point is its own
+        self._ring = tables.passes.mv
+        self._rmask = params.pass_ring - 1
+        # the point noted under the step lock, for the detector to run on once let go
+        self._pending: tuple[int, str, dict[str, object], int, int, int] | None = None
+        self._objects: dict[tuple[object, ...], tuple[int, ...]] = {}
 
     def _code(self, label: str) -> int:
         code = self._codes.get(label)
@@ -225,23 +327,61 @@ class AimedGate:
             code = self._codes[label] = location_code(label)
         return code
 
-    # -- before the point: maybe delay ------------------------------------------------------
+    # -- before the point: score the last passes, maybe delay -------------------------------
     def before_point(self, label: str) -> None:
+        violations = self._seq[VIOLATIONS]
+        if violations != self._ring[_G_CREDITED]:
+            self._credit(violations)
+        if self._pending is not None:
+            self.flush()
         code = self._code(label)
         at = (code & self._lmask) * _T_STRIDE
         targets = self._targets
-        if targets[at] != code or targets[at + 3] != self._me:
+        if targets[at] != code or targets[at + _T_WORKER] != self._me:
             return
+        p = _probability(targets[at + _T_TRIES], targets[at + _T_HITS],
+                         targets[at + _T_PASSES], targets[at + _T_PASS_VIOL],
+                         targets[at + _T_DELAY_VIOL], self._boosted, self._params)
         rng = self._rng
-        tries = targets[at + 1]
-        misses = tries - self._credit * targets[at + 2]
-        p = self._boosted if misses <= 0 else self._boosted * 2.0 ** (-misses / self._backoff)
-        if rng.random() >= max(p, self._floor):
+        if rng.random() >= p:
+            targets[at + _T_PASSES] += 1
+            self._remember(at, 0)
             return
-        targets[at + 1] = tries + 1
+        targets[at + _T_TRIES] += 1
+        self._remember(at, 1)
         self._delayed = at
         self._mark = self._seq[0]
         self._pause(rng)
+
+    def _remember(self, at: int, delayed: int) -> None:
+        """Put a targeted pass in the ring (two workers may take one cell: a pass lost)."""
+        ring = self._ring
+        index = ring[_G_NEXT]
+        ring[_G_NEXT] = index + 1
+        cell = _RING + (index & self._rmask) * _G_STRIDE
+        ring[cell + _G_SEQ] = self._seq[0]
+        ring[cell + _G_SLOT] = at + 1
+        ring[cell + _G_DELAYED] = delayed
+
+    def _credit(self, violations: int) -> None:
+        """A violation was reported since this worker's last point (or several were): the
+        last pass at each location in the ring within ``credit_window`` points counts one
+        violation after it, on the delayed side or on the passed one. The first worker
+        to see it credits it; two seeing it at once credit it twice, which is rare."""
+        ring = self._ring
+        ring[_G_CREDITED] = violations
+        since = self._seq[0] - self._params.credit_window
+        targets = self._targets
+        credited: set[int] = set()
+        newest = ring[_G_NEXT]
+        for index in range(newest - 1, max(newest - self._rmask - 1, 0) - 1, -1):
+            cell = _RING + (index & self._rmask) * _G_STRIDE
+            at = ring[cell + _G_SLOT] - 1
+            if at < 0 or ring[cell + _G_SEQ] < since or at in credited:
+                continue
+            credited.add(at)
+            delayed = ring[cell + _G_DELAYED]
+            targets[at + (_T_DELAY_VIOL if delayed else _T_PASS_VIOL)] += 1
 
     def _pause(self, rng: random.Random) -> None:
         """Yield or sleep as the noise kinds say (draws alike when not acting: a replay)."""
@@ -257,40 +397,84 @@ class AimedGate:
         self._lock = lock
         self.before_point(label)
 
-    # -- after the point: detect near misses, score the delay -------------------------------
+    # -- after the point: note it; detect near misses and score the delay once let go -------
+    def after_point(self, seq: int, worker: int, label: str, fields: dict[str, object]) -> None:
+        """The runtime's observer. It runs under the step lock, which every other worker
+        waits for, so it only notes the point: the detector's work waits for this worker's
+        next ``before_point``, which runs with the lock let go, beside the others' steps."""
+        self._pending = (seq, label, fields, self._delayed, self._mark, self._lock)
+        self._delayed = -1
+        self._lock = -1
+
     def observe(self, seq: int, worker: int, label: str, fields: dict[str, object]) -> None:
+        """Note the point and run the detector on it at once (a sequential driver)."""
+        self.after_point(seq, worker, label, fields)
+        self.flush()
+
+    def flush(self) -> None:
+        """Run the detector on the point noted last, if it has not run yet."""
+        pending, self._pending = self._pending, None
+        if pending is not None:
+            self._detect(*pending)
+
+    def _detect(self, seq: int, label: str, fields: dict[str, object], delayed: int, mark: int,
+                lock: int) -> None:
+        """Near misses on each object the point touched, and whether its delay (if it had
+        one) let another worker in at an order not seen before. Another worker's access
+        with a later sequence number may already be in the table (its detector ran first):
+        it stays, so that the table keeps the last access."""
         code = self._code(label)
-        me = worker + 1
-        delayed, self._delayed = self._delayed, -1
-        mark = self._mark if delayed >= 0 else seq
-        lock, self._lock = self._lock, -1
-        keys: list[int] = [hash(s) for s in self._subjects(label, fields)] if fields else []
+        me = self._me
+        slots = self._slots(label, fields) if fields else ()
         if lock >= 0:
-            keys.append(lock ^ _LOCK_SALT)
+            slots = (*slots, ((lock ^ _LOCK_SALT) & self._omask) * _R_STRIDE)
         recent = self._recent
         window = self._window
-        hit = False
-        for key in keys:
-            at = (key & self._omask) * _R_STRIDE
+        new_order = False
+        for at in slots:
             other = recent[at]
+            then = recent[at + 2]
             if other and other != me:
-                then = recent[at + 2]
-                if seq - then <= window:
+                if delayed >= 0 and mark <= then < seq and not new_order:
+                    # another worker got in during the delay: a new order, or nothing new
+                    new_order = self._note_pair(recent[at + 1], code)
+                if 0 <= seq - then <= window:
                     self._near_miss(other, recent[at + 1], code)
-                if then >= mark and not hit and delayed >= 0:
-                    hit = self._flipped(delayed, recent[at + 1])
-            recent[at] = me
-            recent[at + 1] = code
-            recent[at + 2] = seq
-        if hit and delayed >= 0:
-            self._targets[delayed + 2] += 1
+            if seq > then or not other:
+                recent[at] = me
+                recent[at + 1] = code
+                recent[at + 2] = seq
+        if new_order:
+            self._targets[delayed + _T_HITS] += 1
 
-    def _flipped(self, target: int, other: int) -> bool:
-        """Whether the delay at ``target`` let another worker in at a location it was seen
-        to race with: the near miss (target, other) happened the other way round."""
-        earlier = self._targets[target]
-        key = (earlier << 31) | other
-        return bool(self._pairs[(hash(key) & self._pmask) * _P_STRIDE] == key)
+    def _slots(self, label: str, fields: dict[str, object]) -> tuple[int, ...]:
+        """The ``recent`` slots of the objects the point names, remembered per label and
+        fields: a tracker's points name few distinct objects, and ``subjects`` is the
+        costliest part of the detector."""
+        key = (label, *fields.items())
+        try:
+            slots = self._objects.get(key)
+        except TypeError:  # a field holds a list: no key, work it out each time
+            return tuple((hash(s) & self._omask) * _R_STRIDE
+                         for s in self._subjects(label, fields))
+        if slots is None:
+            if len(self._objects) >= _OBJECTS_KEPT:
+                self._objects.clear()
+            slots = self._objects[key] = tuple(
+                (hash(s) & self._omask) * _R_STRIDE for s in self._subjects(label, fields))
+        return slots
+
+    def _note_pair(self, earlier: int, later: int) -> bool:
+        """Put the ordered pair in ``pairs``; True if it was not there (a new order)."""
+        key = (earlier << 31) | later
+        slot = pair_slot(earlier, later, self._pmask + 1)
+        pairs = self._pairs
+        if pairs[slot] == key:
+            return False
+        pairs[slot + 1] = earlier
+        pairs[slot + 2] = later
+        pairs[slot] = key
+        return True
 
     def _near_miss(self, worker: int, earlier: int, later: int) -> None:
         """Arm the earlier side of the pair in the worker that took it (``worker`` + 1), and
@@ -302,13 +486,8 @@ class AimedGate:
         targets = self._targets
         at = (earlier & self._lmask) * _T_STRIDE
         if targets[at] != earlier:
-            targets[at + 1] = 0
-            targets[at + 2] = 0
-            targets[at + 3] = worker
+            for column in range(1, _T_STRIDE):
+                targets[at + column] = 0
+            targets[at + _T_WORKER] = worker
             targets[at] = earlier
-        slot = (hash(key) & self._pmask) * _P_STRIDE
-        pairs = self._pairs
-        if pairs[slot] != key:
-            pairs[slot + 1] = earlier
-            pairs[slot + 2] = later
-            pairs[slot] = key
+        self._note_pair(earlier, later)

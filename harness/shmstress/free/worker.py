@@ -44,7 +44,7 @@ def worker_main(
         gate = AimedGate(tables, noise, subjects, seed, info.worker_id, control.control.mv)
         runtime.gate = gate
         runtime.acquire_gate = gate
-        runtime.observer = gate.observe
+        runtime.observer = gate.after_point
     me = info.worker_id
     control.set_worker_slot(me, W_PID, os.getpid())
     control.set_worker_slot(me, W_STATE, WorkerState.RUNNING)

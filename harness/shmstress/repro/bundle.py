@@ -251,7 +251,9 @@ def to_json(bundle: Bundle) -> dict[str, object]:
                 probability=bundle.noise.probability,
                 kinds=list(bundle.noise.kinds),
                 max_sleep_us=bundle.noise.max_sleep_us,
-                policy=bundle.noise.policy if bundle.noise.policy != UNIFORM else UNSET,
+                policy=(bundle.noise.policy
+                        if bundle.noise.policy != UNIFORM and bundle.noise.probability
+                        else UNSET),
             ),
         ),
         seed=bundle.seed,
@@ -334,7 +336,7 @@ def from_json(data: object) -> Bundle:
         ),
         noise=NoiseConfig(
             config.noise.probability, tuple(config.noise.kinds), config.noise.max_sleep_us,
-            UNIFORM if isinstance(config.noise.policy, UnsetType) else config.noise.policy,
+            _policy(config.noise.policy, config.noise.probability),
         ),
         execution=doc.execution,
         preemptions=doc.preemptions,
@@ -443,3 +445,11 @@ def load_bundle(path: Path) -> Bundle:
 
 def replay_command(path: Path) -> str:
     return f"shmstress replay {path}"
+
+
+def _policy(written: str | UnsetType, probability: float) -> str:
+    """The noise policy of a bundle: absent, uniform (every bundle before aimed noise was),
+    except without noise, where no policy is written and none matters (the default)."""
+    if not isinstance(written, UnsetType):
+        return written
+    return UNIFORM if probability else NoiseConfig().policy

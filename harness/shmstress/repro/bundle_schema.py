@@ -29,7 +29,8 @@ class NoiseDoc(msgspec.Struct, kw_only=True):
     kinds: list[str]
     max_sleep_us: float
     policy: str | msgspec.UnsetType = msgspec.UNSET  # absent: uniform (as every bundle was
-    # before aimed noise), and left out when uniform, so such a bundle reads byte for byte
+    # before aimed noise), and left out when uniform, so such a bundle reads byte for byte;
+    # left out without noise too (probability 0), where no policy matters
 
 
 class ConfigDoc(msgspec.Struct, kw_only=True):
