@@ -11,19 +11,14 @@ lock, or frees a lock a parked worker is waiting for, so a strategy sees
 every point where its choice could differ.
 
 A strategy that draws its choices ahead of time (random walk) instead hands
-out a *script*: one random draw for each of the next steps, drawn before any
-of them runs. The worker of a scripted step is the draw's pick among the
-runnable workers of that step (``draw % count`` into the ascending list the
-globals hold), so whoever reaches the step maps it: the running worker goes
-on while the pick is itself, and when it is another worker it parks and
-posts that worker's grant itself (one handoff, not two through the
-coordinator), writing the pick over the draw so that the coordinator learns
-who took each step. When the step just taken may have changed the set of
-runnable workers (its worker would block now, it freed a lock a blocked
-worker waits for, it took a lock another parked worker waits at), that
-worker lists the set again from the slots before it maps the draw. Whoever
-reaches the script's end, finishes its role, or finds nobody runnable asks
-the coordinator again.
+out a *script*: the worker of each of the next steps, drawn for the set of
+runnable workers at the grant. The running worker follows it on its own: it
+goes on while the script names it, and when the script names another worker
+it parks and posts that worker's grant itself (one handoff, not two through
+the coordinator). Whoever reaches the script's end, or a point where the set
+of runnable workers may have changed (it would block, it freed a lock a
+blocked worker waits for, its last step took a lock another parked worker
+waits at, it finished), asks the coordinator again.
 """
 
 from __future__ import annotations
@@ -64,9 +59,8 @@ G_SCRIPT_END = 3  # steps before this one follow the script (0: no script)
 G_CURRENT = 4  # the worker running now (a scripted handoff changes it without the coordinator)
 G_HANDOFF_PREEMPTIONS = 5  # scripted handoffs away from a worker that could have gone on
 G_AWAITED_N = 6  # how many locks blocked workers wait for ...
-G_RUNNABLE_N = 7  # how many workers are runnable (scripts: what the draws pick among) ...
-G_AWAITED = 8  # ... the awaited locks' slots, then (at ``Channel.runnable_at``) the runnable
-_GLOBAL_FIXED = 8
+G_AWAITED = 7  # ... and their slots
+_GLOBAL_FIXED = 7
 
 
 class Channel:
@@ -75,11 +69,9 @@ class Channel:
     def __init__(self, arena: Arena, workers: int, max_locks: int, max_steps: int) -> None:
         self.workers = workers
         self.slots: SharedArray = arena.array(f"{ARRAY_PREFIX}slots", max(1, workers) * S_STRIDE)
-        self.runnable_at = _GLOBAL_FIXED + max_locks  # the runnable workers, ascending
         self.globals: SharedArray = arena.array(f"{ARRAY_PREFIX}globals",
-                                                self.runnable_at + max(1, workers))
+                                                _GLOBAL_FIXED + max_locks)
         self.step_log: SharedArray = arena.array(f"{ARRAY_PREFIX}steps", max_steps + 1)
-        # who took each step (a scripted step's draw until a worker maps it to its pick)
         self.script: SharedArray = arena.array(f"{ARRAY_PREFIX}script", max_steps + 1)
         self.report: MpSemaphore = FORK.Semaphore(0)
         self.grants: list[MpSemaphore] = [FORK.Semaphore(0) for _ in range(workers)]

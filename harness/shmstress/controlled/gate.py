@@ -7,7 +7,6 @@ from shmstress.controlled.channel import (
     G_AWAITED_N,
     G_CURRENT,
     G_HANDOFF_PREEMPTIONS,
-    G_RUNNABLE_N,
     G_SCRIPT_END,
     G_STEP,
     PARKED,
@@ -40,7 +39,6 @@ class ControlledGate:
         self._workers = channel.workers
         self._base = worker * S_STRIDE
         self._script = channel.script.mv
-        self._runnable_at = channel.runnable_at
         self._grants = channel.grants
         self._globals = channel.globals.mv
         self._step_log = channel.step_log.mv
@@ -61,7 +59,13 @@ class ControlledGate:
         """Replaces ``os.sched_yield`` in a controlled worker: a yield is a scheduling hint."""
         self.yielded = 1
 
-    def _arrive(self, label: str, lock: int = -1) -> None:
+    def before_point(self, label: str) -> None:
+        self._arrive(label, -1)
+
+    def before_acquire(self, label: str, lock: int) -> None:
+        self._arrive(label, lock)
+
+    def _arrive(self, label: str, lock: int) -> None:
         if self.noise is not None:
             self.noise.before_point(label)
         ident = self._ids.get(label)
@@ -84,27 +88,20 @@ class ControlledGate:
         globals_ = self._globals
         step = globals_[G_STEP]
         successor = -1
-        if step < globals_[G_SCRIPT_END]:
-            count = (globals_[G_RUNNABLE_N] if self._set_holds(lock)
-                     else self._list_runnable(lock))
-            if count:  # the step's draw picks among the runnable workers (channel, random_walk)
-                script = self._script
-                successor = globals_[self._runnable_at + script[step] % count]
-                script[step] = successor
-                if successor == self._me:  # the script goes on with this worker
-                    self.yielded = 0
-                    self._took = lock
-                    self._step_log[step] = ident
-                    globals_[G_STEP] = step + 1
-                    return
+        if step < globals_[G_SCRIPT_END] and self._script_holds(lock):
+            successor = self._script[step]
+            if successor == self._me:  # the script goes on with this worker
+                self.yielded = 0
+                self._took = lock
+                self._step_log[step] = ident
+                globals_[G_STEP] = step + 1
+                return
         slots[base + S_LABEL] = ident
         slots[base + S_LOCK] = lock
         slots[base + S_YIELDED] = self.yielded
         slots[base + S_STATE] = PARKED
         if successor >= 0:  # the script hands the step to another worker: post it directly
-            if not self.yielded and (
-                lock < 0 or self._locks[lock * L_STRIDE + L_OWNER] == NO_OWNER
-            ):  # this worker could have gone on
+            if not self.yielded:
                 globals_[G_HANDOFF_PREEMPTIONS] += 1
             other = successor * S_STRIDE
             self._step_log[step] = slots[other + S_LABEL]
@@ -123,18 +120,14 @@ class ControlledGate:
         self._took = lock
         self.lease = slots[base + S_LEASE]
 
-    # one call less at every point (the gate protocols' two methods)
-    before_point = _arrive
-    before_acquire = _arrive
-
-    def _set_holds(self, lock: int) -> bool:
-        """Is the set of runnable workers still the one the globals list? Only the step just
-        taken can have changed it, and it was this worker's: it would block here, or it freed
-        a lock a blocked worker waits for, or the lock its previous step took is one another
-        parked worker waits at. A worker parking at a held lock leaves the script itself (no
-        other worker is runnable then) or lists the set again, so no other change is
-        possible. Nothing here looks at the step's draw: whether the set is listed again must
-        not depend on the choice it would make (``strategies/random_walk``)."""
+    def _script_holds(self, lock: int) -> bool:
+        """May the script decide this step? Only while the set of runnable workers is the one
+        it was drawn for. Only the step just taken can have changed it, and it was this
+        worker's: it would block here, or it freed a lock a blocked worker waits for, or the
+        lock its previous step took is one another parked worker waits at. A worker parking
+        at a held lock ends the script itself (the first test), so no other change is
+        possible. Nothing here looks at the script's entry for this step: whether the script
+        goes on must not depend on the choice it would make (``strategies/random_walk``)."""
         locks = self._locks
         if lock >= 0 and locks[lock * L_STRIDE + L_OWNER] != NO_OWNER:
             return False
@@ -148,33 +141,6 @@ class ControlledGate:
                         and slots[base + S_LOCK] == took):
                     return False
         return not self._frees_awaited_lock()
-
-    def _list_runnable(self, lock: int) -> int:
-        """List the runnable workers (this one at a point acquiring ``lock``) and the locks
-        the blocked ones wait for into the globals, as the coordinator does; their count."""
-        slots = self._slots
-        locks = self._locks
-        globals_ = self._globals
-        runnable = self._runnable_at
-        me = self._me
-        count = awaited = 0
-        for other in range(self._workers):
-            if other == me:
-                wants = lock
-            else:
-                base = other * S_STRIDE
-                if slots[base + S_STATE] != PARKED:
-                    continue
-                wants = slots[base + S_LOCK]
-            if wants >= 0 and locks[wants * L_STRIDE + L_OWNER] != NO_OWNER:
-                globals_[G_AWAITED + awaited] = wants
-                awaited += 1
-            else:
-                globals_[runnable + count] = other
-                count += 1
-        globals_[G_AWAITED_N] = awaited
-        globals_[G_RUNNABLE_N] = count
-        return count
 
     def _frees_awaited_lock(self) -> bool:
         """Has this worker released a lock that a parked worker is blocked on?"""

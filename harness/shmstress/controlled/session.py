@@ -10,10 +10,9 @@ Within an execution exactly one worker runs. The coordinator waits for the
 running worker to report (it reached a point it may not take on its own, or
 its role finished), then asks the strategy who goes next. The global
 sequence number of a point therefore equals its step index. A strategy that
-scripts (random walk) is asked for the random draws of several steps at once;
-the workers then map each draw to a runnable worker and hand the step to each
-other, and the coordinator learns who ran which step from the picks they wrote
-over the draws.
+scripts (random walk) is asked for the workers of several steps at once; the
+workers then hand the step to each other as the script says, and the
+coordinator learns who ran which step from the script and where it ended.
 """
 
 from __future__ import annotations
@@ -27,10 +26,6 @@ from dataclasses import dataclass
 from multiprocessing.connection import Connection
 from multiprocessing.process import BaseProcess
 from types import TracebackType
-from typing import cast
-
-import numpy as np
-import numpy.typing as npt
 
 from shmstress.controlled.channel import (
     CMD_EXECUTE,
@@ -43,7 +38,6 @@ from shmstress.controlled.channel import (
     G_EXEC_SEED,
     G_HANDOFF_PREEMPTIONS,
     G_RECORD,
-    G_RUNNABLE_N,
     G_SCRIPT_END,
     G_STEP,
     PARKED,
@@ -172,9 +166,6 @@ class Session:
         self._processes: list[BaseProcess] = []
         self._crash_reports: list[Connection] = []
         self._texts: list[str] = []
-        # a step is immutable: one object per (label id, worker) serves every execution
-        # (building one per step cost the coordinator more than granting the step)
-        self.known_steps: dict[int, Step] = {}  # by label id * workers + worker
         self._tape_used = 0
         self._pinning: contextlib.ExitStack | None = None
         self.pinned_cpu: int | None = None
@@ -318,7 +309,6 @@ class Session:
     def _execute(
         self, strategy: Strategy, execution_seed: int, phases: PhasePlan, record: bool
     ) -> ExecutionOutcome:
-        checkpoint()
         channel = self.channel
         execution_seed &= SEED_MASK  # a shared int64 slot carries it to the workers
         self._arena.restore(self._snapshot)
@@ -400,10 +390,9 @@ class Session:
 
         ``follow``: the worker may have handed the step on (a script); watch whoever runs
         now. A hung worker's own stack goes into the error (``dump_stacks`` wakes a stopped
-        one first). A signal whose exception a fork swallowed is delivered here once the
-        wait is slow, and at the start of every execution otherwise (``checkpoint`` costs a
-        few microseconds, more than the rest of a fast wait).
+        one first). A signal whose exception a fork swallowed is delivered here.
         """
+        checkpoint()
         report = self.channel.report
         if report.acquire(True, _WAIT_SLICE_S):
             return
@@ -534,6 +523,7 @@ class _Scheduling:
         self.scripted = False  # workers handed steps on by a script: yields there go unseen
         self.unsettled = False  # the drain ran out of steps before the tracker settled
         self.phase_changes: list[int] = []
+        self._grants: list[tuple[int, int]] = []  # (first step, worker) of every grant
 
     def run(self) -> ExecutionEnd:
         session = self._session
@@ -547,9 +537,7 @@ class _Scheduling:
         control = session.control.control.mv
         max_steps = min(session.spec.max_steps, self._phases.step_limit or (1 << 62))
         strategy = acting(self._strategy)  # a portfolio's member decides on its own
-        # what isinstance(strategy, Scripting) tells, without a protocol check per execution
-        scripting = cast(Scripting | None, strategy if hasattr(strategy, "next_script")
-                         else None)
+        scripting = strategy if isinstance(strategy, Scripting) else None
         self.scripted = scripting is not None
         script_log = channel.script.np
         view = _View(session)
@@ -558,6 +546,7 @@ class _Scheduling:
         drain_limit = run_steps + max(1, (max_steps - run_steps) // 2)
         phase = Phase.RUN
         current = -1
+        grant_log = self._grants
         while True:
             if control[ABORT]:
                 return ExecutionEnd.VIOLATION
@@ -613,11 +602,11 @@ class _Scheduling:
             view.current = current
             view.runnable = runnable
             view.current_can_continue = can_continue
-            draws: Sequence[int] | npt.NDArray[np.int64] = ()
+            script: Sequence[int] = ()
             if scripting is not None:
-                draws = scripting.next_script(
+                script = scripting.next_script(
                     view, min(limit, DRAIN_SCRIPT) if phase is Phase.DRAIN else limit)
-                chosen, lease = runnable[int(draws[0]) % len(runnable)], 1
+                chosen, lease = script[0], 1
             else:
                 chosen, lease = strategy.next_task(view)
             if can_continue and chosen != current:
@@ -630,24 +619,22 @@ class _Scheduling:
             globals_[G_AWAITED_N] = len(awaited)
             for index, lock in enumerate(awaited):
                 globals_[G_AWAITED + index] = lock
+            grant_log.append((step, chosen))
             globals_[G_CURRENT] = chosen
-            if len(draws) > 1:
-                globals_[G_RUNNABLE_N] = len(runnable)
-                runnable_at = channel.runnable_at
-                for index, worker in enumerate(runnable):
-                    globals_[runnable_at + index] = worker
-                end = step + len(draws)
-                script_log[step:end] = draws
-                script_log[step] = chosen
+            if len(script) > 1:
+                end = step + len(script)
+                script_log[step:end] = script
                 globals_[G_SCRIPT_END] = end
                 grants[chosen].release()
                 session._wait(chosen, follow=True)
                 globals_[G_SCRIPT_END] = 0
-                current = int(globals_[G_CURRENT])  # the workers wrote their picks over the draws
+                current = int(globals_[G_CURRENT])
+                for index in range(step + 1, int(globals_[G_STEP])):  # the handoffs it made
+                    if script[index - step] != script[index - step - 1]:
+                        grant_log.append((index, script[index - step]))
                 continue
             grants[chosen].release()
             session._wait(chosen)
-            script_log[step:globals_[G_STEP]] = chosen  # its lease's steps too
             current = chosen
 
     def _settled(self, runnable: list[int], blocked: list[int]) -> bool:
@@ -661,22 +648,18 @@ class _Scheduling:
 
     def granted(self, step: int, worker: int) -> None:
         """A step granted outside ``run`` (the no-progress probe), for ``steps``."""
-        self._session.channel.script.np[step] = worker
+        self._grants.append((step, worker))
 
     def steps(self, count: int) -> tuple[Step, ...]:
         """The execution's schedule: every step's worker and label, in order."""
         session = self._session
-        channel = session.channel
-        workers = channel.workers
-        keys = (channel.step_log.np[:count] * workers + channel.script.np[:count]).tolist()
-        known = session.known_steps
+        ids = session.channel.step_log.np[:count].tolist()
+        text = session.label_text
         out: list[Step] = []
-        for key in keys:
-            step = known.get(key)
-            if step is None:
-                ident, worker = divmod(key, workers)
-                step = known[key] = Step(worker, session.label_text(ident))
-            out.append(step)
+        grants = self._grants
+        for index, (first, worker) in enumerate(grants):
+            last = grants[index + 1][0] if index + 1 < len(grants) else count
+            out.extend(Step(worker, text(ident)) for ident in ids[first:last])
         return tuple(out)
 
 

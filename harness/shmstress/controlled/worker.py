@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import os
 import time
-from collections.abc import Callable
 from dataclasses import dataclass
 from multiprocessing.connection import Connection
 
@@ -23,7 +22,7 @@ from shmstress.controlled.channel import (
 )
 from shmstress.controlled.gate import ControlledGate
 from shmstress.controlled.local_state import Pristine
-from shmstress.core.control import PHASE, SEQ, W_POINTS, W_STATE, ControlBlock, Phase, WorkerState
+from shmstress.core.control import PHASE, W_POINTS, W_STATE, WorkerState
 from shmstress.core.crash import CrashReport
 from shmstress.core.noise import NoiseConfig, NoiseGate
 from shmstress.core.processes import become_worker
@@ -52,7 +51,6 @@ def controlled_worker_main(setup: WorkerSetup, info: WorkerInfo, crash_report: C
     channel = setup.channel
     control = runtime.control
     gate = ControlledGate(channel, me, control, setup.recorder)
-    control.next_seq = _next_seq_alone(control)  # type: ignore[method-assign]
     os.sched_yield = gate.note_yield  # only in this process: a role's yield is a hint
     pristine = Pristine(built.tracker)
     phase_of = built.phases(info.role)
@@ -82,13 +80,9 @@ def controlled_worker_main(setup: WorkerSetup, info: WorkerInfo, crash_report: C
         state, crash = FINISHED, None
         try:
             step = built.role(pristine.fresh(), info).step
-            raw = -1
-            phase = Phase.RUN
             while True:
-                if phase_cell[PHASE] != raw or raw == _STOP:  # what STOP means to a role may change
-                    raw = phase_cell[PHASE]
-                    phase = phase_of(raw)
-                    slots[phase_slot] = phase
+                phase = phase_of(phase_cell[PHASE])
+                slots[phase_slot] = phase
                 if not step(phase):
                     break
         except StopRun:
@@ -103,23 +97,6 @@ def controlled_worker_main(setup: WorkerSetup, info: WorkerInfo, crash_report: C
         channel.set_slot(me, S_STATE, state)
         channel.report.release()
 
-
-def _next_seq_alone(control: ControlBlock) -> Callable[[], int]:
-    """``ControlBlock.next_seq`` without its lock, for this process only: a controlled worker
-    takes a point only while the coordinator or a handoff granted it the step, so no other
-    worker takes a number meanwhile (the semaphore of the grant orders the memory too), and
-    the lock cost more than the rest of the point's bookkeeping."""
-    cell = control.control.mv
-
-    def next_seq() -> int:
-        seq = int(cell[SEQ])
-        cell[SEQ] = seq + 1
-        return seq
-
-    return next_seq
-
-
-_STOP = int(Phase.STOP)
 
 _WORKER_STATES = {
     FINISHED: WorkerState.FINISHED,

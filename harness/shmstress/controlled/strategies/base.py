@@ -14,9 +14,6 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Protocol, runtime_checkable
 
-import numpy as np
-import numpy.typing as npt
-
 from shmstress.core.trace import Step
 
 UNLIMITED = 1 << 62
@@ -102,22 +99,19 @@ class Strategy(Protocol):
 
 @runtime_checkable
 class Scripting(Protocol):
-    """A strategy that can decide several steps ahead, whatever the runnable set will be.
+    """A strategy that can decide several steps ahead, for the runnable set it is shown.
 
     The coordinator of a controlled session asks ``next_script`` instead of
-    ``next_task``: one draw per step, each picking ``runnable[draw % len(runnable)]``
-    among the workers runnable at its step. The coordinator maps the first
-    draw now; the worker that reaches each later step maps its draw and hands
-    the step to the pick, without the coordinator, until the script ends
-    (``controlled.channel``). Only a strategy whose choice at a step depends on
-    nothing but the runnable set (and its own RNG) can script; whatever was
-    drawn beyond the point where a script ends is dropped.
+    ``next_task``: the first worker takes the step now, and the running worker
+    hands each later step to the worker the script names, without the
+    coordinator, until the script ends or the set of runnable workers may have
+    changed (``controlled.channel``). Only a strategy whose choice at a step
+    depends on nothing but the runnable set (and its own RNG) can script;
+    whatever was drawn beyond the point where a script ends is dropped.
     """
 
-    def next_script(
-        self, view: SchedulerView, limit: int
-    ) -> Sequence[int] | npt.NDArray[np.int64]:
-        """The draw of each of the next steps (1 to ``limit`` of them), first one now."""
+    def next_script(self, view: SchedulerView, limit: int) -> Sequence[int]:
+        """The worker of each of the next steps (1 to ``limit`` of them), first one now."""
         ...
 
 
