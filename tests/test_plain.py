@@ -144,6 +144,7 @@ def test_correct_twins_stay_clean(where: Path, function: str) -> None:
 
 
 @pytest.mark.stress
+@pytest.mark.nightly
 def test_the_locked_counter_runs_10000_executions_clean(tmp_path: Path) -> None:
     """Through the command, in a process of its own: forking each execution from the
     small ``shmstress`` process, not from this test session's big one, halves the time."""
