@@ -9,6 +9,7 @@ system's. ``LIMITS`` says how much a point, a violation and a run can hold.
 ``examples/README.md`` walks through it; ``mypy --strict`` keeps a tracker to it.
 """
 
+from shmstress.core.access import EVERY, Access
 from shmstress.core.control import Phase
 from shmstress.core.locks import InstrumentedLock as Lock
 from shmstress.core.runtime import NO_ID
@@ -29,8 +30,10 @@ from shmstress.plugin.tracker import (
 from shmstress.plugin.words import Effect, Fields, Raw, Scope, Subject, Words
 
 __all__ = [
+    "EVERY",
     "LIMITS",
     "NO_ID",
+    "Access",
     "Effect",
     "Fields",
     "Found",

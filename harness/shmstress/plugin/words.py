@@ -27,6 +27,8 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import ClassVar
 
+from shmstress.core.access import Access
+
 Subject = tuple[str, int]
 """An object of the tracker's model as (kind, id): ``("claim", 553)``."""
 
@@ -112,6 +114,13 @@ class Words:
 
     def effects(self, label: str, fields: Mapping[str, object]) -> tuple[Effect, ...]:
         return ()
+
+    def accesses(self, label: str, fields: Mapping[str, object]) -> tuple[Access, ...] | None:
+        """What the step after this point reads and writes (``core.access``); None: not
+        declared, so it may conflict with any step (searches stay sound, explanations
+        cannot tell its reads from its writes). Lock points need nothing here: the
+        harness knows which instrumented lock a point acquires."""
+        return None
 
     def initial_facts(self, subject: Subject) -> Mapping[str, bool]:
         """Facts of ``subject`` when the run starts (used only if no record was overwritten)."""

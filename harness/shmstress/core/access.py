@@ -1,0 +1,44 @@
+"""What a step does to shared state, as far as its point says: the common word for
+partial-order reduction (two steps that touch nothing in common commute) and for
+explanations (the write a read saw).
+
+A tracker's point stands before a shared access; ``Words.accesses`` says which
+objects the step after it reads or writes. An object is a ``(kind, id)`` pair, as
+``Words.subjects`` names them; ``EVERY`` as the id means every object of the kind
+(a scan of a whole map, a step that changes its size). A step whose accesses are
+not declared (``None``) is taken to conflict with every other step: undeclared is
+never assumed independent, so a search pruned by these words stays sound.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+EVERY = -(1 << 62)
+"""An ``Access`` id that stands for every object of its kind."""
+
+
+@dataclass(frozen=True)
+class Access:
+    """One object a step reads (``write`` False) or writes (a read-modify-write is a write)."""
+
+    kind: str
+    id: int
+    write: bool
+
+    def overlaps(self, other: Access) -> bool:
+        """Both name one object (or one names every object of the other's kind)."""
+        return self.kind == other.kind and (
+            self.id == other.id or EVERY in (self.id, other.id))
+
+    def conflicts(self, other: Access) -> bool:
+        """The two do not commute: one object, at least one of them writing."""
+        return (self.write or other.write) and self.overlaps(other)
+
+
+def conflicting(first: Sequence[Access] | None, second: Sequence[Access] | None) -> bool:
+    """Two steps that may not commute; a step with undeclared accesses conflicts with any."""
+    if first is None or second is None:
+        return True
+    return any(a.conflicts(b) for a in first for b in second)
