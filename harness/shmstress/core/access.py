@@ -42,3 +42,16 @@ def conflicting(first: Sequence[Access] | None, second: Sequence[Access] | None)
     if first is None or second is None:
         return True
     return any(a.conflicts(b) for a in first for b in second)
+
+
+LOCK = "lock"
+"""The kind of an instrumented lock's ``Access``: its acquire and release write it."""
+
+
+@dataclass(frozen=True)
+class Footprint:
+    """One step of a finished execution: the worker that took it and what it touched
+    (None: not declared). Steps are in schedule order, one footprint per step."""
+
+    worker: int
+    accesses: tuple[Access, ...] | None

@@ -14,6 +14,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Protocol, runtime_checkable
 
+from shmstress.core.access import Footprint
 from shmstress.core.trace import Step
 
 UNLIMITED = 1 << 62
@@ -113,6 +114,19 @@ class Scripting(Protocol):
     def next_script(self, view: SchedulerView, limit: int) -> Sequence[int]:
         """The worker of each of the next steps (1 to ``limit`` of them), first one now."""
         ...
+
+
+@runtime_checkable
+class Observing(Protocol):
+    """A strategy that learns from each finished execution what its steps touched.
+
+    Partial-order reduction needs it: two steps by different workers that touch
+    nothing in common commute, so only the orders of conflicting steps need
+    exploring. The session calls ``observe`` once after each execution, before
+    ``new_execution``, with one footprint per step taken, in schedule order.
+    """
+
+    def observe(self, footprints: Sequence[Footprint]) -> None: ...
 
 
 @runtime_checkable
