@@ -258,3 +258,16 @@ def test_stress_tests_carry_the_xdist_group(pytester: pytest.Pytester) -> None:
     )
     result = pytester.runpytest_subprocess("-n", "2", "-p", "no:cacheprovider")
     result.assert_outcomes(passed=2)
+
+
+def test_only_a_real_xdist_worker_takes_a_cpu_slot(monkeypatch: pytest.MonkeyPatch) -> None:
+    # A pytest started by a test inherits the xdist worker's environment; if it took a slot
+    # of the outer run it would wait for the very test that started it.
+    from types import SimpleNamespace
+
+    from shmstress.pytest.cpu_slots import xdist_testrunuid
+
+    monkeypatch.setenv("PYTEST_XDIST_TESTRUNUID", "outer-run")
+    assert xdist_testrunuid(SimpleNamespace()) is None
+    worker = SimpleNamespace(workerinput={"testrunuid": "this-run", "workerid": "gw0"})
+    assert xdist_testrunuid(worker) == "this-run"

@@ -8,6 +8,7 @@ for a mistake of theirs; SIGINT and SIGTERM end any of them with exit 130.
 from __future__ import annotations
 
 import argparse
+import os
 import platform
 import sys
 from collections.abc import Sequence
@@ -16,7 +17,7 @@ from typing import cast
 from shmstress.cli import bench, campaign, check, log, replay, run, show, sweep, test, trackers
 from shmstress.cli.args import EPILOG, OneLineErrors
 from shmstress.core.errors import ShmstressError
-from shmstress.core.exit_reason import ExitReason
+from shmstress.core.exit_reason import ExitCode, ExitReason
 from shmstress.core.provenance import package_version
 from shmstress.core.signals import interruptible
 
@@ -56,6 +57,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     except KeyboardInterrupt:
         print("shmstress: interrupted", file=sys.stderr)
         return ExitReason.INTERRUPTED.exit_code
+    except BrokenPipeError:
+        # The reader closed the pipe (``| head``): no traceback, and none again when
+        # Python flushes stdout at exit (the recipe of the ``signal`` module's docs).
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        return ExitCode.OUTPUT_CLOSED
     return code
 
 

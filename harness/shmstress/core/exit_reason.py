@@ -18,6 +18,7 @@ class ExitCode(enum.IntEnum):
     BROKEN = 4
     THIN_COVERAGE = 5
     INTERRUPTED = 130
+    OUTPUT_CLOSED = 141
 
     def describe(self) -> str:
         """What the code means, in one phrase."""
@@ -55,6 +56,10 @@ _MEANINGS = {
                              "--executions, or make waiting roles yield"),
     ExitCode.INTERRUPTED: ("interrupted by Ctrl-C or SIGTERM; workers and segments torn down",
                            "the job was cancelled; finished trials are kept (campaign --resume)"),
+    ExitCode.OUTPUT_CLOSED: ("the reader of the output went away (`| head`); the run was "
+                             "stopped and torn down, as a shell stops a command by SIGPIPE",
+                             "nothing, if the pipe was closed on purpose; read the whole output "
+                             "or the report in --out"),
 }
 
 

@@ -50,7 +50,7 @@ class CampaignTrialItem(pytest.Item):
     def runtest(self) -> None:
         trial = self.trial
         started_at = utc_now()
-        with xdist_cpu_slot(self.slots):
+        with xdist_cpu_slot(self.config, self.slots):
             ran = run_trial(trial)
         if ran.result.exit_reason is ExitReason.INTERRUPTED:
             raise KeyboardInterrupt  # no verdict; the whole session stops as on Ctrl-C

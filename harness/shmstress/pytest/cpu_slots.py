@@ -55,10 +55,24 @@ def xdist_slot_directory(testrunuid: str) -> Path:
     return Path(tempfile.gettempdir()) / f"shmstress-cpu-slots-{testrunuid}"
 
 
+def xdist_testrunuid(config: object) -> str | None:
+    """The xdist run this pytest process is a worker of, from its own ``workerinput``.
+
+    Not from ``PYTEST_XDIST_TESTRUNUID``: a pytest that a test starts inherits the
+    worker's environment without being a worker, and would wait for a slot of the
+    outer run, held by the very test that started it.
+    """
+    workerinput = getattr(config, "workerinput", None)
+    if not isinstance(workerinput, dict):
+        return None
+    testrunuid = workerinput.get("testrunuid")
+    return str(testrunuid) if testrunuid is not None else None
+
+
 @contextlib.contextmanager
-def xdist_cpu_slot(slots: int) -> Iterator[None]:
-    """A slot when running in a pytest-xdist worker; nothing to share otherwise."""
-    testrunuid = os.environ.get("PYTEST_XDIST_TESTRUNUID")
+def xdist_cpu_slot(config: object, slots: int) -> Iterator[None]:
+    """A slot when ``config`` is a pytest-xdist worker's; nothing to share otherwise."""
+    testrunuid = xdist_testrunuid(config)
     if testrunuid is None:
         yield
         return

@@ -232,7 +232,7 @@ def _shmstress_cpu_slot(request: pytest.FixtureRequest) -> Iterator[None]:
     if request.node.get_closest_marker("stress") is None:
         yield
         return
-    with xdist_cpu_slot(request.config.stash[_SESSION].slots):
+    with xdist_cpu_slot(request.config, request.config.stash[_SESSION].slots):
         yield
 
 
