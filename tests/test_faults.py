@@ -350,7 +350,7 @@ def test_a_stopped_free_worker_is_reported_hung_with_its_own_stack(
             proc.kill()
             proc.communicate()
     assert proc.returncode == 4, stderr
-    assert took < 3 + SIGNAL_DEADLINE_S, took  # the hang timeout, not the 60 s duration
+    assert took < 30, took  # the 3 s hang timeout ended it, not the 60 s duration (slack: load)
     assert "exit reason: timeout" in stdout
     hung = [line for line in stdout.splitlines() if " hung: " in line]
     assert any(f"(pid {stopped.pid}) hung: finished no step" in line
