@@ -134,15 +134,16 @@ def test_sigterm_tears_down_like_ctrl_c() -> None:
 
 def test_a_reader_that_closes_the_pipe_ends_the_run_without_a_traceback() -> None:
     """``shmstress run | head -1``: the run stops at its next line, tears down, exits 141."""
-    proc = subprocess.Popen(
-        [*SHMSTRESS, "run", "--variant", "fixed", "--duration", "1"],
-        stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-    )
-    assert proc.stdout is not None and proc.stderr is not None
-    assert proc.stdout.readline().startswith(b"shmstress run:")
-    proc.stdout.close()  # the summary is printed after the 1 s of churn: into a closed pipe
-    err = proc.stderr.read()
-    proc.wait(timeout=30)
+    reader, writer = os.pipe()
+    os.close(reader)  # gone before the first line: every write fails, whatever the load
+    try:
+        proc = subprocess.Popen(
+            [*SHMSTRESS, "run", "--variant", "fixed", "--duration", "1"],
+            stdout=writer, stderr=subprocess.PIPE,
+        )
+    finally:
+        os.close(writer)
+    _, err = proc.communicate(timeout=60)
     assert proc.returncode == 141, err.decode()
     assert b"Traceback" not in err
     assert not [s for s in live_segments() if s.startswith(f"shmstress-{proc.pid}-")]

@@ -365,7 +365,7 @@ def test_padded_release_mutant_is_caught_in_every_trial() -> None:
 @pytest.mark.stress
 def test_unreserve_mutant_is_caught_at_rest_in_every_trial() -> None:
     assert_caught_at_rest_every_trial("device-group", "mutant-unreserve-returns-early",
-                                      "rollback-restores-free", duration=0.5)
+                                      "rollback-restores-free", points=20_000)
 
 
 @pytest.mark.stress

@@ -62,12 +62,15 @@ def assert_silent_over_long_run(tracker: str, variant: str, seed: int = 5) -> Ru
 
 
 def assert_caught_at_rest_every_trial(
-    tracker: str, variant: str, invariant: str, duration: float = 1.0, seed: int = 200
+    tracker: str, variant: str, invariant: str, points: int = 40_000, seed: int = 200
 ) -> None:
-    """For bugs only visible once the run settled: each trial ends with an at-rest violation."""
+    """For bugs only visible once the run settled: each trial ends with an at-rest violation.
+
+    A trial is ``points`` points, not seconds: on a loaded machine a second holds fewer
+    points and with them fewer chances, so a budget in seconds tests the load."""
     for trial in range(TRIALS):
-        result = run(RunConfig(tracker=tracker, variant=variant, duration=duration,
-                               seed=seed + trial, stop_on_first=False))
+        result = run(RunConfig(tracker=tracker, variant=variant, duration=BUDGET_S,
+                               max_points=points, seed=seed + trial, stop_on_first=False))
         assert result.exit_code == 1, f"{tracker}/{variant} trial {trial} found nothing"
         assert any(v.invariant == invariant and v.at_rest for v in result.violations), [
             v.message for v in result.violations
