@@ -14,7 +14,8 @@ read or wrote (no pattern names a shape), by walking back from the failure:
 - *stale read*: a read by a process whose object another process overwrote
   before the process acted (failed, or wrote what it had computed): it went on
   with a value that was no longer true (unless it read the object again at the
-  same site: a loop re-checking a flag goes on with the fresh value).
+  same site: a loop re-checking a flag goes on with the fresh value; a tracker
+  step's site is None: any later read of the object is a fresh look).
 
 The walk looks at the failing process, then (one level further) at the writers
 it read from: their stale reads (a lost update that corrupted what the failing
@@ -65,6 +66,7 @@ class DataStep:
     has_value: bool = False
     starts: int = -1  # the worker this step started (plain code), or -1
     shows_unwritten: bool = False  # a read whose value was recorded: it can be of no write
+    about: bool = True  # names an object the failure is about: a write a link may name
 
 
 @dataclass(frozen=True)
@@ -184,10 +186,15 @@ class _Trace:
         return write < start and self.steps[write].worker == parent
 
     def last_write(self, what: Object, before: int) -> int | None:
+        """The last write of ``what`` before step ``before``; of a whole kind, the last write
+        of an object the failure is about, if there is one, else of any."""
+        found = None
         for index in range(min(before, len(self.steps)) - 1, -1, -1):
             if self.writes(index, what):
-                return index
-        return None
+                if what[1] != EVERY or self.steps[index].about:
+                    return index
+                found = index if found is None else found
+        return found
 
     def recent(self, worker: int, before: int) -> list[Touch]:
         """``worker``'s last ``LOOK_BACK`` data steps before step ``before``, oldest first."""
@@ -204,14 +211,17 @@ class _Trace:
         """The first write of ``what`` by another process after ``read`` and before ``until``
         that changed the value ``read`` saw (when both values were recorded)."""
         seen = self.steps[read]
+        found = None
         for index in range(read + 1, min(until, len(self.steps))):
             step = self.steps[index]
             if step.worker == worker or not self.writes(index, what):
                 continue
             if seen.has_value and step.has_value and step.value == seen.value:
                 continue
-            return index
-        return None
+            if what[1] != EVERY or step.about:
+                return index  # of a scan, an overwrite of what the failure is about first
+            found = index if found is None else found
+        return found
 
     def caught_up(self, read: int, worker: int, what: Object, write: int, acted: int) -> bool:
         """Did ``worker`` read ``what`` again at the same site after the overwrite at ``write``,
@@ -269,9 +279,10 @@ class _Trace:
 
     def stale_reads(self, worker: int, acted: int) -> list[tuple[Object, StaleLink]]:
         """``worker``'s recent reads that another process overwrote before step ``acted``: per
-        object, the first of the reads that saw the value overwritten."""
+        object, the last of the reads that saw the value overwritten (the look it went on
+        with: a scan repeated before the overwrite saw nothing new)."""
         found: dict[Object, tuple[Object, StaleLink]] = {}
-        for index, wrote, what in self.recent(worker, acted):
+        for index, wrote, what in reversed(self.recent(worker, acted)):
             if wrote or what in found:
                 continue
             write = self.overwrite(index, worker, what, acted)
@@ -289,7 +300,9 @@ StaleLink = tuple[int, int, int, int, int]  # reader, read, writer, write, acted
 def walk(steps: Sequence[DataStep], worker: int, acted: int,
          name: Callable[[Object], str]) -> Enabling:
     """The links from ``worker``'s failure (at or after step ``acted``: the steps before it
-    are what it did and saw) back to its race; ``name`` words an object."""
+    are what it did and saw) back to its race; ``name`` words an object. A link names a write
+    about the failure's objects (``DataStep.about``): of a scan's many writers (a read of
+    ``EVERY`` object of a kind) such a write is preferred, and a link to another is none."""
     if worker < 0:
         return Enabling()
     trace = _Trace(steps)
@@ -302,14 +315,18 @@ def walk(steps: Sequence[DataStep], worker: int, acted: int,
         what, (reader, read, writer, write) = found
         return ReadFrom(name(what), reader, seq(read), writer, seq(write) if write >= 0 else -1)
 
-    raw_reads = sorted(trace.reads_from(worker, bound), key=lambda r: r[1][1])[-MAX_LINKS:]
-    stale = trace.stale_reads(worker, bound)
+    def about(write: int) -> bool:
+        return write < 0 or steps[write].about
+
+    raw_reads = sorted((r for r in trace.reads_from(worker, bound) if about(r[1][3])),
+                       key=lambda r: r[1][1])[-MAX_LINKS:]
+    stale = [s for s in trace.stale_reads(worker, bound) if about(s[1][3])]
     more_reads = []
     for what, (_, _, writer, write) in raw_reads:  # one level further: the writers' reads
         if write >= 0:
-            stale.extend(trace.stale_reads(writer, write))
+            stale.extend(s for s in trace.stale_reads(writer, write) if about(s[1][3]))
             update = trace.read_before_write(what, writer, write)
-            if update is not None:
+            if update is not None and about(update[1][3]):
                 more_reads.append(update)
     reads = {read_link(found) for found in (*raw_reads, *more_reads)}
     unique = sorted({(s[1][1], s[1][3]): s for s in stale}.values(), key=lambda s: s[1][1])
