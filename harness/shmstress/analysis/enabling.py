@@ -238,10 +238,10 @@ class _Trace:
 
     def reads_from(self, worker: int, before: int) -> list[tuple[Object, ReadLink]]:
         """The other processes' writes that ``worker``'s latest read of each object, among its
-        recent steps, read."""
+        recent steps, read (a scan of every object of a kind read too many to name one)."""
         latest: dict[Object, int] = {}
         for index, wrote, what in self.recent(worker, before):
-            if not wrote:
+            if not wrote and what[1] != EVERY:
                 latest[what] = index
         links = []
         for what, read in latest.items():
@@ -277,13 +277,16 @@ class _Trace:
         found = self.read_from(writer, latest[1], latest[0])
         return found if found is not None and found[1][3] >= 0 else None
 
-    def stale_reads(self, worker: int, acted: int) -> list[tuple[Object, StaleLink]]:
+    def stale_reads(self, worker: int, acted: int, scans: bool = True
+                    ) -> list[tuple[Object, StaleLink]]:
         """``worker``'s recent reads that another process overwrote before step ``acted``: per
         object, the last of the reads that saw the value overwritten (the look it went on
-        with: a scan repeated before the overwrite saw nothing new)."""
+        with: a scan repeated before the overwrite saw nothing new). Without ``scans``, a
+        read of every object of a kind is left out: a failure that comes after a scan is
+        seldom about whatever changed in it since; a write computed from one may be."""
         found: dict[Object, tuple[Object, StaleLink]] = {}
         for index, wrote, what in reversed(self.recent(worker, acted)):
-            if wrote or what in found:
+            if wrote or what in found or (not scans and what[1] == EVERY):
                 continue
             write = self.overwrite(index, worker, what, acted)
             if write is not None and not self.caught_up(index, worker, what, write, acted):
@@ -320,7 +323,7 @@ def walk(steps: Sequence[DataStep], worker: int, acted: int,
 
     raw_reads = sorted((r for r in trace.reads_from(worker, bound) if about(r[1][3])),
                        key=lambda r: r[1][1])[-MAX_LINKS:]
-    stale = [s for s in trace.stale_reads(worker, bound) if about(s[1][3])]
+    stale = [s for s in trace.stale_reads(worker, bound, scans=False) if about(s[1][3])]
     more_reads = []
     for what, (_, _, writer, write) in raw_reads:  # one level further: the writers' reads
         if write >= 0:
