@@ -67,6 +67,7 @@ class DataStep:
     starts: int = -1  # the worker this step started (plain code), or -1
     shows_unwritten: bool = False  # a read whose value was recorded: it can be of no write
     about: bool = True  # names an object the failure is about: a write a link may name
+    names: frozenset[Object] = frozenset()  # the objects a tracker's point names
 
 
 @dataclass(frozen=True)
@@ -117,6 +118,19 @@ class Enabling:
         for stale in self.stale_reads:
             named.update((stale.read_step, stale.write_step, stale.acted_step))
         return frozenset(named)
+
+    def from_stale_read(self) -> Enabling:
+        """The links from the earliest stale read on: with a stale read found, the race
+        starts there, and the writes that came before it are how things stood, not the
+        race (a long-running role's state, written many steps before). Unchanged when no
+        read was stale."""
+        if not self.stale_reads:
+            return self
+        first = min(stale.read_step for stale in self.stale_reads)
+        return Enabling(
+            reads_from=tuple(link for link in self.reads_from
+                             if link.read_step >= first and link.write_step >= first),
+            stale_reads=self.stale_reads)
 
     @property
     def start(self) -> int | None:
@@ -267,10 +281,11 @@ class _Trace:
     def read_before_write(self, what: Object, writer: int, write: int
                           ) -> tuple[Object, ReadLink] | None:
         """The writer of ``what`` at ``write`` read the object it then wrote (an update
-        computed from what it read): where did that value come from?"""
+        computed from what it read, not a scan of its whole kind): where did that value
+        come from?"""
         latest = None
         for index, wrote, obj in self.recent(writer, write):
-            if not wrote and _overlap(obj, what):
+            if not wrote and obj[1] != EVERY and _overlap(obj, what):
                 latest = index, obj
         if latest is None:
             return None
@@ -283,7 +298,9 @@ class _Trace:
         object, the last of the reads that saw the value overwritten (the look it went on
         with: a scan repeated before the overwrite saw nothing new). Without ``scans``, a
         read of every object of a kind is left out: a failure that comes after a scan is
-        seldom about whatever changed in it since; a write computed from one may be."""
+        seldom about whatever changed in it since; a write computed from one may be, when
+        the write names the very object that changed (the entry of a pod the scan did not
+        list)."""
         found: dict[Object, tuple[Object, StaleLink]] = {}
         for index, wrote, what in reversed(self.recent(worker, acted)):
             if wrote or what in found or (not scans and what[1] == EVERY):
@@ -292,6 +309,9 @@ class _Trace:
             if write is not None and not self.caught_up(index, worker, what, write, acted):
                 written = next(_narrower(what, obj) for _, w, obj in self.touches(write)
                                if w and _overlap(obj, what))
+                if what[1] == EVERY and (acted >= len(self.steps)
+                                         or written not in self.steps[acted].names):
+                    continue
                 found[what] = written, (worker, index, self.steps[write].worker, write, acted)
         return list(found.values())
 
@@ -301,11 +321,13 @@ StaleLink = tuple[int, int, int, int, int]  # reader, read, writer, write, acted
 
 
 def walk(steps: Sequence[DataStep], worker: int, acted: int,
-         name: Callable[[Object], str]) -> Enabling:
+         name: Callable[[Object], str], since: int = 0) -> Enabling:
     """The links from ``worker``'s failure (at or after step ``acted``: the steps before it
     are what it did and saw) back to its race; ``name`` words an object. A link names a write
     about the failure's objects (``DataStep.about``): of a scan's many writers (a read of
-    ``EVERY`` object of a kind) such a write is preferred, and a link to another is none."""
+    ``EVERY`` object of a kind) such a write is preferred, and a link to another is none.
+    The failing worker's reads before step ``since`` (where its operation began, when known)
+    were its earlier business: no link starts at them."""
     if worker < 0:
         return Enabling()
     trace = _Trace(steps)
@@ -321,9 +343,14 @@ def walk(steps: Sequence[DataStep], worker: int, acted: int,
     def about(write: int) -> bool:
         return write < 0 or steps[write].about
 
-    raw_reads = sorted((r for r in trace.reads_from(worker, bound) if about(r[1][3])),
+    def current(read: int) -> bool:
+        return steps[read].seq >= since
+
+    raw_reads = sorted((r for r in trace.reads_from(worker, bound)
+                        if about(r[1][3]) and current(r[1][1])),
                        key=lambda r: r[1][1])[-MAX_LINKS:]
-    stale = [s for s in trace.stale_reads(worker, bound, scans=False) if about(s[1][3])]
+    stale = [s for s in trace.stale_reads(worker, bound, scans=False)
+             if about(s[1][3]) and current(s[1][1])]
     more_reads = []
     for what, (_, _, writer, write) in raw_reads:  # one level further: the writers' reads
         if write >= 0:

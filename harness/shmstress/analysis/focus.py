@@ -110,7 +110,8 @@ def focus(recording: Recording, violation: Violation, wording: Wording) -> Focus
     # the walk starts from the worker that saw the violation (what it read was wrong), which
     # need not be the one whose operation went wrong (the scope's)
     seer = violation.worker.worker_id if violation.worker is not None else worker
-    links = tracker_links(recording, words, seer, end, horizon, subjects, scope.names)
+    links = tracker_links(recording, words, seer, end, horizon, subjects, scope.names,
+                          scope.start)
     earliest = min(begin - MAX_FALLBACK_POINTS, links.start if links.start is not None else end)
     history = FactHistory(words, subjects, from_start=horizon == 0)
     candidates: list[Record] = []  # the widest window a holding can open

@@ -5,7 +5,9 @@ that step reads and writes (``Words.accesses``); a point whose words declare
 nothing touched nothing the walk can follow, so a tracker without declarations
 gets no links and keeps the explanation it had. The walk is the one plain code
 uses (``analysis.enabling``), over the points of the last ``REACH`` sequence
-numbers before the violation that are still in their rings.
+numbers before the violation that are still in their rings. A role loops over
+its operations, so what its objects looked like long before the race is its
+state, not the race: where a read was stale, the links start there.
 """
 
 from __future__ import annotations
@@ -40,17 +42,21 @@ def tracker_steps(
         label = labels[record.label].text
         fields = dict(record.fields)
         accesses = words.accesses(label, fields)
-        about = not subjects or not subjects.isdisjoint(words.subjects(label, fields))
-        steps.append(DataStep(record.seq, record.worker, accesses or (), about=about))
+        names = frozenset(words.subjects(label, fields))
+        about = not subjects or not subjects.isdisjoint(names)
+        steps.append(DataStep(record.seq, record.worker, accesses or (), about=about,
+                              names=names))
     return steps
 
 
 def tracker_links(
     recording: Recording, words: Words, worker: int | None, end: int, horizon: int,
-    subjects: frozenset[Subject], names: Mapping[Subject, str],
+    subjects: frozenset[Subject], names: Mapping[Subject, str], since: int | None = None,
 ) -> Enabling:
     """The links from ``worker``'s violation, found after its point ``end``, back to where
-    its race starts; none without a worker or a declared access."""
+    its race starts; none without a worker or a declared access. ``since``: where the
+    operation that went wrong began, if the tracker said (the worker's reads before it
+    were other business)."""
     if worker is None:
         return Enabling()
     steps = tracker_steps(recording, words, max(horizon, end - REACH), end, subjects)
@@ -62,4 +68,4 @@ def tracker_links(
             return f"every {what[0]}"
         return names.get(what) or words.name(what)
 
-    return walk(steps, worker, end + 1, name)
+    return walk(steps, worker, end + 1, name, since or 0).from_stale_read()

@@ -10,8 +10,8 @@ was bound.
 
 What a point's step reads and writes (``accesses``) is said in the same
 objects: a ``device`` (its holder), a node's ``free`` count, a ``group``'s
-binding (node, devices, users, bound), a ``pod``'s state and its device
-``annotation``; a scan of every pod or every free count reads ``EVERY`` one.
+binding (node, devices, bound) and its ``group users``, a ``pod``'s state and
+its device ``annotation``; a scan of every pod or every free count reads ``EVERY`` one.
 The invariants' checks (a device's holder when it is allocated or released)
 are not steps of the system: not declared.
 """
@@ -78,9 +78,14 @@ _SCANS: dict[str, tuple[Access, ...]] = {
 }
 
 
-def _group(group: int) -> tuple[Access, Access]:
-    """A step that reads the group's binding and writes it (its users, at least)."""
-    return Access("group", group, False), Access("group", group, True)
+def _binding(group: int, write: bool) -> Access:
+    """The group's binding: its node, its devices, whether BindGroup ran."""
+    return Access("group", group, write)
+
+
+def _users(group: int) -> Access:
+    """The group's user count: only ever counted up or down (a read-modify-write: a write)."""
+    return Access("group users", group, True)
 
 
 class _Named(dict[str, str]):
@@ -180,8 +185,8 @@ class DeviceGroupWords(Words):
         if not _is_int(node):
             if not _is_int(group):
                 return None
-            return {"Leave group": _group(group), "Get group devices": _group(group)[:1]
-                    }.get(label)
+            return {"Leave group": (_binding(group, False), _users(group)),
+                    "Get group devices": (_binding(group, False),)}.get(label)
         on_node = [node * self._per_node + d for d in range(self._per_node)]
         mask = fields.get("devices")
         chosen = ([node * self._per_node + d for d in bits(mask)] if _is_int(mask)
@@ -191,18 +196,20 @@ class DeviceGroupWords(Words):
             return tuple(Access("device", d, False) for d in on_node)
         if not _is_int(group):
             return None
-        if label == "Check group binding":
-            return _group(group)
+        if label == "Check group binding":  # a user more if it reuses the group's devices
+            return _binding(group, False), _users(group)
         if label == "Bind group to node":
-            return _group(group)[1:]
+            return (_binding(group, True),)
         if label == "Roll back devices":  # one user less; the release is a point of its own
-            return _group(group)
-        if label in ("Allocate devices", "Released devices", "Claim group devices"):
-            reads = ([Access("device", d, False) for d in on_node]
-                     if label == "Claim group devices" else [])
-            # the group's users are counted up or down: a read-modify-write, so a write
-            return (*reads, *(Access("device", d, True) for d in chosen), free,
-                    Access("group", group, True))
+            return (_users(group),)
+        devices = tuple(Access("device", d, True) for d in chosen)
+        if label == "Allocate devices":
+            return (*devices, free, _users(group))
+        if label == "Released devices":  # the last user's release unbinds the group
+            return (*devices, free, _binding(group, True))
+        if label == "Claim group devices":  # the atomic check, select, allocate and hold
+            return (_binding(group, False), *(Access("device", d, False) for d in on_node),
+                    *devices, free, _binding(group, True), _users(group))
         return None
 
     @staticmethod
