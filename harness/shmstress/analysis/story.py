@@ -116,7 +116,7 @@ def _steps(found: Focus, tape: Sequence[Step]) -> Iterator[StoryStep]:
     words = found.words
     linked = found.enabling.steps
     for worker, seq, label, fields, record in _window(found, tape):
-        if seq in linked and record is not None:
+        if seq in linked and record is not None and record.sub == 0:  # the point, not its logs
             opens, closes = _holdings_changed(words, label, fields)
             yield StoryStep(worker, seq, words.step(label, fields) or label, opens, closes)
             continue
