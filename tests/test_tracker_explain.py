@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import copy
 from collections.abc import Mapping
+from pathlib import Path
 
 import pytest
 
@@ -37,6 +38,9 @@ RACES = {
     ("device-group", "select-then-allocate"):
         ("binder", "Check group binding", "Bind group to node"),
 }
+
+
+PUBLISHED = f"{Path(__file__).parent / 'trackers' / 'published.py'}:Published"
 
 
 def _failing(tracker: str, variant: str) -> RunResult:
@@ -125,3 +129,23 @@ def test_an_undeclared_tracker_keeps_its_explanation(
     # the declared window only ever reaches further back, over the same end
     assert declared.focus.start <= plain.focus.start
     assert declared.focus.end == plain.focus.end
+
+
+def test_a_flag_published_before_its_rows_starts_the_explanation() -> None:
+    """The reader's last steps read the flag, then the empty rows: the symptom. Where it
+    starts is the writer's publish, which the reader's read of the flag read from."""
+    result = _failing(PUBLISHED, "flag-first")
+    wording = wording_by_name(PUBLISHED, result.config.params)
+    analysis = analyse(result, wording)
+    assert analysis is not None
+    roles = {w.worker_id: w.role for w in result.workers}
+    (link,) = [r for r in analysis.focus.enabling.reads_from
+               if _label(result, r.read_step) == "read flag"]
+    assert roles[link.reader] == "reader" and roles[link.writer] == "writer"
+    assert _label(result, link.write_step) == "publish"
+    assert analysis.focus.enabling.start == link.write_step
+    assert analysis.explanation.links[0].startswith(f"the race starts at point {link.write_step}")
+    assert (link.writer, link.write_step) in {(s.worker, s.seq) for s in analysis.story}
+    assert result.recording is not None
+    lane = swimlane(analysis, result.recording.steps, result.workers, "race", keep_all=True)
+    assert link.write_step in {step.seq for step in lane.steps if step.racing}
