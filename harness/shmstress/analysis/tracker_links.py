@@ -16,7 +16,7 @@ import bisect
 from collections.abc import Mapping
 
 from shmstress.analysis.enabling import DataStep, Enabling, Object, walk
-from shmstress.core.access import EVERY
+from shmstress.core.access import EVERY, Access
 from shmstress.core.trace import Recording
 from shmstress.plugin.words import Subject, Words
 
@@ -28,24 +28,32 @@ further back is told by its symptom only."""
 def tracker_steps(
     recording: Recording, words: Words, since: int, until: int, subjects: frozenset[Subject]
 ) -> list[DataStep]:
-    """The points from ``since`` to ``until`` as data steps. A point is about the failure if
+    """The points from ``since`` to ``until`` as data steps, each with what its point and the
+    nested acquires after it declare (as a step's footprint for partial-order reduction is;
+    a log call declares nothing). A point is about the failure if
     it names one of its ``subjects`` (every point is, when the failure names none). No step
     has a site: a role loops over its points, so a later read of an object at any point is a
     fresh look at it."""
-    records = recording.records
-    first = bisect.bisect_left(records, since, key=lambda r: r.seq)
     labels = recording.labels
+    nested: dict[int, list[Access]] = {}  # a nested acquire's record adds what it declares
+    logs = recording.logs
+    for log in logs[bisect.bisect_left(logs, since, key=lambda r: r.seq):]:
+        if log.seq > until:
+            break
+        declared = words.accesses(labels[log.label].text, dict(log.fields))
+        if declared:
+            nested.setdefault(log.seq, []).extend(declared)
+    records = recording.records
     steps = []
-    for record in records[first:]:
+    for record in records[bisect.bisect_left(records, since, key=lambda r: r.seq):]:
         if record.seq > until:
             break
         label = labels[record.label].text
         fields = dict(record.fields)
-        accesses = words.accesses(label, fields)
+        accesses = (*(words.accesses(label, fields) or ()), *nested.get(record.seq, ()))
         names = frozenset(words.subjects(label, fields))
         about = not subjects or not subjects.isdisjoint(names)
-        steps.append(DataStep(record.seq, record.worker, accesses or (), about=about,
-                              names=names))
+        steps.append(DataStep(record.seq, record.worker, accesses, about=about, names=names))
     return steps
 
 
