@@ -8,7 +8,9 @@ those objects. Either way it reaches further back to where a worker began
 *holding* one of the objects (a fact in the words' ``holdings``, such as an
 event popped and not yet delivered) if it still held it when the operation
 began: that worker is part of the story even though none of its steps fall
-inside the operation.
+inside the operation. Where the tracker's words say what its steps read and
+write, the window reaches back further still, to where the race started
+(``tracker_links``: a stale read, the write the failing worker read from).
 
 ``focus`` reads the recording once: one forward pass folds the objects' facts
 (``FactHistory``) and keeps the records of the window; the fallback start and
@@ -19,9 +21,11 @@ from __future__ import annotations
 
 import heapq
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
+from shmstress.analysis.enabling import Enabling
 from shmstress.analysis.facts import FactHistory
+from shmstress.analysis.tracker_links import tracker_links
 from shmstress.core.result import Violation
 from shmstress.core.trace import Label, Record, Recording
 from shmstress.plugin.wording import Wording
@@ -50,6 +54,7 @@ class Focus:
     history: FactHistory  # the involved objects' facts, folded once
     window: tuple[Record, ...]  # points and log calls from start to end, in global order
     labels: tuple[Label, ...]  # the recording's string table
+    enabling: Enabling = field(default_factory=Enabling)  # back to where the race starts
 
     def label(self, record: Record) -> str:
         return self.labels[record.label].text
@@ -102,23 +107,29 @@ def focus(recording: Recording, violation: Violation, wording: Wording) -> Focus
     )
     begin = max(0, min(begin, end))
     horizon = _complete_from(recording)
+    # the walk starts from the worker that saw the violation (what it read was wrong), which
+    # need not be the one whose operation went wrong (the scope's)
+    seer = violation.worker.worker_id if violation.worker is not None else worker
+    links = tracker_links(recording, words, seer, end, horizon, subjects, scope.names,
+                          scope.start)
+    earliest = min(begin - MAX_FALLBACK_POINTS, links.start if links.start is not None else end)
     history = FactHistory(words, subjects, from_start=horizon == 0)
     candidates: list[Record] = []  # the widest window a holding can open
     for record in merged(recording):
         if record.seq > end:
             break
-        if record.seq >= begin - MAX_FALLBACK_POINTS:
+        if record.seq >= earliest:
             candidates.append(record)
         if record.seq >= horizon and record.fields:
             history.note(labels[record.label].text, dict(record.fields), record.worker,
                          record.seq)
     reach = [s.seq for _, _, s in history.held(begin) if s.seq >= begin - MAX_FALLBACK_POINTS]
-    start = min([begin, *reach])
+    start = min([begin, *reach, *([] if links.start is None else [links.start])])
     return Focus(
         violation, words, scope, start, end, worker, subjects,
         operation=scope.start is not None, operation_start=begin, horizon=horizon,
         outcome=wording.outcome(violation.invariant, violation.fields), history=history,
-        window=tuple(r for r in candidates if r.seq >= start), labels=labels,
+        window=tuple(r for r in candidates if r.seq >= start), labels=labels, enabling=links,
     )
 
 

@@ -6,7 +6,10 @@ consecutive steps of one worker, then what broke. Nothing here knows a race:
 the window and objects come from ``focus``, the words from the tracker, and
 the structure from the order of the recorded points and log calls. A worker
 that still holds one of the objects when the operation breaks (a popped,
-undelivered event) is named under the outcome. ``render.explanation`` words it.
+undelivered event) is named under the outcome. Where the focus found where the
+race starts (``Focus.enabling``), the story begins there, tells every step a
+link names, and each link is a line under the outcome.
+``render.explanation`` words it.
 """
 
 from __future__ import annotations
@@ -41,6 +44,7 @@ class Explanation:
     end: int
     notes: tuple[str, ...] = ()  # what the recording lost, if anything
     still_held: tuple[str, ...] = ()  # objects a worker still held when it broke
+    links: tuple[str, ...] = ()  # where the race starts, then each link back from the failure
 
 
 @dataclass(frozen=True)
@@ -89,6 +93,7 @@ def explanation(
             _holding(found, subject, fact, setting.worker, workers)
             for subject, fact, setting in found.history.held(found.end + 1)
         ),
+        links=_links(found, workers),
     )
 
 
@@ -109,7 +114,12 @@ def _runs(told: Sequence[StoryStep], workers: Sequence[WorkerInfo]) -> tuple[Ste
 def _steps(found: Focus, tape: Sequence[Step]) -> Iterator[StoryStep]:
     """Worded steps of the window: the involved objects' and the operation's own."""
     words = found.words
+    linked = found.enabling.steps
     for worker, seq, label, fields, record in _window(found, tape):
+        if seq in linked and record is not None and record.sub == 0:  # the point, not its logs
+            opens, closes = _holdings_changed(words, label, fields)
+            yield StoryStep(worker, seq, words.step(label, fields) or label, opens, closes)
+            continue
         if record is not None:
             involved, elsewhere = found.relevance(record)
             # Others' steps on the objects; the worker's own steps unless about other objects.
@@ -203,3 +213,43 @@ def _notes(found: Focus, recording: Recording) -> tuple[str, ...]:
             "before the violation: the steps after it are known only from the rings"
         )
     return tuple(notes)
+
+
+def _links(found: Focus, workers: Sequence[WorkerInfo]) -> tuple[str, ...]:
+    """The enabling links in words: where the race starts, each stale read, each read of
+    another worker's write (the form of ``render.plain_report``'s, with points for steps)."""
+    links = found.enabling
+    if links.start is None:
+        return ()
+    points = {record.seq: record for record in found.window if record.sub == 0}
+
+    def who(worker: int) -> str:
+        return describe_worker(worker, workers)
+
+    def did(seq: int) -> str:
+        record = points.get(seq)
+        if record is None:
+            return f"took point {seq}"
+        label = found.label(record)
+        return found.words.step(label, dict(record.fields)) or label
+
+    first = points.get(links.start)
+    lines = [f"the race starts at point {links.start}: "
+             f"{who(first.worker) if first else 'a worker'} {did(links.start)}"]
+    for stale in links.stale_reads:
+        acted = ("failed" if stale.acted_step > found.end
+                 else f"{did(stale.acted_step)} (point {stale.acted_step})")
+        lines.append(
+            f"stale read of {stale.what}: {who(stale.reader)} {did(stale.read_step)} (point "
+            f"{stale.read_step}), {who(stale.writer)} {did(stale.write_step)} (point "
+            f"{stale.write_step}), then {who(stale.reader)} {acted} on what it had read")
+    objects: dict[tuple[int, int, int, int], list[str]] = {}  # one line per read and write
+    for link in links.reads_from:
+        if not link.unwritten:
+            key = (link.reader, link.read_step, link.writer, link.write_step)
+            objects.setdefault(key, []).append(link.what)
+    for (reader, read, writer, write), what in objects.items():
+        lines.append(
+            f"{who(reader)} {did(read)} (point {read}): {' and '.join(what)} as {who(writer)} "
+            f"left it at point {write} ({did(write)})")
+    return tuple(lines)

@@ -14,5 +14,6 @@ def render_explanation(explanation: Explanation, indent: str = "") -> str:
     lines += [f"- {run.worker}: {', '.join(run.steps)}" for run in explanation.runs]
     lines += ["", f"=> {explanation.outcome}"]
     lines += [f"   while {holding}" for holding in explanation.still_held]
+    lines += [f"   {link}" for link in explanation.links]
     lines += [f"(note: {note})" for note in explanation.notes]
     return textwrap.indent("\n".join(lines), indent)

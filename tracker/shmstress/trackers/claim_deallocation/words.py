@@ -5,6 +5,13 @@ calls the scheduler, kubelet and driver make, as a client's verbose log
 would show them; the steps that decide the race (reads and writes of the
 claim and of DeallocationRequested) are at verbosity 0. The initial state
 says whether the claim was allocated and its deallocation requested.
+
+What a point's step reads and writes (``accesses``) is said in the API
+server's objects: a claim's status (``claim``), its ``podscheduling`` object,
+a ``pod``'s phase and the ``pod age`` the kubelet counts, the driver's
+``hardware`` per claim, and the resourceVersion counter every update bumps.
+The invariants' oracle reads (ReservedFor when the hardware is freed, the
+flag when a pod is reserved) are checks, not steps of the system: not declared.
 """
 
 from __future__ import annotations
@@ -12,7 +19,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from typing import ClassVar
 
-from shmstress.api import Effect, Subject, Words
+from shmstress.api import EVERY, Access, Effect, Subject, Words
 from shmstress.trackers.claim_deallocation.names import NO_ID, Naming
 
 ALLOCATED = "allocated"
@@ -39,6 +46,34 @@ _STEPS = {
     "Deallocation requested and claim unused": "sees the claim requested and unused",
     "Deallocating claim in the driver": "frees the claim's hardware",
     "Allocated claim in the driver": "allocates the claim's hardware",
+}
+
+
+_COUNTER = Access("resourceVersion", 0, True)  # every update takes the next one
+
+
+def _on_claim(label: str, claim: int) -> tuple[Access, ...] | None:
+    """What the step after a point naming ``claim`` touches."""
+    status, scheduling = ("claim", claim), ("podscheduling", claim)
+    return {
+        "get claim": (Access(*status, False),),
+        "get podscheduling": (Access(*scheduling, False),),
+        "update claim status": (Access(*status, False), Access(*status, True), _COUNTER),
+        "update podscheduling": (Access(*scheduling, False), Access(*scheduling, True),
+                                 _COUNTER),
+        "Allocated claim in the driver": (Access("hardware", claim, True),),
+        "Deallocating claim in the driver": (Access("hardware", claim, True),),
+        # the next point is the API call or the driver's lock that follows the decision
+        "Reserving claim for pod": (),
+        "Deallocation requested and claim unused": (),
+    }.get(label)
+
+
+_ON_NONE: dict[str, tuple[Access, ...]] = {
+    "pod runs": (Access("pod", EVERY, False), Access("pod age", EVERY, True)),
+    "any pod running": (Access("pod", EVERY, False),),
+    "any deallocation requested": (Access("claim", EVERY, False),
+                                   Access("podscheduling", EVERY, False)),
 }
 
 
@@ -91,6 +126,16 @@ class ClaimWords(Words):
             found.append(Effect(("claim", claim), REQUESTED, bool(fields["requested"])))
         return tuple(found)
 
+    def accesses(self, label: str, fields: Mapping[str, object]) -> tuple[Access, ...] | None:
+        claim, pod = fields.get("claim"), fields.get("pod")
+        if isinstance(claim, int):
+            return _on_claim(label, claim)
+        if isinstance(pod, int) and label == "get pod":
+            return (Access("pod", pod, False),)
+        if isinstance(pod, int) and label == "update pod":
+            return (Access("pod", pod, True), Access("pod age", pod, True))
+        return _ON_NONE.get(label)
+
     def initial_facts(self, subject: Subject) -> Mapping[str, bool]:
         # Claims start unallocated with nothing requested (tracker.claim_deallocation).
         return {ALLOCATED: False, REQUESTED: False} if subject[0] == "claim" else {}
@@ -101,4 +146,8 @@ class ClaimWords(Words):
             return f'claim "{self._names.claim(ident)}"'
         if kind == "pod":
             return f'pod "{self._names.pod(ident)}"'
+        if kind == "podscheduling":
+            return f'the PodScheduling of claim "{self._names.claim(ident)}"'
+        if kind == "hardware":
+            return f'the hardware of claim "{self._names.claim(ident)}"'
         return super().name(subject)

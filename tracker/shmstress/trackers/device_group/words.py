@@ -7,6 +7,13 @@ device is one subject per (node, device), numbered node-major; a pod also
 names its group, so every step of a group's PreBinds is about the group.
 The initial state says which devices were allocated and whether the group
 was bound.
+
+What a point's step reads and writes (``accesses``) is said in the same
+objects: a ``device`` (its holder), a node's ``free`` count, a ``group``'s
+binding (node, devices, bound) and its ``group users``, a ``pod``'s state and
+its device ``annotation``; a scan of every pod or every free count reads ``EVERY`` one.
+The invariants' checks (a device's holder when it is allocated or released)
+are not steps of the system: not declared.
 """
 
 from __future__ import annotations
@@ -14,7 +21,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from typing import ClassVar, TypeGuard
 
-from shmstress.api import Effect, Fields, Subject, Words
+from shmstress.api import EVERY, Access, Effect, Fields, Subject, Words
 from shmstress.trackers.common import bits
 from shmstress.trackers.device_group.api_server import PodState
 from shmstress.trackers.device_group.names import NO_ID, Naming
@@ -59,6 +66,26 @@ _STEPS = {  # filled with the names of the record's fields ("the group" when unk
     "Binding rejected": "Bind of {pod} fails",
     "Unreserve returned before cleaning up": "Unreserve of {pod} returns before cleaning up",
 }
+
+
+_SCANS: dict[str, tuple[Access, ...]] = {
+    "Start scheduling cycle": (),  # the scheduling lock: the pending list is the next point
+    "List pending pods": (Access("pod", EVERY, False),),
+    "Take pod to bind": (Access("pod", EVERY, False), Access("pod", EVERY, True)),
+    "Pod runs": (Access("pod", EVERY, False), Access("pod", EVERY, True)),
+    "Count pods": (Access("pod", EVERY, False),),
+    "Get available resource count": (Access("free", EVERY, False),),
+}
+
+
+def _binding(group: int, write: bool) -> Access:
+    """The group's binding: its node, its devices, whether BindGroup ran."""
+    return Access("group", group, write)
+
+
+def _users(group: int) -> Access:
+    """The group's user count: only ever counted up or down (a read-modify-write: a write)."""
+    return Access("group users", group, True)
 
 
 class _Named(dict[str, str]):
@@ -148,6 +175,55 @@ class DeviceGroupWords(Words):
         if label == "Released devices":
             found.append(Effect(("group", group), BOUND, False))
         return tuple(found)
+
+    def accesses(self, label: str, fields: Mapping[str, object]) -> tuple[Access, ...] | None:
+        if label in _SCANS:
+            return _SCANS[label]
+        pod, group, node = fields.get("pod"), fields.get("group"), fields.get("node")
+        if _is_int(pod):
+            return self._on_pod(label, pod)
+        if not _is_int(node):
+            if not _is_int(group):
+                return None
+            return {"Leave group": (_binding(group, False), _users(group)),
+                    "Get group devices": (_binding(group, False),)}.get(label)
+        on_node = [node * self._per_node + d for d in range(self._per_node)]
+        mask = fields.get("devices")
+        chosen = ([node * self._per_node + d for d in bits(mask)] if _is_int(mask)
+                  else on_node)
+        free = Access("free", node, True)
+        if label == "Select devices":
+            return tuple(Access("device", d, False) for d in on_node)
+        if not _is_int(group):
+            return None
+        if label == "Check group binding":  # a user more if it reuses the group's devices
+            return _binding(group, False), _users(group)
+        if label == "Bind group to node":
+            return (_binding(group, True),)
+        if label == "Roll back devices":  # one user less; the release is a point of its own
+            return (_users(group),)
+        devices = tuple(Access("device", d, True) for d in chosen)
+        if label == "Allocate devices":
+            return (*devices, free, _users(group))
+        if label == "Released devices":  # the last user's release unbinds the group
+            return (*devices, free, _binding(group, True))
+        if label == "Claim group devices":  # the atomic check, select, allocate and hold
+            return (_binding(group, False), *(Access("device", d, False) for d in on_node),
+                    *devices, free, _binding(group, True), _users(group))
+        return None
+
+    @staticmethod
+    def _on_pod(label: str, pod: int) -> tuple[Access, ...] | None:
+        if label in ("Pod scheduled to node", "Pod state"):
+            return (Access("pod", pod, True),)
+        if label == "Stored device allocation":
+            return (Access("annotation", pod, True),)
+        if label == "Read and clear device annotation":
+            return (Access("annotation", pod, False), Access("annotation", pod, True))
+        if label in ("Failed to patch pod annotations", "Binding rejected",
+                     "Unreserve returned before cleaning up"):
+            return ()  # a decision: what it leads to is the next point's
+        return None
 
     def initial_facts(self, subject: Subject) -> Mapping[str, bool]:
         # Every device starts free and every group unbound (tracker.device_group).
