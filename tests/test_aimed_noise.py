@@ -8,6 +8,8 @@ and that free runs with aimed noise still replay exactly.
 
 from __future__ import annotations
 
+import threading
+import time
 from dataclasses import replace
 from pathlib import Path
 
@@ -261,3 +263,27 @@ def test_a_uniform_bundle_is_written_as_before_and_replays_its_draws() -> None:
     loaded = from_json(doc)
     assert loaded.noise.policy == UNIFORM and loaded.replays_noise_draws
     assert replace(loaded, id=bundle.id) == bundle
+
+
+def test_a_handoff_waits_for_the_others_points_not_for_a_drawn_time() -> None:
+    """The near miss (A, B) was two points apart: A's row keeps that gap. A delay at A
+    then lasts until the other workers have made points (here a thread stands for them),
+    however long the cap: with a cap of 10^4 s, only their points can end it."""
+    with Arena() as arena:
+        tables, control, _ = _armed(arena, 1.0)
+        assert _row(tables, "A").gap == 2
+        gate = AimedGate(tables, NoiseConfig(1.0, ("sleep",), max_sleep_us=2.5e9,
+                                             policy=AIMED),
+                         _subjects, seed=1, worker=0, seq_cell=control.mv)
+        others = threading.Thread(target=_make_points, args=(control, 3))
+        others.start()
+        gate.before_point("A")
+        others.join()
+        assert _row(tables, "A").delays == 1
+        assert control.mv[SEQ] >= 3 + 1  # the delay ended only once others made points
+
+
+def _make_points(control: SharedArray, points: int) -> None:
+    for _ in range(points):
+        time.sleep(0.01)
+        control.mv[SEQ] += 1

@@ -81,7 +81,7 @@ Subjects = Callable[[str, Mapping[str, object]], tuple[tuple[str, int], ...]]
 
 _R_WORKER, _R_CODE, _R_SEQ, _R_STRIDE = 0, 1, 2, 3
 _T_CODE, _T_TRIES, _T_HITS, _T_WORKER = 0, 1, 2, 3
-_T_PASSES, _T_PASS_VIOL, _T_DELAY_VIOL, _T_STRIDE = 4, 5, 6, 7
+_T_PASSES, _T_PASS_VIOL, _T_DELAY_VIOL, _T_GAP, _T_STRIDE = 4, 5, 6, 7, 8
 _P_KEY, _P_A, _P_B, _P_STRIDE = 0, 1, 2, 3
 _G_NEXT, _G_CREDITED, _RING = 0, 1, 2  # passes: the ring's cells, then the ring
 _G_SEQ, _G_SLOT, _G_DELAYED, _G_STRIDE = 0, 1, 2, 3
@@ -106,6 +106,9 @@ class AimParams:
     lift: float = 2.0  # violations after a delay, over those after a pass, that keep it up
     pass_ring: int = 64  # the last targeted passes kept, to credit a violation to
     credit_window: int = 32  # points: a pass at most this far before a violation is credited
+    handoff: bool = True  # a delay waits for the others' points, not for a drawn time
+    background: float = 0.0  # x --noise: plain noise at the points no target of its worker
+    handoff_cap: float = 4.0  # x --max-sleep-us: the longest a handoff waits for them
 
 
 @dataclass(frozen=True)
@@ -117,6 +120,7 @@ class LocationRecord:
     passes: int = 0  # passes of the targeted worker without a delay
     pass_violations: int = 0  # ... followed by a violation
     delay_violations: int = 0  # delays followed by a violation
+    gap: int = 0  # the widest gap, in points, of the near misses that armed it
 
 
 def delay_probability(row: LocationRecord, boosted: float, params: AimParams) -> float:
@@ -211,7 +215,7 @@ class AimTables:
         if t[at + _T_CODE] != code:
             return None
         return LocationRecord(t[at + _T_TRIES], t[at + _T_HITS], t[at + _T_PASSES],
-                              t[at + _T_PASS_VIOL], t[at + _T_DELAY_VIOL])
+                              t[at + _T_PASS_VIOL], t[at + _T_DELAY_VIOL], t[at + _T_GAP])
 
     def export(self) -> Learnt:
         """The targets and pairs as they stand (read after the run: the workers are gone)."""
@@ -303,6 +307,10 @@ class AimedGate:
         self._sleep = "sleep" in config.kinds
         self._yield = "yield" in config.kinds
         self._max_sleep_s = config.max_sleep_us / 1e6
+        self._handoff = params.handoff
+        self._background = config.probability * params.background
+        self._cap_s = self._max_sleep_s * params.handoff_cap
+        self._slice_s = min(self._max_sleep_s / 4, 25e-6)  # how often a handoff looks
         self._subjects = subjects
         self._rng = random.Random(f"shmstress:aim:{seed}:{worker}")
         self._act = act
@@ -338,6 +346,8 @@ class AimedGate:
         at = (code & self._lmask) * _T_STRIDE
         targets = self._targets
         if targets[at] != code or targets[at + _T_WORKER] != self._me:
+            if self._background and self._rng.random() < self._background:
+                self._pause(self._rng)
             return
         p = _probability(targets[at + _T_TRIES], targets[at + _T_HITS],
                          targets[at + _T_PASSES], targets[at + _T_PASS_VIOL],
@@ -351,7 +361,10 @@ class AimedGate:
         self._remember(at, 1)
         self._delayed = at
         self._mark = self._seq[0]
-        self._pause(rng)
+        if self._handoff:
+            self._hand_off(rng, targets[at + _T_GAP])
+        else:
+            self._pause(rng)
 
     def _remember(self, at: int, delayed: int) -> None:
         """Put a targeted pass in the ring (two workers may take one cell: a pass lost)."""
@@ -391,6 +404,24 @@ class AimedGate:
                 time.sleep(pause)
         elif self._act:
             os.sched_yield()
+
+    def _hand_off(self, rng: random.Random, gap: int) -> None:
+        """Wait until the other workers have made a drawn number of points, at most the
+        gap seen between the pair's two accesses (plus one), or until the cap: the step
+        lock is let go, so the delay lasts exactly as long as it takes the later side to
+        get in, on an idle machine or a loaded one, where a drawn sleep is too short for a
+        woken worker to take the lock (or far longer than it needed)."""
+        need = rng.randint(1, max(gap, 1) + 1)
+        if not self._act:
+            return
+        cell = self._seq
+        start = cell[0]
+        deadline = time.monotonic() + self._cap_s
+        while cell[0] - start < need and time.monotonic() < deadline:
+            if self._sleep:
+                time.sleep(self._slice_s)
+            else:
+                os.sched_yield()
 
     def before_acquire(self, label: str, lock: int) -> None:
         """The outer acquire of instrumented lock ``lock``: the lock is one of its objects."""
@@ -439,7 +470,7 @@ class AimedGate:
                     # another worker got in during the delay: a new order, or nothing new
                     new_order = self._note_pair(recent[at + 1], code)
                 if 0 <= seq - then <= window:
-                    self._near_miss(other, recent[at + 1], code)
+                    self._near_miss(other, recent[at + 1], code, seq - then)
             if seq > then or not other:
                 recent[at] = me
                 recent[at + 1] = code
@@ -476,9 +507,10 @@ class AimedGate:
         pairs[slot] = key
         return True
 
-    def _near_miss(self, worker: int, earlier: int, later: int) -> None:
+    def _near_miss(self, worker: int, earlier: int, later: int, gap: int) -> None:
         """Arm the earlier side of the pair in the worker that took it (``worker`` + 1), and
-        note the pair once per worker."""
+        note the pair once per worker. ``gap``: points from the earlier access to the later;
+        a handoff at the target waits for up to the widest gap of its pairs."""
         key = (earlier << 31) | later
         if key in self._seen:
             return
@@ -490,4 +522,5 @@ class AimedGate:
                 targets[at + column] = 0
             targets[at + _T_WORKER] = worker
             targets[at] = earlier
+        targets[at + _T_GAP] = max(targets[at + _T_GAP], gap)
         self._note_pair(earlier, later)
