@@ -18,6 +18,7 @@ import pytest
 from shmstress.bench.suite import BenchOptions
 from shmstress.cli.main import build_parser
 from shmstress.cli.run import config_from_args
+from shmstress.core.access import EVERY, Access
 from shmstress.core.config import RunConfig
 from shmstress.core.control import _CONTROL_LEN as CONTROL_LEN
 from shmstress.core.control import SEQ, VIOLATIONS, ControlBlock
@@ -287,3 +288,32 @@ def _make_points(control: SharedArray, points: int) -> None:
     for _ in range(points):
         time.sleep(0.01)
         control.mv[SEQ] += 1
+
+
+def test_declared_accesses_need_a_write_and_a_scan_meets_each_object() -> None:
+    """Where a point declares what it reads and writes, two reads of one object are no
+    near miss (TSVD's rule); a write after them is; and a write of one object right after
+    a scan of every object of its kind is one too."""
+    declared = {"R": False, "W": True}
+
+    def accesses(label: str, fields: object) -> tuple[Access, ...] | None:
+        assert isinstance(fields, dict)
+        if label == "SCAN":
+            return (Access("item", EVERY, False),)
+        return (Access("item", int(fields["item"]), declared[label]),)
+
+    with Arena() as arena:
+        tables = AimTables.allocate(arena, AimParams(object_slots=64, location_slots=64,
+                                                     pair_slots=64))
+        seq = arena.array("seq", CONTROL_LEN)
+        gates = [AimedGate(tables, NoiseConfig(1.0, ("yield",), policy=AIMED), _subjects,
+                           seed=1, worker=w, seq_cell=seq.mv, act=False, accesses=accesses)
+                 for w in (0, 1)]
+        gates[0].observe(0, 0, "R", {"item": 7})
+        gates[1].observe(1, 1, "R", {"item": 7})
+        assert tables.stats().targeted_pairs == 0
+        gates[0].observe(2, 0, "W", {"item": 7})
+        assert tables.stats().pairs == ((location_code("R"), location_code("W")),)
+        gates[1].observe(3, 1, "SCAN", {})
+        gates[0].observe(4, 0, "W", {"item": 9})
+        assert (location_code("SCAN"), location_code("W")) in tables.stats().pairs

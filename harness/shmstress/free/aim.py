@@ -72,14 +72,18 @@ from array import array
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 
+from shmstress.core.access import EVERY, Access
 from shmstress.core.control import VIOLATIONS
 from shmstress.core.noise import AimStats, NoiseConfig
 from shmstress.core.shm import Arena, SharedArray
 
 Subjects = Callable[[str, Mapping[str, object]], tuple[tuple[str, int], ...]]
 """``Words.subjects``: the objects a point's fields name."""
+Accesses = Callable[[str, Mapping[str, object]], "tuple[Access, ...] | None"]
+"""``Words.accesses``: what the step after a point reads and writes (None: not declared)."""
 
-_R_WORKER, _R_CODE, _R_SEQ, _R_STRIDE = 0, 1, 2, 3
+_R_WORKER, _R_CODE, _R_SEQ, _R_WRITE, _R_STRIDE = 0, 1, 2, 3, 4
+_WRITES, _CHECK_ONLY = 1, 2  # an object slot's flags: the step writes it; look, do not record
 _T_CODE, _T_TRIES, _T_HITS, _T_WORKER = 0, 1, 2, 3
 _T_PASSES, _T_PASS_VIOL, _T_DELAY_VIOL, _T_GAP, _T_STRIDE = 4, 5, 6, 7, 8
 _P_KEY, _P_A, _P_B, _P_STRIDE = 0, 1, 2, 3
@@ -290,9 +294,13 @@ class AimedGate:
         worker: int,
         seq_cell: memoryview,
         act: bool = True,
+        accesses: Accesses | None = None,
     ) -> None:
-        """``seq_cell`` is the control block: ``[0]`` the next sequence number to be handed
-        out (where a delay starts, so that an access after it tells what the delay let in),
+        """``accesses``: the tracker's ``Words.accesses``; where a point declares them, a
+        near miss needs one of the two accesses to write (TSVD's rule, exact), and a scan
+        of every object of a kind (``EVERY``) meets each single one of it. ``seq_cell`` is
+        the control block: ``[0]`` the next sequence number to be handed out (where a
+        delay starts, so that an access after it tells what the delay let in),
         ``[VIOLATIONS]`` the violations reported so far."""
         params = tables.params
         self._params = params
@@ -312,6 +320,7 @@ class AimedGate:
         self._cap_s = self._max_sleep_s * params.handoff_cap
         self._slice_s = min(self._max_sleep_s / 4, 25e-6)  # how often a handoff looks
         self._subjects = subjects
+        self._accesses = accesses
         self._rng = random.Random(f"shmstress:aim:{seed}:{worker}")
         self._act = act
         self._me = worker + 1
@@ -327,7 +336,7 @@ class AimedGate:
         self._rmask = params.pass_ring - 1
         # the point noted under the step lock, for the detector to run on once let go
         self._pending: tuple[int, str, dict[str, object], int, int, int] | None = None
-        self._objects: dict[tuple[object, ...], tuple[int, ...]] = {}
+        self._objects: dict[tuple[object, ...], tuple[tuple[int, int], ...]] = {}
 
     def _code(self, label: str) -> int:
         code = self._codes.get(label)
@@ -456,44 +465,61 @@ class AimedGate:
         it stays, so that the table keeps the last access."""
         code = self._code(label)
         me = self._me
-        slots = self._slots(label, fields) if fields else ()
+        slots = self._slots(label, fields) if fields or self._accesses else ()
         if lock >= 0:
-            slots = (*slots, ((lock ^ _LOCK_SALT) & self._omask) * _R_STRIDE)
+            slots = (*slots, (((lock ^ _LOCK_SALT) & self._omask) * _R_STRIDE, _WRITES))
         recent = self._recent
         window = self._window
         new_order = False
-        for at in slots:
+        for at, flags in slots:
             other = recent[at]
             then = recent[at + 2]
             if other and other != me:
                 if delayed >= 0 and mark <= then < seq and not new_order:
                     # another worker got in during the delay: a new order, or nothing new
                     new_order = self._note_pair(recent[at + 1], code)
-                if 0 <= seq - then <= window:
+                if 0 <= seq - then <= window and (flags & _WRITES or recent[at + 3]):
                     self._near_miss(other, recent[at + 1], code, seq - then)
-            if seq > then or not other:
+            if not flags & _CHECK_ONLY and (seq > then or not other):
                 recent[at] = me
                 recent[at + 1] = code
                 recent[at + 2] = seq
+                recent[at + 3] = flags & _WRITES
         if new_order:
             self._targets[delayed + _T_HITS] += 1
 
-    def _slots(self, label: str, fields: dict[str, object]) -> tuple[int, ...]:
-        """The ``recent`` slots of the objects the point names, remembered per label and
-        fields: a tracker's points name few distinct objects, and ``subjects`` is the
-        costliest part of the detector."""
+    def _slots(self, label: str, fields: dict[str, object]) -> tuple[tuple[int, int], ...]:
+        """The ``recent`` slots of the objects the point touches, with their flags,
+        remembered per label and fields: a tracker's points name few distinct objects, and
+        working them out is the costliest part of the detector."""
         key = (label, *fields.items())
         try:
             slots = self._objects.get(key)
         except TypeError:  # a field holds a list: no key, work it out each time
-            return tuple((hash(s) & self._omask) * _R_STRIDE
-                         for s in self._subjects(label, fields))
+            return self._work_out(label, fields)
         if slots is None:
             if len(self._objects) >= _OBJECTS_KEPT:
                 self._objects.clear()
-            slots = self._objects[key] = tuple(
-                (hash(s) & self._omask) * _R_STRIDE for s in self._subjects(label, fields))
+            slots = self._objects[key] = self._work_out(label, fields)
         return slots
+
+    def _work_out(self, label: str, fields: dict[str, object]) -> tuple[tuple[int, int], ...]:
+        """Declared accesses, each with whether it writes; a single object also looks at
+        its kind's ``EVERY`` slot (a scan) without recording there. Undeclared: the
+        objects the fields name, each taken as written (it may be)."""
+        mask = self._omask
+        declared = self._accesses(label, fields) if self._accesses is not None else None
+        if declared is None:
+            return tuple(((hash(s) & mask) * _R_STRIDE, _WRITES)
+                         for s in self._subjects(label, fields))
+        slots: list[tuple[int, int]] = []
+        for access in declared:
+            flags = _WRITES if access.write else 0
+            slots.append(((hash((access.kind, access.id)) & mask) * _R_STRIDE, flags))
+            if access.id != EVERY:
+                slots.append(((hash((access.kind, EVERY)) & mask) * _R_STRIDE,
+                              flags | _CHECK_ONLY))
+        return tuple(slots)
 
     def _note_pair(self, earlier: int, later: int) -> bool:
         """Put the ordered pair in ``pairs``; True if it was not there (a new order)."""
