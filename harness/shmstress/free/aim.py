@@ -112,6 +112,7 @@ class AimParams:
     credit_window: int = 32  # points: a pass at most this far before a violation is credited
     handoff: bool = True  # a delay waits for the others' points, not for a drawn time
     background: float = 0.0  # x --noise: plain noise at the points no target of its worker
+    per_worker: bool = True  # a location is a target per worker, not for the first one only
     handoff_cap: float = 4.0  # x --max-sleep-us: the longest a handoff waits for them
 
 
@@ -168,6 +169,14 @@ def pair_slot(earlier: int, later: int, slots: int) -> int:
     return (hash((earlier, later)) & (slots - 1)) * _P_STRIDE
 
 
+def target_slot(code: int, worker: int, params: AimParams) -> int:
+    """Where location ``code`` armed in ``worker`` (+ 1) goes in ``targets``. Per worker: a
+    role that several workers play races with itself (two binders), and the first worker
+    to be armed at a location must not keep the others from being slowed there too."""
+    salt = worker * 0x9E3779B1 if params.per_worker else 0
+    return ((code ^ salt) & (params.location_slots - 1)) * _T_STRIDE
+
+
 def location_code(label: str) -> int:
     """A label's code in the tables: its CRC-32 (never 0, which marks an empty slot)."""
     return (zlib.crc32(label.encode()) & 0x7FFFFFFF) or 1
@@ -211,12 +220,12 @@ class AimTables:
             arena.array("harness.aim.passes", _RING + p.pass_ring * _G_STRIDE),
         )
 
-    def row(self, label: str) -> LocationRecord | None:
-        """The targets row of ``label``; None when it is not a target."""
+    def row(self, label: str, worker: int = 0) -> LocationRecord | None:
+        """The targets row of ``label`` in ``worker``; None when it is not a target."""
         code = location_code(label)
-        at = (code & (self.params.location_slots - 1)) * _T_STRIDE
+        at = target_slot(code, worker + 1, self.params)
         t = self.targets.mv
-        if t[at + _T_CODE] != code:
+        if t[at + _T_CODE] != code or t[at + _T_WORKER] != worker + 1:
             return None
         return LocationRecord(t[at + _T_TRIES], t[at + _T_HITS], t[at + _T_PASSES],
                               t[at + _T_PASS_VIOL], t[at + _T_DELAY_VIOL], t[at + _T_GAP])
@@ -239,9 +248,9 @@ class AimTables:
         ``learnt`` is dropped, as a collision during a run would drop it. A target's
         violation counts start at zero: they weigh this run's delays against its passes."""
         targets, pairs = self.targets.mv, self.pairs.mv
-        lmask, pmask = self.params.location_slots - 1, self.params.pair_slots - 1
+        pmask = self.params.pair_slots - 1
         for code, tries, hits, worker in learnt.targets:
-            at = (code & lmask) * _T_STRIDE
+            at = target_slot(code, worker, self.params)
             if code and not targets[at]:
                 row = (code, tries, hits, worker) + (0,) * (_T_STRIDE - _T_WORKER - 1)
                 targets[at : at + _T_STRIDE] = array("q", row)
@@ -309,6 +318,7 @@ class AimedGate:
         self._pairs = tables.pairs.mv
         self._omask = params.object_slots - 1
         self._lmask = params.location_slots - 1
+        self._salt = (worker + 1) * 0x9E3779B1 if params.per_worker else 0  # ``target_slot``
         self._pmask = params.pair_slots - 1
         self._window = params.window
         self._boosted = min(1.0, config.probability * params.boost)
@@ -326,7 +336,7 @@ class AimedGate:
         self._me = worker + 1
         self._seq = seq_cell
         self._codes: dict[str, int] = {}
-        self._seen: set[int] = set()  # pair keys this worker already put in the table
+        self._seen: set[tuple[int, int]] = set()  # (pair key, worker) already armed here
         self._lock = -1  # the instrumented lock whose acquire the coming point is
         self._delayed = -1  # target slot of the delay before the coming point, or -1
         self._mark = 0  # the sequence number when the last delay started
@@ -352,7 +362,7 @@ class AimedGate:
         if self._pending is not None:
             self.flush()
         code = self._code(label)
-        at = (code & self._lmask) * _T_STRIDE
+        at = ((code ^ self._salt) & self._lmask) * _T_STRIDE
         targets = self._targets
         if targets[at] != code or targets[at + _T_WORKER] != self._me:
             if self._background and self._rng.random() < self._background:
@@ -538,12 +548,12 @@ class AimedGate:
         note the pair once per worker. ``gap``: points from the earlier access to the later;
         a handoff at the target waits for up to the widest gap of its pairs."""
         key = (earlier << 31) | later
-        if key in self._seen:
+        if (key, worker) in self._seen:
             return
-        self._seen.add(key)
+        self._seen.add((key, worker))
         targets = self._targets
-        at = (earlier & self._lmask) * _T_STRIDE
-        if targets[at] != earlier:
+        at = target_slot(earlier, worker, self._params)
+        if targets[at] != earlier or targets[at + _T_WORKER] != worker:
             for column in range(1, _T_STRIDE):
                 targets[at + column] = 0
             targets[at + _T_WORKER] = worker
