@@ -6,12 +6,22 @@ misses*: two workers touching the same object from two program locations
 within a short window. Such a pair is where a delay can flip the order of the
 two accesses, so the delays go there and only there.
 
-Here an object is whatever a point's fields name, as the tracker's
-``Words.subjects`` says, plus the instrumented lock whose acquire the point is.
-Points do not say whether they read or write, so any two accesses to one
-object by two different workers count as potentially conflicting (TSVD
-requires one write; we cannot tell, and an extra target only costs a few
-delays before back-off silences it).
+Here an object is what the step after a point reads or writes, as the tracker's
+``Words.accesses`` declares it, plus the instrumented lock whose acquire the point
+is. Where that is declared, a near miss needs one of the two accesses to write
+(TSVD's rule), and a scan of every object of a kind (``EVERY``) meets each single
+one of it. Where it is not, the objects are whatever the point's fields name
+(``Words.subjects``), each taken as written: any two accesses to one object by two
+different workers count (an extra target only costs a few delays before back-off
+silences it).
+
+A delay is a *handoff*, not a drawn sleep: free mode runs one step at a time (the
+step lock), so a delay helps only if another worker takes steps during it. The
+delayed worker lets go and waits until the others have made a drawn number of points,
+up to the widest gap seen between a near-miss pair's two accesses (the later side
+needed that many points to get there), capped at ``handoff_cap`` x ``--max-sleep-us``.
+A fixed sleep is too short for a woken worker to take the lock on a loaded machine
+and far too long on an idle one; counting points adapts to both.
 
 Each worker keeps the near-miss detector up to date at its own points, in
 small tables in shared memory written without locks: a race in the detector
@@ -20,12 +30,14 @@ loses or invents a near miss, which only moves a delay. The tables:
 * ``recent``: object slot -> (worker + 1, location code, sequence number) of the
   last access; a point that finds another worker's access there within
   ``window`` points has found a near miss.
-* ``targets``: location slot -> (code, delays, productive delays, worker, passes,
-  violations after a pass, violations after a delay). A near miss arms only the
-  *earlier* side of the pair, and only in the worker that took it (asymmetric:
-  delaying it lets the other worker overtake, the order not yet seen), so one side
-  of a pair is slowed, not everyone. The first four columns are what a run learnt
-  about the location; the last three are the A/B count of the violation signal below.
+* ``targets``: (location, worker) slot -> (code, delays, productive delays, worker,
+  passes, violations after a pass, violations after a delay, widest gap). A near miss
+  arms only the *earlier* side of the pair, and only in the worker that took it
+  (asymmetric: delaying it lets the other worker overtake, the order not yet seen), so
+  one side of a pair is slowed, not everyone. Each worker has its own row per location:
+  two workers of one role race with each other, and both sides get their turn. The
+  first four columns are what a run learnt about the location; the next three are the
+  A/B count of the violation signal below; the gap sizes a handoff.
 * ``pairs``: the distinct ordered near-miss pairs (a, b): those that armed a target
   and those a delay produced, kept by their location codes so that what a run learnt
   can later be saved.
