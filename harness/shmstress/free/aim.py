@@ -182,9 +182,9 @@ def pair_slot(earlier: int, later: int, slots: int) -> int:
 
 
 def target_slot(code: int, worker: int, params: AimParams) -> int:
-    """Where location ``code`` armed in ``worker`` (+ 1) goes in ``targets``. Per worker: a
-    role that several workers play races with itself (two binders), and the first worker
-    to be armed at a location must not keep the others from being slowed there too."""
+    """Where location ``code`` armed in ``worker`` (+ 1) goes in ``targets``. Per worker:
+    a role that several workers play races with itself, and the first worker armed at a
+    location must not keep the others from being slowed there too."""
     salt = worker * 0x9E3779B1 if params.per_worker else 0
     return ((code ^ salt) & (params.location_slots - 1)) * _T_STRIDE
 
