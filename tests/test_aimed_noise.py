@@ -83,11 +83,11 @@ def test_a_near_miss_arms_the_earlier_side_in_its_worker_only() -> None:
         assert learnt == {location_code("A"): (1, 1), location_code("B"): (0, 0)}
 
 
-def _armed(arena: Arena, probability: float) -> tuple[AimTables, SharedArray,
-                                                         list[AimedGate]]:
+def _armed(arena: Arena, probability: float, handoff: bool = False,
+           ) -> tuple[AimTables, SharedArray, list[AimedGate]]:
     """Location A armed in worker 0 by a near miss with worker 1's B, as above."""
     tables = AimTables.allocate(arena, AimParams(object_slots=64, location_slots=64,
-                                                 pair_slots=64))
+                                                 pair_slots=64, handoff=handoff))
     control = arena.array("control", CONTROL_LEN)
     gates = [AimedGate(tables, NoiseConfig(probability, ("yield",), policy=AIMED), _subjects,
                        seed=1, worker=w, seq_cell=control.mv, act=False) for w in (0, 1)]
@@ -272,7 +272,7 @@ def test_a_handoff_waits_for_the_others_points_not_for_a_drawn_time() -> None:
     then lasts until the other workers have made points (here a thread stands for them),
     however long the cap: with a cap of 10^4 s, only their points can end it."""
     with Arena() as arena:
-        tables, control, _ = _armed(arena, 1.0)
+        tables, control, _ = _armed(arena, 1.0, handoff=True)
         assert _row(tables, "A").gap == 2
         gate = AimedGate(tables, NoiseConfig(1.0, ("sleep",), max_sleep_us=2.5e9,
                                              policy=AIMED),

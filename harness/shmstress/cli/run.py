@@ -156,9 +156,8 @@ def _add_run_options(parser: argparse.ArgumentParser) -> None:
                         default=NoiseConfig().policy,
                         help="aimed: delay only at the locations of near-miss pairs, learnt "
                         "during the run, 3 x --noise being the rate at a fresh one, backing off "
-                        "where delays produce nothing; a delay waits for the other workers' "
-                        "points (at most 4 x --max-sleep-us); uniform: every point with "
-                        f"probability --noise (default {NoiseConfig().policy})")
+                        "where delays produce nothing; uniform: every point with probability "
+                        f"--noise (default {NoiseConfig().policy})")
     add_database_option(budget)
     budget.add_argument("--max-sleep-us", type=float, default=NoiseConfig().max_sleep_us,
                         metavar="US", help="longest injected sleep in microseconds (default 100)")

@@ -15,13 +15,14 @@ one of it. Where it is not, the objects are whatever the point's fields name
 different workers count (an extra target only costs a few delays before back-off
 silences it).
 
-A delay is a *handoff*, not a drawn sleep: free mode runs one step at a time (the
-step lock), so a delay helps only if another worker takes steps during it. The
-delayed worker lets go and waits until the others have made a drawn number of points,
-up to the widest gap seen between a near-miss pair's two accesses (the later side
-needed that many points to get there), capped at ``handoff_cap`` x ``--max-sleep-us``.
-A fixed sleep is too short for a woken worker to take the lock on a loaded machine
-and far too long on an idle one; counting points adapts to both.
+A delay is a yield or a drawn sleep, as uniform noise's. ``AimParams.handoff`` makes
+it a *handoff* instead: free mode runs one step at a time (the step lock), so a delay
+helps only if another worker takes steps during it; the delayed worker lets go and
+waits until the others have made a drawn number of points, up to the widest gap seen
+between a near-miss pair's two accesses (the later side needed that many points to get
+there), capped at ``handoff_cap`` x ``--max-sleep-us``. It is off: on a race whose
+window needs a long delay (a delivery held back while a whole read goes by) it ended
+delays too soon, and the bench measured it worse there (issue 14's notes).
 
 Each worker keeps the near-miss detector up to date at its own points, in
 small tables in shared memory written without locks: a race in the detector
@@ -122,7 +123,7 @@ class AimParams:
     lift: float = 2.0  # violations after a delay, over those after a pass, that keep it up
     pass_ring: int = 64  # the last targeted passes kept, to credit a violation to
     credit_window: int = 32  # points: a pass at most this far before a violation is credited
-    handoff: bool = True  # a delay waits for the others' points, not for a drawn time
+    handoff: bool = False  # a delay waits for the others' points, not for a drawn time
     background: float = 0.0  # x --noise: plain noise at the points no target of its worker
     per_worker: bool = True  # a location is a target per worker, not for the first one only
     handoff_cap: float = 4.0  # x --max-sleep-us: the longest a handoff waits for them
