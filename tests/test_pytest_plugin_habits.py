@@ -306,3 +306,25 @@ def test_failure_database_is_a_cache_that_never_breaks_a_test(tmp_path: Path) ->
     (tmp_path / "a-file").write_text("")
     with pytest.warns(UserWarning, match="not updated"):
         blocked.save("t.py::test", 0, StoredFailure(seed=1))
+
+
+def test_shmstress_run_takes_a_noise_policy(pytester: pytest.Pytester) -> None:
+    """Aimed noise from a test: its learning lands in the database; a misspelt policy is
+    refused in one line."""
+    pytester.makepyfile(test_aimed=f"""
+import pytest
+
+@pytest.mark.stress
+def test_aimed(shmstress_run):
+    result = shmstress_run("gather-unchecked", expect="violation", noise_policy="aimed",
+                           duration={RACY_BUDGET_S})
+    assert result.config.noise.policy == "aimed"
+    assert result.aim is not None
+
+def test_misspelt(shmstress_run):
+    shmstress_run("fixed", noise_policy="aimless", duration=0.2)
+""")
+    result = pytester.runpytest_subprocess("-p", "no:cacheprovider")
+    result.assert_outcomes(passed=1, failed=1)
+    assert "aimless" in result.stdout.str()
+    assert list((pytester.path / ".shmstress" / "learning").glob("*.json"))

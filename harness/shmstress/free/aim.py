@@ -6,12 +6,23 @@ misses*: two workers touching the same object from two program locations
 within a short window. Such a pair is where a delay can flip the order of the
 two accesses, so the delays go there and only there.
 
-Here an object is whatever a point's fields name, as the tracker's
-``Words.subjects`` says, plus the instrumented lock whose acquire the point is.
-Points do not say whether they read or write, so any two accesses to one
-object by two different workers count as potentially conflicting (TSVD
-requires one write; we cannot tell, and an extra target only costs a few
-delays before back-off silences it).
+Here an object is what the step after a point reads or writes, as the tracker's
+``Words.accesses`` declares it, plus the instrumented lock whose acquire the point
+is. Where that is declared, a near miss needs one of the two accesses to write
+(TSVD's rule), and a scan of every object of a kind (``EVERY``) meets each single
+one of it. Where it is not, the objects are whatever the point's fields name
+(``Words.subjects``), each taken as written: any two accesses to one object by two
+different workers count (an extra target only costs a few delays before back-off
+silences it).
+
+A delay is a yield or a drawn sleep, as uniform noise's. ``AimParams.handoff`` makes
+it a *handoff* instead: free mode runs one step at a time (the step lock), so a delay
+helps only if another worker takes steps during it; the delayed worker lets go and
+waits until the others have made a drawn number of points, up to the widest gap seen
+between a near-miss pair's two accesses (the later side needed that many points to get
+there), capped at ``handoff_cap`` x ``--max-sleep-us``. It is off: on a race whose
+window needs a long delay (a delivery held back while a whole read goes by) it ended
+delays too soon, and the bench measured it worse there (issue 14's notes).
 
 Each worker keeps the near-miss detector up to date at its own points, in
 small tables in shared memory written without locks: a race in the detector
@@ -20,12 +31,14 @@ loses or invents a near miss, which only moves a delay. The tables:
 * ``recent``: object slot -> (worker + 1, location code, sequence number) of the
   last access; a point that finds another worker's access there within
   ``window`` points has found a near miss.
-* ``targets``: location slot -> (code, delays, productive delays, worker, passes,
-  violations after a pass, violations after a delay). A near miss arms only the
-  *earlier* side of the pair, and only in the worker that took it (asymmetric:
-  delaying it lets the other worker overtake, the order not yet seen), so one side
-  of a pair is slowed, not everyone. The first four columns are what a run learnt
-  about the location; the last three are the A/B count of the violation signal below.
+* ``targets``: (location, worker) slot -> (code, delays, productive delays, worker,
+  passes, violations after a pass, violations after a delay, widest gap). A near miss
+  arms only the *earlier* side of the pair, and only in the worker that took it
+  (asymmetric: delaying it lets the other worker overtake, the order not yet seen), so
+  one side of a pair is slowed, not everyone. Each worker has its own row per location:
+  two workers of one role race with each other, and both sides get their turn. The
+  first four columns are what a run learnt about the location; the next three are the
+  A/B count of the violation signal below; the gap sizes a handoff.
 * ``pairs``: the distinct ordered near-miss pairs (a, b): those that armed a target
   and those a delay produced, kept by their location codes so that what a run learnt
   can later be saved.
@@ -72,16 +85,20 @@ from array import array
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 
+from shmstress.core.access import EVERY, Access
 from shmstress.core.control import VIOLATIONS
 from shmstress.core.noise import AimStats, NoiseConfig
 from shmstress.core.shm import Arena, SharedArray
 
 Subjects = Callable[[str, Mapping[str, object]], tuple[tuple[str, int], ...]]
 """``Words.subjects``: the objects a point's fields name."""
+Accesses = Callable[[str, Mapping[str, object]], "tuple[Access, ...] | None"]
+"""``Words.accesses``: what the step after a point reads and writes (None: not declared)."""
 
-_R_WORKER, _R_CODE, _R_SEQ, _R_STRIDE = 0, 1, 2, 3
+_R_WORKER, _R_CODE, _R_SEQ, _R_WRITE, _R_STRIDE = 0, 1, 2, 3, 4
+_WRITES, _CHECK_ONLY = 1, 2  # an object slot's flags: the step writes it; look, do not record
 _T_CODE, _T_TRIES, _T_HITS, _T_WORKER = 0, 1, 2, 3
-_T_PASSES, _T_PASS_VIOL, _T_DELAY_VIOL, _T_STRIDE = 4, 5, 6, 7
+_T_PASSES, _T_PASS_VIOL, _T_DELAY_VIOL, _T_GAP, _T_STRIDE = 4, 5, 6, 7, 8
 _P_KEY, _P_A, _P_B, _P_STRIDE = 0, 1, 2, 3
 _G_NEXT, _G_CREDITED, _RING = 0, 1, 2  # passes: the ring's cells, then the ring
 _G_SEQ, _G_SLOT, _G_DELAYED, _G_STRIDE = 0, 1, 2, 3
@@ -106,6 +123,10 @@ class AimParams:
     lift: float = 2.0  # violations after a delay, over those after a pass, that keep it up
     pass_ring: int = 64  # the last targeted passes kept, to credit a violation to
     credit_window: int = 32  # points: a pass at most this far before a violation is credited
+    handoff: bool = False  # a delay waits for the others' points, not for a drawn time
+    background: float = 0.0  # x --noise: plain noise at the points no target of its worker
+    per_worker: bool = True  # a location is a target per worker, not for the first one only
+    handoff_cap: float = 4.0  # x --max-sleep-us: the longest a handoff waits for them
 
 
 @dataclass(frozen=True)
@@ -117,6 +138,7 @@ class LocationRecord:
     passes: int = 0  # passes of the targeted worker without a delay
     pass_violations: int = 0  # ... followed by a violation
     delay_violations: int = 0  # delays followed by a violation
+    gap: int = 0  # the widest gap, in points, of the near misses that armed it
 
 
 def delay_probability(row: LocationRecord, boosted: float, params: AimParams) -> float:
@@ -158,6 +180,14 @@ def pair_slot(earlier: int, later: int, slots: int) -> int:
     row ``(earlier << 31) | later, earlier, later`` it is. Not the key's low bits, which are
     ``later``'s: every pair into one location would take one slot."""
     return (hash((earlier, later)) & (slots - 1)) * _P_STRIDE
+
+
+def target_slot(code: int, worker: int, params: AimParams) -> int:
+    """Where location ``code`` armed in ``worker`` (+ 1) goes in ``targets``. Per worker:
+    a role that several workers play races with itself, and the first worker armed at a
+    location must not keep the others from being slowed there too."""
+    salt = worker * 0x9E3779B1 if params.per_worker else 0
+    return ((code ^ salt) & (params.location_slots - 1)) * _T_STRIDE
 
 
 def location_code(label: str) -> int:
@@ -203,15 +233,15 @@ class AimTables:
             arena.array("harness.aim.passes", _RING + p.pass_ring * _G_STRIDE),
         )
 
-    def row(self, label: str) -> LocationRecord | None:
-        """The targets row of ``label``; None when it is not a target."""
+    def row(self, label: str, worker: int = 0) -> LocationRecord | None:
+        """The targets row of ``label`` in ``worker``; None when it is not a target."""
         code = location_code(label)
-        at = (code & (self.params.location_slots - 1)) * _T_STRIDE
+        at = target_slot(code, worker + 1, self.params)
         t = self.targets.mv
-        if t[at + _T_CODE] != code:
+        if t[at + _T_CODE] != code or t[at + _T_WORKER] != worker + 1:
             return None
         return LocationRecord(t[at + _T_TRIES], t[at + _T_HITS], t[at + _T_PASSES],
-                              t[at + _T_PASS_VIOL], t[at + _T_DELAY_VIOL])
+                              t[at + _T_PASS_VIOL], t[at + _T_DELAY_VIOL], t[at + _T_GAP])
 
     def export(self) -> Learnt:
         """The targets and pairs as they stand (read after the run: the workers are gone)."""
@@ -231,9 +261,9 @@ class AimTables:
         ``learnt`` is dropped, as a collision during a run would drop it. A target's
         violation counts start at zero: they weigh this run's delays against its passes."""
         targets, pairs = self.targets.mv, self.pairs.mv
-        lmask, pmask = self.params.location_slots - 1, self.params.pair_slots - 1
+        pmask = self.params.pair_slots - 1
         for code, tries, hits, worker in learnt.targets:
-            at = (code & lmask) * _T_STRIDE
+            at = target_slot(code, worker, self.params)
             if code and not targets[at]:
                 row = (code, tries, hits, worker) + (0,) * (_T_STRIDE - _T_WORKER - 1)
                 targets[at : at + _T_STRIDE] = array("q", row)
@@ -286,9 +316,13 @@ class AimedGate:
         worker: int,
         seq_cell: memoryview,
         act: bool = True,
+        accesses: Accesses | None = None,
     ) -> None:
-        """``seq_cell`` is the control block: ``[0]`` the next sequence number to be handed
-        out (where a delay starts, so that an access after it tells what the delay let in),
+        """``accesses``: the tracker's ``Words.accesses``; where a point declares them, a
+        near miss needs one of the two accesses to write (TSVD's rule, exact), and a scan
+        of every object of a kind (``EVERY``) meets each single one of it. ``seq_cell`` is
+        the control block: ``[0]`` the next sequence number to be handed out (where a
+        delay starts, so that an access after it tells what the delay let in),
         ``[VIOLATIONS]`` the violations reported so far."""
         params = tables.params
         self._params = params
@@ -297,19 +331,25 @@ class AimedGate:
         self._pairs = tables.pairs.mv
         self._omask = params.object_slots - 1
         self._lmask = params.location_slots - 1
+        self._salt = (worker + 1) * 0x9E3779B1 if params.per_worker else 0  # ``target_slot``
         self._pmask = params.pair_slots - 1
         self._window = params.window
         self._boosted = min(1.0, config.probability * params.boost)
         self._sleep = "sleep" in config.kinds
         self._yield = "yield" in config.kinds
         self._max_sleep_s = config.max_sleep_us / 1e6
+        self._handoff = params.handoff
+        self._background = config.probability * params.background
+        self._cap_s = self._max_sleep_s * params.handoff_cap
+        self._slice_s = min(self._max_sleep_s / 4, 25e-6)  # how often a handoff looks
         self._subjects = subjects
+        self._accesses = accesses
         self._rng = random.Random(f"shmstress:aim:{seed}:{worker}")
         self._act = act
         self._me = worker + 1
         self._seq = seq_cell
         self._codes: dict[str, int] = {}
-        self._seen: set[int] = set()  # pair keys this worker already put in the table
+        self._seen: set[tuple[int, int]] = set()  # (pair key, worker) already armed here
         self._lock = -1  # the instrumented lock whose acquire the coming point is
         self._delayed = -1  # target slot of the delay before the coming point, or -1
         self._mark = 0  # the sequence number when the last delay started
@@ -319,7 +359,7 @@ class AimedGate:
         self._rmask = params.pass_ring - 1
         # the point noted under the step lock, for the detector to run on once let go
         self._pending: tuple[int, str, dict[str, object], int, int, int] | None = None
-        self._objects: dict[tuple[object, ...], tuple[int, ...]] = {}
+        self._objects: dict[tuple[object, ...], tuple[tuple[int, int], ...]] = {}
 
     def _code(self, label: str) -> int:
         code = self._codes.get(label)
@@ -335,9 +375,11 @@ class AimedGate:
         if self._pending is not None:
             self.flush()
         code = self._code(label)
-        at = (code & self._lmask) * _T_STRIDE
+        at = ((code ^ self._salt) & self._lmask) * _T_STRIDE
         targets = self._targets
         if targets[at] != code or targets[at + _T_WORKER] != self._me:
+            if self._background and self._rng.random() < self._background:
+                self._pause(self._rng)
             return
         p = _probability(targets[at + _T_TRIES], targets[at + _T_HITS],
                          targets[at + _T_PASSES], targets[at + _T_PASS_VIOL],
@@ -351,7 +393,10 @@ class AimedGate:
         self._remember(at, 1)
         self._delayed = at
         self._mark = self._seq[0]
-        self._pause(rng)
+        if self._handoff:
+            self._hand_off(rng, targets[at + _T_GAP])
+        else:
+            self._pause(rng)
 
     def _remember(self, at: int, delayed: int) -> None:
         """Put a targeted pass in the ring (two workers may take one cell: a pass lost)."""
@@ -392,6 +437,24 @@ class AimedGate:
         elif self._act:
             os.sched_yield()
 
+    def _hand_off(self, rng: random.Random, gap: int) -> None:
+        """Wait until the other workers have made a drawn number of points, at most the
+        gap seen between the pair's two accesses (plus one), or until the cap: the step
+        lock is let go, so the delay lasts exactly as long as it takes the later side to
+        get in, on an idle machine or a loaded one, where a drawn sleep is too short for a
+        woken worker to take the lock (or far longer than it needed)."""
+        need = rng.randint(1, max(gap, 1) + 1)
+        if not self._act:
+            return
+        cell = self._seq
+        start = cell[0]
+        deadline = time.monotonic() + self._cap_s
+        while cell[0] - start < need and time.monotonic() < deadline:
+            if self._sleep:
+                time.sleep(self._slice_s)
+            else:
+                os.sched_yield()
+
     def before_acquire(self, label: str, lock: int) -> None:
         """The outer acquire of instrumented lock ``lock``: the lock is one of its objects."""
         self._lock = lock
@@ -425,44 +488,61 @@ class AimedGate:
         it stays, so that the table keeps the last access."""
         code = self._code(label)
         me = self._me
-        slots = self._slots(label, fields) if fields else ()
+        slots = self._slots(label, fields) if fields or self._accesses else ()
         if lock >= 0:
-            slots = (*slots, ((lock ^ _LOCK_SALT) & self._omask) * _R_STRIDE)
+            slots = (*slots, (((lock ^ _LOCK_SALT) & self._omask) * _R_STRIDE, _WRITES))
         recent = self._recent
         window = self._window
         new_order = False
-        for at in slots:
+        for at, flags in slots:
             other = recent[at]
             then = recent[at + 2]
             if other and other != me:
                 if delayed >= 0 and mark <= then < seq and not new_order:
                     # another worker got in during the delay: a new order, or nothing new
                     new_order = self._note_pair(recent[at + 1], code)
-                if 0 <= seq - then <= window:
-                    self._near_miss(other, recent[at + 1], code)
-            if seq > then or not other:
+                if 0 <= seq - then <= window and (flags & _WRITES or recent[at + 3]):
+                    self._near_miss(other, recent[at + 1], code, seq - then)
+            if not flags & _CHECK_ONLY and (seq > then or not other):
                 recent[at] = me
                 recent[at + 1] = code
                 recent[at + 2] = seq
+                recent[at + 3] = flags & _WRITES
         if new_order:
             self._targets[delayed + _T_HITS] += 1
 
-    def _slots(self, label: str, fields: dict[str, object]) -> tuple[int, ...]:
-        """The ``recent`` slots of the objects the point names, remembered per label and
-        fields: a tracker's points name few distinct objects, and ``subjects`` is the
-        costliest part of the detector."""
+    def _slots(self, label: str, fields: dict[str, object]) -> tuple[tuple[int, int], ...]:
+        """The ``recent`` slots of the objects the point touches, with their flags,
+        remembered per label and fields: a tracker's points name few distinct objects, and
+        working them out is the costliest part of the detector."""
         key = (label, *fields.items())
         try:
             slots = self._objects.get(key)
         except TypeError:  # a field holds a list: no key, work it out each time
-            return tuple((hash(s) & self._omask) * _R_STRIDE
-                         for s in self._subjects(label, fields))
+            return self._work_out(label, fields)
         if slots is None:
             if len(self._objects) >= _OBJECTS_KEPT:
                 self._objects.clear()
-            slots = self._objects[key] = tuple(
-                (hash(s) & self._omask) * _R_STRIDE for s in self._subjects(label, fields))
+            slots = self._objects[key] = self._work_out(label, fields)
         return slots
+
+    def _work_out(self, label: str, fields: dict[str, object]) -> tuple[tuple[int, int], ...]:
+        """Declared accesses, each with whether it writes; a single object also looks at
+        its kind's ``EVERY`` slot (a scan) without recording there. Undeclared: the
+        objects the fields name, each taken as written (it may be)."""
+        mask = self._omask
+        declared = self._accesses(label, fields) if self._accesses is not None else None
+        if declared is None:
+            return tuple(((hash(s) & mask) * _R_STRIDE, _WRITES)
+                         for s in self._subjects(label, fields))
+        slots: list[tuple[int, int]] = []
+        for access in declared:
+            flags = _WRITES if access.write else 0
+            slots.append(((hash((access.kind, access.id)) & mask) * _R_STRIDE, flags))
+            if access.id != EVERY:
+                slots.append(((hash((access.kind, EVERY)) & mask) * _R_STRIDE,
+                              flags | _CHECK_ONLY))
+        return tuple(slots)
 
     def _note_pair(self, earlier: int, later: int) -> bool:
         """Put the ordered pair in ``pairs``; True if it was not there (a new order)."""
@@ -476,18 +556,20 @@ class AimedGate:
         pairs[slot] = key
         return True
 
-    def _near_miss(self, worker: int, earlier: int, later: int) -> None:
+    def _near_miss(self, worker: int, earlier: int, later: int, gap: int) -> None:
         """Arm the earlier side of the pair in the worker that took it (``worker`` + 1), and
-        note the pair once per worker."""
+        note the pair once per worker. ``gap``: points from the earlier access to the later;
+        a handoff at the target waits for up to the widest gap of its pairs."""
         key = (earlier << 31) | later
-        if key in self._seen:
+        if (key, worker) in self._seen:
             return
-        self._seen.add(key)
+        self._seen.add((key, worker))
         targets = self._targets
-        at = (earlier & self._lmask) * _T_STRIDE
-        if targets[at] != earlier:
+        at = target_slot(earlier, worker, self._params)
+        if targets[at] != earlier or targets[at + _T_WORKER] != worker:
             for column in range(1, _T_STRIDE):
                 targets[at + column] = 0
             targets[at + _T_WORKER] = worker
             targets[at] = earlier
+        targets[at + _T_GAP] = max(targets[at + _T_GAP], gap)
         self._note_pair(earlier, later)

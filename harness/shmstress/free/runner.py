@@ -39,7 +39,7 @@ from shmstress.core.result import NO_PROGRESS, RunResult, Violation
 from shmstress.core.shm import Arena, sweep_stale_segments
 from shmstress.core.signals import InterruptFlag, interruptible, shielded
 from shmstress.core.workers import WorkerInfo, number_workers
-from shmstress.free.aim import AimTables, Subjects
+from shmstress.free.aim import Accesses, AimTables, Subjects
 from shmstress.free.learning import Learning
 from shmstress.free.worker import worker_main
 from shmstress.plugin import registry
@@ -66,7 +66,7 @@ class _Started:
     stopped: bool = False  # a hung worker's process was stopped (a signal): the run broke
     stuck_how: str = ""  # what the stuck workers did not do
     inside: bool = False  # the watchdog: one of them is stuck inside a step
-    aim: tuple[AimTables, Subjects] | None = None  # aimed noise's tables, for the workers
+    aim: tuple[AimTables, Subjects, Accesses] | None = None  # aimed noise's tables, for the workers
 
 
 def run(config: RunConfig, progress: ProgressFn | None = None,
@@ -107,7 +107,7 @@ def run(config: RunConfig, progress: ProgressFn | None = None,
             arena.freeze()
             control = built.control
             try:
-                started.aim = (aim, words.subjects) if aim else None
+                started.aim = (aim, words.subjects, words.accesses) if aim else None
                 _start(config, built, started)
                 reason, drain_timed_out = _watch(
                     config, built, started, t0, progress, interrupt

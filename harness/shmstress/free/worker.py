@@ -20,7 +20,7 @@ from shmstress.core.noise import NoiseConfig
 from shmstress.core.processes import become_worker
 from shmstress.core.runtime import StopRun
 from shmstress.core.workers import WorkerInfo
-from shmstress.free.aim import AimedGate, AimTables, Subjects
+from shmstress.free.aim import Accesses, AimedGate, AimTables, Subjects
 from shmstress.plugin.assembly import Assembly
 
 
@@ -31,17 +31,18 @@ def worker_main(
     seed: int,
     noise: NoiseConfig,
     report: Connection,
-    aim: tuple[AimTables, Subjects] | None = None,
+    aim: tuple[AimTables, Subjects, Accesses] | None = None,
 ) -> None:
-    """``aim``: the aimed-noise tables and the tracker's ``subjects``, when the policy is
-    aimed; the worker's gate then delays at near-miss locations only."""
+    """``aim``: the aimed-noise tables and the tracker's ``subjects`` and ``accesses``,
+    when the policy is aimed; the worker's gate then delays at near-miss locations only."""
     become_worker(coordinator_pid)
     runtime = built.runtime
     control = runtime.control
     runtime.attach(info.worker_id, seed, noise, alone=True)
     if aim is not None and noise.probability > 0:
-        tables, subjects = aim
-        gate = AimedGate(tables, noise, subjects, seed, info.worker_id, control.control.mv)
+        tables, subjects, accesses = aim
+        gate = AimedGate(tables, noise, subjects, seed, info.worker_id, control.control.mv,
+                         accesses=accesses)
         runtime.gate = gate
         runtime.acquire_gate = gate
         runtime.observer = gate.after_point

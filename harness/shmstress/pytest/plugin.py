@@ -242,8 +242,8 @@ def _shmstress_cpu_slot(request: pytest.FixtureRequest) -> Iterator[None]:
 def shmstress_run(request: pytest.FixtureRequest) -> StressRunner:
     """Run a tracker in free mode and fail the test, with the story, unless it went as expected:
     shmstress_run(variant=None, *, expect="clean", tracker=<ini shmstress_tracker or "dra">,
-                  duration=2.0, seed=None, noise=0.1, counts=None, params=None,
-                  max_points=None, checks=None) -> RunResult
+                  duration=2.0, seed=None, noise=0.1, noise_policy=None, counts=None,
+                  params=None, max_points=None, checks=None) -> RunResult
     variant     the tracker's variant (None: its default)
     expect      "clean": any violation fails; "violation": a run that stays clean fails
     tracker     an installed name, "path/to/file.py:Class" (relative to the rootdir),
@@ -252,6 +252,8 @@ def shmstress_run(request: pytest.FixtureRequest) -> StressRunner:
     seed        the run's seed (--stress-seed overrides; default: a stored failure's
                 seed from the failure database, else a random one, printed on failure)
     noise       probability of a random yield at each point
+    noise_policy  "uniform" (every point) or "aimed" (near-miss locations only; what it
+                learns is saved in the database, .shmstress/); None: the harness default
     counts      workers per role, e.g. {"clerk": 3}
     params      tracker parameters, e.g. {"capacity": 8}
     max_points  stop after this many points (None: run for the duration)

@@ -85,6 +85,7 @@ class StressRunner:
         duration: float = 2.0,
         seed: int | None = None,
         noise: float = DEFAULT_NOISE,
+        noise_policy: str | None = None,
         counts: Mapping[str, int] | None = None,
         params: Mapping[str, int] | None = None,
         max_points: int | None = None,
@@ -120,7 +121,8 @@ class StressRunner:
                 duration=options.duration or duration,
                 max_points=max_points,
                 seed=chosen,
-                noise=NoiseConfig(noise),
+                noise=NoiseConfig(noise) if noise_policy is None
+                else NoiseConfig(noise, policy=noise_policy),
                 checks=checks,
             )
             started_at = self.clock()
