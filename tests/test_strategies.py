@@ -19,7 +19,7 @@ from shmstress.controlled.strategies import (
     ScheduleEnded,
     Strategy,
 )
-from shmstress.controlled.strategies.base import UNLIMITED, default_choice
+from shmstress.controlled.strategies.base import UNLIMITED, default_choice, seeded_rng
 from shmstress.core.trace import Step
 
 
@@ -328,3 +328,16 @@ def test_a_script_is_reproducible_for_a_seed_bounded_by_the_limit_and_adapts() -
     walk.new_execution()
     assert len(walk.next_script(FakeView(), 3)) == 3  # never past the coordinator's limit
     assert walk.next_script(FakeView(step=3, runnable=(2,)), 100) == [2] * 16  # no choice
+
+
+@pytest.mark.parametrize("workers", [2, 3, 4, 5])
+def test_a_scripts_picks_are_the_draws_randrange_would_make(workers: int) -> None:
+    """The script's inlined draws are Random.randrange's, draw for draw: uniform over the
+    runnable workers, and the same trace for a seed as the step-by-step draws gave."""
+    runnable = tuple(range(10, 10 + workers))
+    walk = RandomWalk(seed=9)
+    walk.new_execution()
+    reference = seeded_rng(9, "random_walk")
+    for step in (0, 8, 24):
+        script = walk.next_script(FakeView(step=step, runnable=runnable), 1000)
+        assert script == [runnable[reference.randrange(workers)] for _ in script]

@@ -2,7 +2,9 @@
 
 - steps/s of controlled executions against a raw two-semaphore ping-pong between two
   processes pinned to one CPU (a controlled step costs at most one such round trip:
-  worker -> coordinator -> worker);
+  worker -> coordinator -> worker); and the steadier figure beside it, CPU time per step
+  (coordinator + workers) against CPU time per round trip: on a shared machine the wall
+  clock moves with whatever else runs on the pinned CPU, CPU time much less;
 - executions/s on a small scenario of the fixed variant;
 - executions until the first failure, random walk against PCT, for each racy variant;
 - shrinking the seed race from a free-run failure: time and result size.
@@ -12,9 +14,11 @@ from __future__ import annotations
 
 import statistics
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from multiprocessing.synchronize import Semaphore as MpSemaphore
+
+import psutil
 
 from shmstress.controlled.execution import PhasePlan
 from shmstress.controlled.options import ControlledOptions
@@ -51,10 +55,15 @@ class Throughput:
     executions: int
     steps: int
     seconds: float
+    cpu_seconds: float = 0.0  # coordinator + workers, over the same executions (0: not measured)
 
     @property
     def steps_per_s(self) -> float:
         return self.steps / self.seconds if self.seconds else 0.0
+
+    @property
+    def cpu_us_per_step(self) -> float:
+        return 1e6 * self.cpu_seconds / self.steps if self.steps else 0.0
 
     @property
     def executions_per_s(self) -> float:
@@ -85,9 +94,16 @@ class ShrinkFigure:
     after: tuple[int, int, int]
 
 
+@dataclass(frozen=True)
+class PingPong:
+    round_trips_per_s: float
+    cpu_us_per_round_trip: float  # both processes
+
+
 @dataclass
 class ControlledBench:
     pingpong_round_trips_per_s: float = 0.0
+    pingpong_cpu_us_per_round_trip: float = 0.0
     throughput: list[Throughput] = field(default_factory=list)
     detections: list[FirstDetection] = field(default_factory=list)
     shrink: ShrinkFigure | None = None
@@ -95,27 +111,50 @@ class ControlledBench:
 
 def pingpong(round_trips: int = 50_000) -> float:
     """Round trips per second between two processes handing two semaphores back and forth."""
+    return measure_pingpong(round_trips).round_trips_per_s
+
+
+def measure_pingpong(round_trips: int = 50_000) -> PingPong:
+    """The ping-pong's round trips per second and CPU time per round trip (both sides)."""
     ping: MpSemaphore = FORK.Semaphore(0)
     pong: MpSemaphore = FORK.Semaphore(0)
     with pinned():
         process = FORK.Process(target=_pong, args=(ping, pong, round_trips), daemon=True)
         process.start()
         try:
+            pong.acquire()  # started: its start-up is not timed
+            clock = CpuClock((process.pid or 0,))
+            cpu = clock.seconds()
             start = time.perf_counter()
             for _ in range(round_trips):
                 ping.release()
                 pong.acquire()
             elapsed = time.perf_counter() - start
+            cpu = clock.seconds() - cpu  # before the last release: the pong is still alive
+            ping.release()
         finally:
             reap([process], grace=1.0)
             process.close()
-    return round_trips / elapsed
+    return PingPong(round_trips / elapsed, 1e6 * cpu / round_trips)
 
 
 def _pong(ping: MpSemaphore, pong: MpSemaphore, round_trips: int) -> None:
+    pong.release()
     for _ in range(round_trips):
         ping.acquire()
         pong.release()
+    ping.acquire()  # stay alive until the other side has read this process's CPU time
+
+
+class CpuClock:
+    """CPU time (user + system) of this process and of the given live child processes."""
+
+    def __init__(self, pids: Iterable[int]) -> None:
+        self._processes = [psutil.Process(pid) for pid in pids]
+
+    def seconds(self) -> float:
+        own = time.process_time()
+        return own + sum(sum(p.cpu_times()[:2]) for p in self._processes)
 
 
 def throughput(what: str, config: RunConfig, strategy: StrategySpec, executions: int,
@@ -127,13 +166,16 @@ def throughput(what: str, config: RunConfig, strategy: StrategySpec, executions:
     explorer = exploring_strategy(strategy, resolved.seed, len(workers), max_steps)
     steps = 0
     with Session(session_spec(resolved, tracker_cls, workers, max_steps)) as session:
+        clock = CpuClock(session.pids)
+        cpu = clock.seconds()
         start = time.perf_counter()
         for _ in range(executions):
             explorer.new_execution()
             outcome = session.execute(explorer, explorer.next_u64(), PhasePlan(run_steps))
             steps += len(outcome.steps)
         elapsed = time.perf_counter() - start
-    return Throughput(what, executions, steps, elapsed)
+        cpu = clock.seconds() - cpu
+    return Throughput(what, executions, steps, elapsed, cpu)
 
 
 def first_detection(variant: str, strategy: StrategySpec, trials: int, budget: int, seed: int,
@@ -173,7 +215,7 @@ def shrink_figure(seed: int) -> ShrinkFigure | None:
 def run_controlled_bench(trials: int, seed: int, log: Callable[[str], None]) -> ControlledBench:
     bench = ControlledBench()
     log("controlled: raw two-semaphore ping-pong, pinned to one CPU")
-    bench.pingpong_round_trips_per_s = pingpong()
+    first = measure_pingpong()
     log("controlled: steps/s, fixed variant, PCT and random walk")
     base = RunConfig(tracker="dra", variant="fixed", seed=seed)
     small = RunConfig(tracker="dra", variant="fixed", seed=seed, scenario=ONE_DEVICE)
@@ -183,7 +225,10 @@ def run_controlled_bench(trials: int, seed: int, log: Callable[[str], None]) -> 
     for spec in STRATEGIES[1:]:
         bench.throughput.append(throughput(f"fixed, scenario {ONE_DEVICE}, {spec.describe()}",
                                            small, spec, 2000, 20))
-    bench.pingpong_round_trips_per_s = (bench.pingpong_round_trips_per_s + pingpong()) / 2
+    second = measure_pingpong()
+    bench.pingpong_round_trips_per_s = (first.round_trips_per_s + second.round_trips_per_s) / 2
+    bench.pingpong_cpu_us_per_round_trip = (first.cpu_us_per_round_trip
+                                            + second.cpu_us_per_round_trip) / 2
     for variant in RACY:
         for spec in STRATEGIES:
             log(f"controlled: executions until first failure, {variant}, {spec.describe()}")
@@ -219,10 +264,11 @@ def _default_check(bench: ControlledBench) -> list[str]:
 
 def render_controlled_bench(bench: ControlledBench) -> list[str]:
     pingpong_rate = bench.pingpong_round_trips_per_s
+    pingpong_cpu = bench.pingpong_cpu_us_per_round_trip
     lines = [
         "controlled mode (pinned to one CPU):",
         f"  raw two-semaphore ping-pong: {pingpong_rate:,.0f} round trips/s "
-        f"({2 * pingpong_rate:,.0f} handoffs/s)",
+        f"({2 * pingpong_rate:,.0f} handoffs/s), {pingpong_cpu:.1f} us CPU per round trip",
     ]
     for t in bench.throughput:
         ratio = t.steps_per_s / pingpong_rate if pingpong_rate else 0.0
@@ -231,6 +277,10 @@ def render_controlled_bench(bench: ControlledBench) -> list[str]:
             f"goal >= 50%), {t.executions_per_s:>7,.0f} executions/s, "
             f"{t.steps / max(1, t.executions):.0f} steps each"
         )
+        if t.cpu_seconds and pingpong_cpu:
+            lines.append(
+                f"  {'':62} {t.cpu_us_per_step:>9.1f} us CPU per step, coordinator + workers "
+                f"({pingpong_cpu / t.cpu_us_per_step:.0%} of the ping-pong by CPU time)")
     if bench.detections:
         lines.append("  executions until the first failure (median; misses count as the budget):")
         for d in bench.detections:

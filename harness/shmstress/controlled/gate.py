@@ -60,12 +60,11 @@ class ControlledGate:
         self.yielded = 1
 
     def before_point(self, label: str) -> None:
-        self._arrive(label, -1)
+        self.before_acquire(label, -1)
 
     def before_acquire(self, label: str, lock: int) -> None:
-        self._arrive(label, lock)
-
-    def _arrive(self, label: str, lock: int) -> None:
+        """The point's decision (``lock``: the instrumented lock it acquires, or -1). Most
+        points are acquires: this is the method itself, not a call more per point."""
         if self.noise is not None:
             self.noise.before_point(label)
         ident = self._ids.get(label)
@@ -75,7 +74,7 @@ class ControlledGate:
             self.lease
             and not self.yielded
             and (lock < 0 or self._locks[lock * L_STRIDE + L_OWNER] == NO_OWNER)
-            and not self._frees_awaited_lock()
+            and not (self._globals[G_AWAITED_N] and self._frees_awaited_lock())
         ):
             self.lease -= 1  # PCT's path: scripted grants carry no lease, so _took is not kept
             globals_ = self._globals
@@ -140,7 +139,7 @@ class ControlledGate:
                 if (other != me and slots[base + S_STATE] == PARKED
                         and slots[base + S_LOCK] == took):
                     return False
-        return not self._frees_awaited_lock()
+        return not (self._globals[G_AWAITED_N] and self._frees_awaited_lock())
 
     def _frees_awaited_lock(self) -> bool:
         """Has this worker released a lock that a parked worker is blocked on?"""

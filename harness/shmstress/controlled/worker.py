@@ -69,6 +69,7 @@ def controlled_worker_main(setup: WorkerSetup, info: WorkerInfo, crash_report: C
         runtime.last_seq = -1
         runtime.points = 0
         runtime.gate = gate
+        runtime.one_at_a_time = True
         runtime.acquire_gate = gate
         recording = bool(globals_[G_RECORD])
         runtime.sink = setup.recorder.record if recording else None

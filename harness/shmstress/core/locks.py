@@ -52,7 +52,8 @@ class InstrumentedLock:
         table[self._depth] = depth
         if depth == 0:
             table[self._owner] = NO_OWNER
-            self._lock.release()
+            if not self._runtime.one_at_a_time:
+                self._lock.release()
 
     def held(self, label: str, **fields: object) -> _Held:
         """``with lock.held("copy allocated devices") as seq:`` names the point for logs and
@@ -101,7 +102,8 @@ class _Held:
             return runtime.last_seq
         label = self._label or lock.label
         runtime.before_acquire(label, lock.slot)
-        lock._lock.acquire()
+        if not runtime.one_at_a_time:  # else the gate let this worker on only if it is free
+            lock._lock.acquire()
         table[lock._owner] = runtime.worker_id
         table[lock._depth] = 1
         return runtime.commit_point(label, self._fields)

@@ -73,6 +73,9 @@ class Runtime:
         self._stop_on_violation = stop_on_violation
         self._checked = frozenset(invariant_names if checked is None else checked)
         self._abort_mv = control.control.mv
+        # Controlled mode runs one worker at a time (each handed the step through a
+        # semaphore, which orders memory): the sequence number then needs no lock of its own.
+        self.one_at_a_time = False
         self._step_lock: MpLock | None = None  # free mode: see ``attach``
         self._holding = False
 
@@ -149,7 +152,12 @@ class Runtime:
         """Take the global sequence number (inside the lock just acquired, if any) and record."""
         if self._step_lock is not None and not self._holding:
             self._begin_step()
-        seq = self.control.next_seq()
+        if self.one_at_a_time:
+            control = self._abort_mv
+            seq = control[0]  # control.SEQ
+            control[0] = seq + 1
+        else:
+            seq = self.control.next_seq()
         self.last_seq = seq
         self.points += 1
         if self.sink is not None:

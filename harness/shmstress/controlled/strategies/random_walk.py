@@ -87,9 +87,18 @@ class RandomWalk:
         runnable = view.runnable
         if len(runnable) == 1:  # nothing to draw: the walk has no other choice
             return [runnable[0]] * count
-        pick = self._rng.randrange
+        # randrange(choices), inlined (Random._randbelow_with_getrandbits: the same draws,
+        # hence the same trace for a seed, at a fraction of the calls per step)
         choices = len(runnable)
-        return [runnable[pick(choices)] for _ in range(count)]
+        bits = choices.bit_length()
+        draw = self._rng.getrandbits
+        script = []
+        for _ in range(count):
+            pick = draw(bits)
+            while pick >= choices:
+                pick = draw(bits)
+            script.append(runnable[pick])
+        return script
 
     def next_u64(self) -> int:
         return self._rng.getrandbits(64)
