@@ -1,6 +1,7 @@
 """A controlled session tells an observing strategy what each step touched: one footprint
 per step, in schedule order, as the tracker's words declare it from the point's label and
-fields, with a write to the lock a point acquires, and None where nothing is declared
+fields, with a write to the lock a point acquires and what a nested acquire inside the
+step declares, and None where nothing is declared
 (``controlled/footprints.py``; the tracker is ``tests/trackers/footprinted.py``)."""
 
 from __future__ import annotations
@@ -62,7 +63,7 @@ def test_each_step_gets_what_its_point_declares_with_its_lock() -> None:
             expected: tuple[Access, ...] | None = {
                 "bump own cell": (Access(OWN, step.worker, True),),
                 "count in tally": (Access(LOCK, lock, True), Access(TALLY, 0, True),
-                                   Access(TOTAL, 0, True)),
+                                   Access(TOTAL, 0, True), Access(OWN, step.worker, True)),
                 "read total": (Access(TOTAL, 0, False),),
                 "write total": (Access(TOTAL, 0, True),),
             }.get(step.label)

@@ -7,7 +7,9 @@ one step and writes it back plus one in the next: when both read before either w
 an update is lost (``racy``; at rest the total is short). In ``locked`` the read and the
 write are one step under the lock. A search that knows the private bumps commute need
 only order the tally and total steps; one that does not also tries every preemption
-among the bumps first. The last point of each role, ``done``, is left undeclared.
+among the bumps first. The last point of each role, ``done``, is left undeclared; the
+tally's step also marks the counter's own cell in a nested acquire (a log record, not a
+point), which the words declare too.
 """
 
 from __future__ import annotations
@@ -70,6 +72,9 @@ class _Counter:
                 t.tally.mv[0] += 1
                 if t.locked:
                     t.total.mv[0] += 1
+                with t.lock.held("mark own cell", cell=self.me):  # nested: no point
+                    t.cells.mv[self.me] += 1
+                runtime.log("counted", cell=self.me)  # a log call, not an access
             return True
         if self.stage == 2 and not t.locked:
             runtime.point("read total")
@@ -87,7 +92,7 @@ class FootprintedWords(Words):
     """What each step touches: its own cell, the tally (under the lock), or the total."""
 
     def accesses(self, label: str, fields: Mapping[str, object]) -> tuple[Access, ...] | None:
-        if label == "bump own cell":
+        if label in ("bump own cell", "mark own cell"):
             cell = fields.get("cell")
             return (Access(OWN, cell, True),) if isinstance(cell, int) else None
         if label == "count in tally":

@@ -10,8 +10,13 @@ one fact the recording lacks, which instrumented lock a point acquires, is
 noted by each worker in a shared array indexed by step (``LockNoting``, only
 while recording). After the execution, ``Footprints.build`` reads both.
 
-A step whose point the words do not declare (None) conflicts with every
-step, and so does one whose record is missing (a ring that wrapped): a
+A step may take nested acquires of a lock its worker already holds: no points, but
+each named one is a log record after the step's point, with its own label and
+fields (``core.locks``), so what the words declare for such a record is added to
+the step's footprint (a lock that guards several structures then lets each say
+what it touches). A log record the words do not declare adds nothing: a log call
+is not an access. A step whose point the words do not declare (None) conflicts
+with every step, and so does one whose record is missing (a ring that wrapped): a
 search pruned by these footprints stays sound when the words say too little.
 """
 
@@ -71,6 +76,11 @@ class Footprints:
         """One footprint per step of ``steps`` (the execution's schedule), in its order."""
         by_seq = {record.seq: record for record in recording.records}
         labels = recording.labels
+        nested: dict[int, list[Access]] = {}
+        for log in recording.logs:
+            declared = self._accesses(labels[log.label].text, log.fields)
+            if declared and log.seq < len(steps) and steps[log.seq].worker == log.worker:
+                nested.setdefault(log.seq, []).extend(declared)
         locks = self._locks[: len(steps)].tolist()
         out: list[Footprint] = []
         for index, step in enumerate(steps):
@@ -82,6 +92,8 @@ class Footprints:
             lock = locks[index] if index < len(locks) else NO_LOCK
             if accesses is not None and lock != NO_LOCK:
                 accesses = (Access(LOCK, lock, True), *accesses)
+            if accesses is not None and index in nested:
+                accesses = (*accesses, *nested[index])
             out.append(Footprint(step.worker, accesses))
         return tuple(out)
 
