@@ -1,13 +1,15 @@
-"""A lost update behind a run of steps that commute, with words that say what each step
-touches: the case partial-order reduction is for.
+"""A lost update followed by a run of steps that commute, with words that say what each
+step touches: the case partial-order reduction is for.
 
-Each of two counters first bumps its own cell ``private`` times (steps no other worker
-touches), then takes a lock to count itself in a tally, then reads the shared total in
-one step and writes it back plus one in the next: when both read before either writes,
-an update is lost (``racy``; at rest the total is short). In ``locked`` the read and the
-write are one step under the lock. A search that knows the private bumps commute need
-only order the tally and total steps; one that does not also tries every preemption
-among the bumps first. The last point of each role, ``done``, is left undeclared; the
+Each of two counters first reads the shared total in one step and writes it back plus
+one in the next: when both read before either writes, an update is lost (``racy``; at
+rest the total is short of the tally). Then it takes a lock to count itself in a tally,
+and bumps its own cell ``private`` times (steps no other worker touches). In ``locked``
+the total is bumped with the tally, under the lock. A search that knows the bumps
+commute need only order the total and tally steps; a bounded exhaustive search tries
+its preemptions among the bumps at the end of the execution first. The last point of
+each role, ``done``, is left undeclared (an undeclared step conflicts with all, so a
+search for the race leaves it out: ``undeclared=0``); the
 tally's step also marks the counter's own cell in a nested acquire (a log record, not a
 point), which the words declare too.
 """
@@ -57,18 +59,21 @@ class _Counter:
         self.me = tracker.runtime.worker_id
         self.left = tracker.private
         self.stage = 0
+        self.done = False
 
     def step(self, phase: Phase) -> bool:
         t = self.t
         runtime = t.runtime
-        if self.left:
-            self.left -= 1
-            runtime.point("bump own cell", cell=self.me)
-            t.cells.mv[self.me] += 1
-            return True
         self.stage += 1
-        if self.stage == 1:
-            with t.lock.held("count in tally"):
+        if self.stage == 1 and not t.locked:
+            runtime.point("read total")
+            seen = int(t.total.mv[0])
+            runtime.point("write total", value=seen + 1)
+            t.total.mv[0] = seen + 1
+            return True
+        if self.stage <= 2:
+            self.stage = 2
+            with t.lock.held("count in tally and total" if t.locked else "count in tally"):
                 t.tally.mv[0] += 1
                 if t.locked:
                     t.total.mv[0] += 1
@@ -76,13 +81,13 @@ class _Counter:
                     t.cells.mv[self.me] += 1
                 runtime.log("counted", cell=self.me)  # a log call, not an access
             return True
-        if self.stage == 2 and not t.locked:
-            runtime.point("read total")
-            seen = int(t.total.mv[0])
-            runtime.point("write total", value=seen + 1)
-            t.total.mv[0] = seen + 1
+        if self.left:
+            self.left -= 1
+            runtime.point("bump own cell", cell=self.me)
+            t.cells.mv[self.me] += 1
             return True
-        if self.stage <= 3:
+        if t.undeclared and not self.done:
+            self.done = True
             runtime.point("done")
             return True
         return False
@@ -96,6 +101,8 @@ class FootprintedWords(Words):
             cell = fields.get("cell")
             return (Access(OWN, cell, True),) if isinstance(cell, int) else None
         if label == "count in tally":
+            return (Access(TALLY, 0, True),)
+        if label == "count in tally and total":
             return (Access(TALLY, 0, True), Access(TOTAL, 0, True))
         if label == "read total":
             return (Access(TOTAL, 0, False),)
@@ -115,7 +122,8 @@ class Footprinted(Tracker):
         "counter": RoleSpec(_Counter, "bumps its own cell, then the tally and the total",
                             count=2)}
     parameters: ClassVar[Mapping[str, Parameter]] = {
-        "private": Parameter(4, "steps on its own cell before the shared ones", minimum=0)}
+        "private": Parameter(4, "steps on its own cell before the shared ones", minimum=0),
+        "undeclared": Parameter(1, "1: each counter ends with an undeclared point", maximum=1)}
     invariants: ClassVar[tuple[Invariant, ...]] = (_NoLostUpdate(),)
 
     def __init__(self, setup: Setup, variant: str, params: Mapping[str, int]) -> None:
@@ -126,6 +134,7 @@ class Footprinted(Tracker):
         self.total = setup.array("footprinted.total", 1)
         self.private = params["private"]
         self.locked = variant == "locked"
+        self.undeclared = bool(params["undeclared"])
 
     @classmethod
     def words(cls, params: Mapping[str, int]) -> Words:
