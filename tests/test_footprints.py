@@ -9,6 +9,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from pathlib import Path
 
+import pytest
+
 from shmstress.controlled.execution import PhasePlan
 from shmstress.controlled.runner import prepare, session_spec
 from shmstress.controlled.session import Session
@@ -16,6 +18,7 @@ from shmstress.controlled.strategies import RandomWalk
 from shmstress.controlled.strategies.base import SchedulerView, StrategySpec
 from shmstress.core.access import LOCK, Access, Footprint
 from shmstress.core.config import RunConfig
+from shmstress.trackers.dra.variants import VARIANTS
 from tests.trackers.footprinted import OWN, TALLY, TOTAL
 
 FOOTPRINTED = f"{Path(__file__).parent / 'trackers' / 'footprinted.py'}:Footprinted"
@@ -70,3 +73,18 @@ def test_each_step_gets_what_its_point_declares_with_its_lock() -> None:
             assert footprint.accesses == expected, step
     labels = {step.label for outcome in outcomes for step in outcome.steps}
     assert {"bump own cell", "count in tally", "read total", "done"} <= labels
+
+
+@pytest.mark.parametrize("variant", sorted(VARIANTS))
+def test_every_point_of_the_dra_tracker_is_declared(variant: str) -> None:
+    """An undeclared point would make DPOR explore every order around it: each label the
+    DRA tracker reaches in a variant has its entry in ``dra/accesses.py``."""
+    config, tracker_cls, workers = prepare(RunConfig(
+        tracker="dra", variant=variant, seed=2, scenario="seed-race"))
+    strategy = _Watching(2)
+    with Session(session_spec(config, tracker_cls, workers, 2000)) as session:
+        for _ in range(2):
+            strategy.new_execution()
+            session.execute(strategy, strategy.next_u64(), PhasePlan(20))
+    steps = [f for footprints in strategy.seen for f in footprints]
+    assert steps and all(f.accesses is not None for f in steps)
