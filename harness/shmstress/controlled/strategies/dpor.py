@@ -72,7 +72,7 @@ second step's worker, or every worker that could run) instead of computing its i
 
 
 @dataclass
-class _Node:
+class _Choice:
     """One step of the current execution at which the strategy chose among runnable workers."""
 
     enabled: tuple[int, ...]
@@ -108,7 +108,7 @@ class Dpor:
         self._horizon = horizon
         self._seed = (seeded_rng(seed, "dpor").getrandbits(64) if execution_seed is None
                       else execution_seed)
-        self._nodes: list[_Node | None] = []  # by step; None: no choice was made there
+        self._trail: list[_Choice | None] = []  # by step; None: no choice was made there
         self._replay = 0  # steps of the prefix replayed from the previous execution
         self._avoid: frozenset[int] = frozenset()  # explored at the varied step
         self._observed = True
@@ -125,39 +125,39 @@ class Dpor:
         if not self._observed:  # nobody said what the steps touched: all conflict
             self.stats.unobserved += 1
             taken = []
-            for node in self._nodes:
-                if node is None:
+            for choice in self._trail:
+                if choice is None:
                     break
-                taken.append(Footprint(node.chosen, None))
+                taken.append(Footprint(choice.chosen, None))
             self.observe(taken)
-        nodes = self._nodes
-        for index in range(len(nodes) - 1, -1, -1):
-            node = nodes[index]
-            if node is None:
+        trail = self._trail
+        for index in range(len(trail) - 1, -1, -1):
+            choice = trail[index]
+            if choice is None:
                 continue
-            pending = sorted(node.backtrack - node.done.keys())
+            pending = sorted(choice.backtrack - choice.done.keys())
             if pending:
                 chosen = pending[0]
-                node.chosen = chosen
-                del nodes[index + 1:]
+                choice.chosen = chosen
+                del trail[index + 1:]
                 self._replay = index + 1
-                self._avoid = frozenset(node.done)
+                self._avoid = frozenset(choice.done)
                 self._observed = False
                 return True
-        self._nodes = []
+        self._trail = []
         return False
 
     def next_task(self, view: SchedulerView) -> tuple[int, int]:
         step = view.step
-        nodes = self._nodes
-        if step < self._replay and step < len(nodes):
-            node = nodes[step]
-            if node is not None and node.chosen in view.runnable:
-                return node.chosen, 1
-            del nodes[step:]  # the execution left its prefix: not deterministic
+        trail = self._trail
+        if step < self._replay and step < len(trail):
+            choice = trail[step]
+            if choice is not None and choice.chosen in view.runnable:
+                return choice.chosen, 1
+            del trail[step:]  # the execution left its prefix: not deterministic
             self._replay = step
-        while len(nodes) < step:
-            nodes.append(None)  # steps taken without asking (a lease, a script)
+        while len(trail) < step:
+            trail.append(None)  # steps taken without asking (a lease, a script)
         runnable = tuple(view.runnable)
         default = default_choice(view)
         chosen = default
@@ -165,72 +165,72 @@ class Dpor:
             chosen = next((w for w in runnable if w not in self._avoid), default)
         previous = self._last_node(step)
         spent = 0 if previous is None else previous.spent + previous.cost(previous.chosen)
-        nodes.append(_Node(runnable, chosen, default, spent, view.current in runnable))
+        trail.append(_Choice(runnable, chosen, default, spent, view.current in runnable))
         return chosen, 1
 
     def next_u64(self) -> int:
         return self._seed
 
-    def _last_node(self, step: int) -> _Node | None:
-        for index in range(min(step, len(self._nodes)) - 1, -1, -1):
-            node = self._nodes[index]
-            if node is not None:
-                return node
+    def _last_node(self, step: int) -> _Choice | None:
+        for index in range(min(step, len(self._trail)) - 1, -1, -1):
+            choice = self._trail[index]
+            if choice is not None:
+                return choice
         return None
 
     # -- Observing: learn the races of the execution just run ---------------------------
     def observe(self, footprints: Sequence[Footprint]) -> None:
         self._observed = True
-        nodes = self._nodes
-        steps = min(len(footprints), len(nodes))
+        trail = self._trail
+        steps = min(len(footprints), len(trail))
         for index in range(steps):
-            node = nodes[index]
-            if node is not None and footprints[index].worker == node.chosen:
-                node.done[node.chosen] = footprints[index].accesses
+            choice = trail[index]
+            if choice is not None and footprints[index].worker == choice.chosen:
+                choice.done[choice.chosen] = footprints[index].accesses
         blocked = self._sleep_sets(footprints, steps)
         if blocked < len(footprints):  # Algorithm 1 would have taken a worker awake here
             self.stats.redundant += 1
-            node = nodes[blocked]
-            assert node is not None
-            awake = [w for w in node.enabled if w not in (node.sleep or {})]
-            self._add(node, awake, first_only=True)
+            choice = trail[blocked]
+            assert choice is not None
+            awake = [w for w in choice.enabled if w not in (choice.sleep or {})]
+            self._add(choice, awake, first_only=True)
         limit = min(len(footprints), self._horizon, blocked)
         trace = _Trace(footprints[:limit])
         for i, j in trace.races():
             self.stats.races += 1
-            if i < len(nodes):
+            if i < len(trail):
                 self._reverse(trace, i, j)
 
     def _sleep_sets(self, footprints: Sequence[Footprint], steps: int) -> int:
         """Give each step its sleep set on arrival (kept for the replayed prefix, whose steps
         did not change); returns the first step that takes a sleeping worker, or
         ``len(footprints)`` when none does."""
-        nodes = self._nodes
+        trail = self._trail
         asleep: dict[int, Accesses] = {}
         for index in range(steps):
-            node = nodes[index]
+            choice = trail[index]
             taken = footprints[index].accesses
-            if node is None:
+            if choice is None:
                 asleep = {w: a for w, a in asleep.items() if not conflicting(a, taken)}
                 continue
-            if node.sleep is None:
-                node.sleep = asleep
-            if node.chosen in node.sleep:
+            if choice.sleep is None:
+                choice.sleep = asleep
+            if choice.chosen in choice.sleep:
                 return index
-            here = {**node.sleep, **{w: a for w, a in node.done.items() if w != node.chosen}}
+            here = {**choice.sleep, **{w: a for w, a in choice.done.items() if w != choice.chosen}}
             asleep = {w: a for w, a in here.items() if not conflicting(a, taken)}
         return len(footprints)
 
     def _reverse(self, trace: _Trace, i: int, j: int) -> None:
         """Make sure some worker that can reverse race (i, j) is tried at step i."""
-        node = self._nodes[i]
-        if node is None:
+        choice = self._trail[i]
+        if choice is None:
             return
-        enabled = node.enabled
+        enabled = choice.enabled
         initials = trace.initials(i, j) if j - i <= WIDE_RACE else []
         candidates = [w for w in initials if w in enabled]
         if candidates:  # source-DPOR: one initial among the choices is enough
-            if any(w in node.backtrack or w in node.done for w in candidates):
+            if any(w in choice.backtrack or w in choice.done for w in candidates):
                 return
             first_only = True
         elif initials:  # none can go at i: j waits for i (a lock, a join): not reversible
@@ -239,19 +239,19 @@ class Dpor:
             second = trace.workers[j]
             candidates = [second] if second in enabled else list(enabled)
             first_only = False
-        self._add(node, candidates, first_only)
+        self._add(choice, candidates, first_only)
 
-    def _add(self, node: _Node, candidates: Sequence[int], first_only: bool) -> None:
-        """Add the candidates to the choices at ``node`` (only the first that may go, with
+    def _add(self, choice: _Choice, candidates: Sequence[int], first_only: bool) -> None:
+        """Add the candidates to the choices at ``choice`` (only the first that may go, with
         ``first_only``), leaving out those tried, asleep, or over the bound."""
-        sleep = node.sleep or {}
+        sleep = choice.sleep or {}
         for worker in candidates:
-            if worker in node.backtrack or worker in node.done or worker in sleep:
+            if worker in choice.backtrack or worker in choice.done or worker in sleep:
                 continue
-            if self._bound is not None and node.spent + node.cost(worker) > self._bound:
+            if self._bound is not None and choice.spent + choice.cost(worker) > self._bound:
                 self.stats.pruned += 1
                 continue
-            node.backtrack.add(worker)
+            choice.backtrack.add(worker)
             self.stats.added += 1
             if first_only:
                 return
