@@ -105,6 +105,8 @@ def member_name(spec: StrategySpec) -> str:
         return f"pct depth {spec.depth}" + (f" {spec.spin}" if spec.spin != "demote" else "")
     if spec.name == "exhaustive":
         return f"exhaustive bound {spec.bound}"
+    if spec.name == "dpor":
+        return "dpor" if spec.bound < 0 else f"dpor bound {spec.bound}"
     return spec.describe()
 
 
