@@ -12,12 +12,16 @@ from pathlib import Path
 import pytest
 
 from shmstress.controlled.execution import PhasePlan
-from shmstress.controlled.runner import prepare, session_spec
+from shmstress.controlled.options import ControlledOptions
+from shmstress.controlled.result import ControlledResult
+from shmstress.controlled.runner import prepare, run_controlled, session_spec
 from shmstress.controlled.session import Session
 from shmstress.controlled.strategies import RandomWalk
 from shmstress.controlled.strategies.base import SchedulerView, StrategySpec
 from shmstress.core.access import LOCK, Access, Footprint
 from shmstress.core.config import RunConfig
+from shmstress.repro.bundle import from_controlled
+from shmstress.repro.replay import Verdict, replay_bundle
 from shmstress.trackers.dra.variants import VARIANTS
 from tests.trackers.footprinted import OWN, TALLY, TOTAL
 
@@ -73,6 +77,28 @@ def test_each_step_gets_what_its_point_declares_with_its_lock() -> None:
             assert footprint.accesses == expected, step
     labels = {step.label for outcome in outcomes for step in outcome.steps}
     assert {"bump own cell", "count in tally", "read total", "done"} <= labels
+
+
+def test_dpor_fed_by_the_session_finds_the_lost_update_before_exhaustive_search() -> None:
+    """With the bumps declared independent, DPOR orders only the total and tally steps;
+    bounded exhaustive search first spends its preemptions among the bumps. The failure
+    DPOR finds reruns under replay, and its bundle replays."""
+    config = RunConfig(tracker=FOOTPRINTED, variant="racy", seed=3,
+                       params={"private": 4, "undeclared": 0})
+
+    def search(strategy: StrategySpec) -> ControlledResult:
+        return run_controlled(config, ControlledOptions(strategy, executions=100,
+                                                        max_steps=200))
+
+    dpor = search(StrategySpec("dpor"))
+    exhaustive = search(StrategySpec("exhaustive", bound=2))
+    assert dpor.failing is not None and exhaustive.failing is not None
+    assert dpor.failing.index < exhaustive.failing.index
+    assert dpor.failing.reproduced
+    bundle = from_controlled(dpor)
+    assert bundle is not None
+    report = replay_bundle(bundle)
+    assert report.verdict is Verdict.REPRODUCED, report.detail
 
 
 @pytest.mark.parametrize("variant", sorted(VARIANTS))
