@@ -6,8 +6,15 @@ exhaustive search (``exhaustive.py``) runs both, dynamic partial-order reduction
 runs one. The algorithm is source-DPOR (Abdulla, Aronis, Jonsson, Sagonas,
 "Optimal Dynamic Partial Order Reduction", POPL 2014, its Algorithm 1) with
 sleep sets, fitted to the prefix-replay design of ``exhaustive.py``: an
-execution replays the prefix of the previous one up to the step being varied,
+execution replays the prefix of an earlier one up to the step being varied,
 takes the new choice there, and then runs the schedule without preemptions.
+
+Order. Every untried choice is kept with its prefix, and the one at the earliest
+step goes first (not the latest, as a depth-first search would take it): a race
+early in an execution is reversed before the orders of its tail are, which is
+where a tracker's waiting roles race at every spin. On the DRA tracker's seed
+race (scenario ``seed-race``, at most one preemption) this takes the median of
+10 seeds from 39 executions to 9; the choices tried stay the same set.
 
 The strategy sees what a step touched only after the execution, when the
 session calls ``observe`` with one ``core.access.Footprint`` per step (the
@@ -48,6 +55,8 @@ threads written in Rust; nothing of it is used here, only the published algorith
 
 from __future__ import annotations
 
+import heapq
+import itertools
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
@@ -113,6 +122,11 @@ class Dpor:
         self._avoid: frozenset[int] = frozenset()  # explored at the varied step
         self._observed = True
         self._started = False
+        # untried choices, the earliest step first: (step, filing order, the prefix's
+        # choices, the worker taken at each, the worker to try); each filed once
+        self._pending: list[tuple[int, int, list[_Choice | None], list[int], int]] = []
+        self._filed: set[tuple[int, int]] = set()
+        self._order = itertools.count()
         self.stats = DporStats()
         self.spec = StrategySpec("dpor", bound=UNBOUNDED if bound is None else bound)
 
@@ -130,22 +144,39 @@ class Dpor:
                     break
                 taken.append(Footprint(choice.chosen, None))
             self.observe(taken)
-        trail = self._trail
-        for index in range(len(trail) - 1, -1, -1):
-            choice = trail[index]
-            if choice is None:
+        self._file_pending()
+        while self._pending:
+            index, _, prefix, took, chosen = heapq.heappop(self._pending)
+            choice = prefix[index]
+            assert choice is not None
+            if chosen in choice.done:
                 continue
-            pending = sorted(choice.backtrack - choice.done.keys())
-            if pending:
-                chosen = pending[0]
-                choice.chosen = chosen
-                del trail[index + 1:]
-                self._replay = index + 1
-                self._avoid = frozenset(choice.done)
-                self._observed = False
-                return True
+            for step, on_prefix in enumerate(prefix):
+                if on_prefix is not None:
+                    on_prefix.chosen = took[step]
+            choice.chosen = chosen
+            self._trail = list(prefix)
+            self._replay = index + 1
+            self._avoid = frozenset(choice.done)
+            self._observed = False
+            return True
         self._trail = []
         return False
+
+    def _file_pending(self) -> None:
+        """File every untried choice of the execution just run with its prefix (the choices
+        up to it, shared with every execution that took the same prefix, and the worker taken
+        at each), so that trying one does not drop the others further down."""
+        trail = self._trail
+        taken = [choice.chosen if choice is not None else -1 for choice in trail]
+        for index, choice in enumerate(trail):
+            if choice is None:
+                continue
+            for chosen in sorted(choice.backtrack - choice.done.keys()):
+                if (id(choice), chosen) not in self._filed:
+                    self._filed.add((id(choice), chosen))
+                    heapq.heappush(self._pending, (index, next(self._order),
+                                                   trail[:index + 1], taken[:index + 1], chosen))
 
     def next_task(self, view: SchedulerView) -> tuple[int, int]:
         step = view.step
