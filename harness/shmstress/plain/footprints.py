@@ -9,6 +9,9 @@ wait releases a lock it does not name; a barrier; ``--trace``'s ``use``; a kill)
 stays undeclared, which conflicts with every other step: a reduced search never
 takes for independent what it cannot tell is.
 
+A write that stores the value its element already holds is a read
+(``_unchanged``).
+
 Process steps: ``start X`` writes the new process's object, which its first step
 reads, so a process's steps come after its start; a process's last step writes
 its exit, which ``join X`` and ``check on X`` read.
@@ -64,8 +67,11 @@ def footprints(steps: Sequence[PlainStep], processes: Sequence[str],
         last[step.worker] = index
     out: list[Footprint] = []
     seen: set[int] = set()
+    known: dict[Access, object] = {}  # an element (as a read of it) -> the value it holds
     for index, step in enumerate(steps):
         accesses = _accesses(step, slot_of, names)
+        if accesses and step.has_value and accesses[0].kind != PROCESS:
+            accesses = _unchanged(accesses, step.value, known)
         worker = step.worker
         if accesses is not None:
             extra: list[Access] = []
@@ -78,6 +84,26 @@ def footprints(steps: Sequence[PlainStep], processes: Sequence[str],
         seen.add(worker)
         out.append(Footprint(worker, accesses))
     return out
+
+
+def _unchanged(accesses: tuple[Access, ...], value: object,
+               known: dict[Access, object]) -> tuple[Access, ...]:
+    """A write that stores the value the element already holds changes nothing: it is a read
+    (two such writes commute, as two reads do), which spares a search the orders of writers
+    that all store one value. What an element holds is known from the steps of this
+    execution that read or wrote it; before the first, it is not known."""
+    access = accesses[0]
+    if access.id == EVERY or len(accesses) != 1:
+        return accesses
+    read = Access(access.kind, access.id, write=False)
+    held = known.get(read, _UNKNOWN)
+    known[read] = value
+    if access.write and type(held) is type(value) and held == value:
+        return (read,)
+    return accesses
+
+
+_UNKNOWN = object()
 
 
 def _accesses(step: PlainStep, slot_of: dict[str, int],
