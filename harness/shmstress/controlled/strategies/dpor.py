@@ -37,10 +37,18 @@ costs one execution and no more). While an execution runs, the schedule past the
 varied step prefers, when the running worker blocks or finishes, a worker that
 was not explored at the varied step, which avoids most such repeats.
 
+Iterative bounding. Schedules with few preemptions find most bugs (the
+reason for CHESS's preemption bound), and a depth-first search without a
+bound can spend its whole budget deep in one subtree. So the search runs in
+passes: the first allows no preemption, each next pass one more, and a pass
+starts over from the first execution (its early executions repeat the last
+pass's; the cheap passes are small). A pass in which the bound left no choice
+out is complete, and so is the search.
+
 Bounds. A worker that spins (re-reads a flag, yields, reads again) races with
 the write it waits for at every read, and each race is a new order to try; the
 number of schedules then grows with the spin's length. Two bounds keep the search
-finite and cheap: at most ``bound`` preemptions per execution, counted as
+finite and cheap: passes up to at most ``bound`` preemptions per execution, counted as
 ``exhaustive.py`` counts them (switching away from a worker that could go on, or
 handing over out of turn after a yield), with ``None`` for no bound; and races
 are sought only among the first ``horizon`` steps of an execution. Preemption
@@ -114,6 +122,8 @@ class Dpor:
         if bound is not None and bound < 0:
             raise ValueError("the preemption bound must be >= 0")
         self._bound = bound
+        self._level = 0  # the bound of the current pass (iterative bounding)
+        self._cut = False  # the current pass left out a choice over its bound
         self._horizon = horizon
         self._seed = (seeded_rng(seed, "dpor").getrandbits(64) if execution_seed is None
                       else execution_seed)
@@ -161,6 +171,13 @@ class Dpor:
             self._observed = False
             return True
         self._trail = []
+        if self._cut and (self._bound is None or self._level < self._bound):
+            self._level += 1  # the next pass: one preemption more
+            self._cut = False
+            self._replay = 0
+            self._avoid = frozenset()
+            self._observed = False
+            return True
         return False
 
     def _file_pending(self) -> None:
@@ -279,8 +296,9 @@ class Dpor:
         for worker in candidates:
             if worker in choice.backtrack or worker in choice.done or worker in sleep:
                 continue
-            if self._bound is not None and choice.spent + choice.cost(worker) > self._bound:
+            if choice.spent + choice.cost(worker) > self._level:
                 self.stats.pruned += 1
+                self._cut = True
                 continue
             choice.backtrack.add(worker)
             self.stats.added += 1
