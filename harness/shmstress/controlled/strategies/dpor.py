@@ -41,9 +41,9 @@ Iterative bounding. Schedules with few preemptions find most bugs (the
 reason for CHESS's preemption bound), and a depth-first search without a
 bound can spend its whole budget deep in one subtree. So the search runs in
 passes: the first allows no preemption, each next pass one more, and a pass
-starts over from the first execution (its early executions repeat the last
-pass's; the cheap passes are small). A pass in which the bound left no choice
-out is complete, and so is the search.
+tries the choices the one before it cut for its bound, each on the prefix it was
+found on (no execution of an earlier pass is run again). A pass in which the
+bound left no choice out is complete, and so is the search.
 
 Bounds. A worker that spins (re-reads a flag, yields, reads again) races with
 the write it waits for at every read, and each race is a new order to try; the
@@ -135,7 +135,10 @@ class Dpor:
         # untried choices, the earliest step first: (step, filing order, the prefix's
         # choices, the worker taken at each, the worker to try); each filed once
         self._pending: list[tuple[int, int, list[_Choice | None], list[int], int]] = []
-        self._filed: set[tuple[int, int]] = set()
+        self._filed: dict[tuple[int, int], _Choice] = {}
+        # choices a pass cut for its bound: (step, the prefix's choices, the worker taken at
+        # each, the worker cut), tried when the next pass allows them
+        self._deferred: list[tuple[int, list[_Choice | None], list[int], int]] = []
         self._order = itertools.count()
         self.stats = DporStats()
         self.spec = StrategySpec("dpor", bound=UNBOUNDED if bound is None else bound)
@@ -155,29 +158,48 @@ class Dpor:
                 taken.append(Footprint(choice.chosen, None))
             self.observe(taken)
         self._file_pending()
-        while self._pending:
-            index, _, prefix, took, chosen = heapq.heappop(self._pending)
-            choice = prefix[index]
-            assert choice is not None
-            if chosen in choice.done:
-                continue
-            for step, on_prefix in enumerate(prefix):
-                if on_prefix is not None:
-                    on_prefix.chosen = took[step]
-            choice.chosen = chosen
-            self._trail = list(prefix)
-            self._replay = index + 1
-            self._avoid = frozenset(choice.done)
-            self._observed = False
-            return True
-        self._trail = []
-        if self._cut and (self._bound is None or self._level < self._bound):
-            self._level += 1  # the next pass: one preemption more
+        while True:
+            while self._pending:
+                index, _, prefix, took, chosen = heapq.heappop(self._pending)
+                choice = prefix[index]
+                assert choice is not None
+                if chosen in choice.done:
+                    continue
+                for step, on_prefix in enumerate(prefix):
+                    if on_prefix is not None:
+                        on_prefix.chosen = took[step]
+                choice.chosen = chosen
+                self._trail = list(prefix)
+                self._replay = index + 1
+                self._avoid = frozenset(choice.done)
+                self._observed = False
+                return True
+            if not self._next_level():
+                self._trail = []
+                return False
+
+    def _next_level(self) -> bool:
+        """The next pass (one preemption more): the choices the last pass cut, where they were
+        found, become choices to try; False once none was cut or the bound is reached."""
+        while self._cut and (self._bound is None or self._level < self._bound):
+            self._level += 1
             self._cut = False
-            self._replay = 0
-            self._avoid = frozenset()
-            self._observed = False
-            return True
+            deferred, self._deferred = self._deferred, []
+            for entry in deferred:
+                index, prefix, took, worker = entry
+                choice = prefix[index]
+                assert choice is not None
+                if worker in choice.done or worker in choice.backtrack:
+                    continue
+                if choice.spent + choice.cost(worker) > self._level:
+                    self._deferred.append(entry)
+                    self._cut = True
+                    continue
+                choice.backtrack.add(worker)
+                self._filed[id(choice), worker] = choice
+                heapq.heappush(self._pending, (index, next(self._order), prefix, took, worker))
+            if self._pending:
+                return True
         return False
 
     def _file_pending(self) -> None:
@@ -191,7 +213,7 @@ class Dpor:
                 continue
             for chosen in sorted(choice.backtrack - choice.done.keys()):
                 if (id(choice), chosen) not in self._filed:
-                    self._filed.add((id(choice), chosen))
+                    self._filed[id(choice), chosen] = choice  # held: its id is not reused
                     heapq.heappush(self._pending, (index, next(self._order),
                                                    trail[:index + 1], taken[:index + 1], chosen))
 
@@ -293,17 +315,26 @@ class Dpor:
         """Add the candidates to the choices at ``choice`` (only the first that may go, with
         ``first_only``), leaving out those tried, asleep, or over the bound."""
         sleep = choice.sleep or {}
+        cut: list[int] = []
         for worker in candidates:
             if worker in choice.backtrack or worker in choice.done or worker in sleep:
                 continue
             if choice.spent + choice.cost(worker) > self._level:
                 self.stats.pruned += 1
                 self._cut = True
+                cut.append(worker)
                 continue
             choice.backtrack.add(worker)
             self.stats.added += 1
             if first_only:
                 return
+        if cut:  # kept for the next pass, with the prefix they were found on
+            trail = self._trail
+            index = next(at for at, c in enumerate(trail) if c is choice)
+            prefix = trail[:index + 1]
+            took = [c.chosen if c is not None else -1 for c in prefix]
+            for worker in cut[:1] if first_only else cut:
+                self._deferred.append((index, prefix, took, worker))
 
 
 class _Trace:
