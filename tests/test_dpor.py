@@ -9,13 +9,20 @@ commute.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
+from shmstress.bench.sctbench.programs import program
 from shmstress.controlled.strategies import Exhaustive, Strategy
-from shmstress.controlled.strategies.base import Observing
+from shmstress.controlled.strategies.base import UNBOUNDED, Observing, StrategySpec
 from shmstress.controlled.strategies.dpor import Dpor
 from shmstress.core.access import LOCK, Access, Footprint
+from shmstress.plain.runner import Exploration
+from shmstress.plain.runner import explore as explore_plain
+from shmstress.repro.plain_bundle import from_json, from_outcome, to_json
+from shmstress.repro.plain_replay import replay_plain
+from shmstress.repro.replay import Verdict
 
 Op = tuple[str, str]  # ("read" | "write" | "acquire" | "release" | "local", name)
 
@@ -159,3 +166,36 @@ def test_dpor_same_seed_same_schedules() -> None:
     assert len(first) > 1
     assert schedules(5) == first
     assert Dpor(5).next_u64() == Dpor(5).next_u64()
+
+
+# -- plain code: the session feeds the strategy its footprints ----------------------------
+DPOR_SPEC = StrategySpec("dpor", bound=UNBOUNDED)
+
+
+def test_dpor_finds_account_bad_before_bounded_exhaustive_search() -> None:
+    """account_bad fails only if check_result (started first) takes the lock last: DPOR
+    tries only the orders of the critical sections, exhaustive search every interleaving."""
+    spec = program("account_bad").spec()
+    found = explore_plain(spec, Exploration(DPOR_SPEC, 0, 60))
+    assert found.failing is not None and found.failing.failure is not None
+    assert "balance" in found.failing.failure.message
+    assert found.strategy.name == "dpor"
+    within = explore_plain(spec, Exploration(StrategySpec("exhaustive", bound=1), 0,
+                                       found.executions))
+    assert within.failing is None
+
+    bundle = from_json(json.loads(json.dumps(to_json(from_outcome(
+        "account_bad", spec, found.strategy, 0, found.failing_index, found.failing)))))
+    assert bundle.strategy == DPOR_SPEC
+    report = replay_plain(bundle)
+    assert report.verdict is Verdict.REPRODUCED, report.detail
+
+
+def test_dpor_completes_the_search_of_a_correct_program() -> None:
+    spec = program("queue_ok").spec()
+    first = explore_plain(spec, Exploration(DPOR_SPEC, 0, 100))
+    assert first.exhausted and first.failing is None
+    assert first.executions > 1
+    assert set(first.ends) == {"finished"}
+    again = explore_plain(spec, Exploration(DPOR_SPEC, 7, 100))  # seedless: the same search
+    assert again.executions == first.executions

@@ -196,8 +196,9 @@ def _add_controlled_options(parser: argparse.ArgumentParser) -> None:
     group.add_argument("--strategy", choices=EXPLORING, default=DEFAULT,
                        help="portfolio (default: random walk and PCT at rising depths and "
                        "with both spin rules, taking turns execution by execution), pct, "
-                       "random_walk, or exhaustive (every schedule within --bound; for small "
-                       "scenarios)")
+                       "random_walk, exhaustive (every schedule within --bound; for small "
+                       "scenarios), or dpor (exhaustive search over the orders of steps that "
+                       "conflict, where points say what they touch)")
     group.add_argument("--depth", type=int, default=3, metavar="D",
                        help="with --strategy pct: bug depth, D-1 priority change points per "
                        "execution (default 3)")

@@ -74,7 +74,7 @@ class CoverageCount:
         depths = tuple(sorted({s.depth for s in specs if s.name == "pct"}))
         incomplete = ""
         for s in specs:
-            if s.name in ("exhaustive", "dpor") and not exhausted:
+            if s.name == "exhaustive" and not exhausted:
                 incomplete = member_name(s)
         return Coverage(self.executions, members, depths, self.max_preemptions,
                         self.step_bound, self.yields if self.counted else None, incomplete)

@@ -42,6 +42,7 @@ from shmstress.controlled.strategies.base import (
     StrategySpec,
     seeded_rng,
 )
+from shmstress.controlled.strategies.dpor import DPOR_BOUND
 from shmstress.core.access import Footprint
 
 Build = Callable[[StrategySpec, int], Strategy]
@@ -78,13 +79,15 @@ D3 = StrategySpec("pct", depth=3)
 D4 = StrategySpec("pct", depth=4)
 D5 = StrategySpec("pct", depth=5)
 ASIDE = StrategySpec("pct", depth=3, spin="aside")
+DPOR = StrategySpec("dpor", bound=DPOR_BOUND)
 
 DEFAULT_MIX = Mix(
-    members=(RW, D2, D3, ASIDE, D4, D5),
+    members=(RW, D2, D3, ASIDE, D4, D5, DPOR),
     stages=(
-        Stage(0, (0, 1, 2, 0, 1, 3)),
-        Stage(500, (0, 1, 2, 0, 1, 3, 4)),
-        Stage(5000, (0, 1, 2, 0, 1, 3, 4, 5)),
+        Stage(0, (6, 0, 1, 6, 1, 2, 6, 0, 1, 6, 1, 3)),
+        Stage(200, (0, 1, 2, 0, 1, 3, 6)),
+        Stage(500, (0, 1, 2, 0, 1, 3, 4, 6)),
+        Stage(5000, (0, 1, 2, 0, 1, 3, 4, 5, 6)),
     ),
 )
 """Random walk and PCT at depth 2 a third of the executions each, PCT at depth 3 with each
@@ -98,6 +101,13 @@ DRA tracker random walk finds ``events-unordered`` (median 59 of its own executi
 20), depth 2 about six times later. A portfolio of k equal turns costs a program about k
 times its best member's executions, so the shares follow the members that are best
 somewhere; the deep members wait until the shallow ones had their chance.
+
+DPOR (``dpor.py``) takes the first turn and a third of the first 200 executions: on the
+programs where a bug needs one exact order of few conflicting steps it is best by far
+(``account_bad`` in 7 executions, ``bluetooth_driver_bad`` in 6), and it ends when its
+search is complete, leaving the cycle to the others. After 200 executions it keeps one
+turn per cycle: where points do not say what they touch it is a plain exhaustive
+search, and a long spinning execution gives it more orders than any budget.
 """
 
 
