@@ -297,6 +297,9 @@ class Dpor:
         if choice is None:
             return
         enabled = choice.enabled
+        second = trace.workers[j]
+        if second in enabled and (second in choice.backtrack or second in choice.done):
+            return  # j's worker goes first at i in some execution (Flanagan and Godefroid)
         initials = trace.initials(i, j) if j - i <= WIDE_RACE else []
         candidates = [w for w in initials if w in enabled]
         if candidates:  # source-DPOR: one initial among the choices is enough
@@ -306,7 +309,6 @@ class Dpor:
         elif initials:  # none can go at i: j waits for i (a lock, a join): not reversible
             return
         else:  # a wide race: Flanagan and Godefroid's rule
-            second = trace.workers[j]
             candidates = [second] if second in enabled else list(enabled)
             first_only = False
         self._add(choice, candidates, first_only)
