@@ -6,7 +6,8 @@
   (coordinator + workers) against CPU time per round trip: on a shared machine the wall
   clock moves with whatever else runs on the pinned CPU, CPU time much less;
 - executions/s on a small scenario of the fixed variant;
-- executions until the first failure, random walk against PCT, for each racy variant;
+- executions until the first failure, random walk against PCT, DPOR (fed the DRA
+  tracker's declared accesses) and the default, for each racy variant and the seed race;
 - shrinking the seed race from a free-run failure: time and result size.
 """
 
@@ -34,10 +35,14 @@ from shmstress.repro.bundle import from_free_run
 from shmstress.repro.shrink import ShrinkOptions, shrink_bundle
 
 RACY = ("gather-unchecked", "events-unordered", "original")
-STRATEGIES = (  # random walk, PCT with each rule for spinners (strategies/pct.py), the default
+DPOR_ROW = StrategySpec("dpor", bound=1)
+"""DPOR with at most one preemption: without a bound its search of the DRA tracker follows
+every spin of its waiting roles, each a race, and runs for minutes per trial."""
+STRATEGIES = (  # random walk, PCT with each rule for spinners (strategies/pct.py), DPOR, default
     StrategySpec("random_walk"),
     StrategySpec("pct", depth=3, spin="demote"),
     StrategySpec("pct", depth=3, spin="aside"),
+    DPOR_ROW,
     StrategySpec(DEFAULT),
 )
 SEED_RACE_GOAL = 10
@@ -165,17 +170,20 @@ def throughput(what: str, config: RunConfig, strategy: StrategySpec, executions:
     max_steps = 20 * run_steps + 1000
     explorer = exploring_strategy(strategy, resolved.seed, len(workers), max_steps)
     steps = 0
+    ran = 0
     with Session(session_spec(resolved, tracker_cls, workers, max_steps)) as session:
         clock = CpuClock(session.pids)
         cpu = clock.seconds()
         start = time.perf_counter()
         for _ in range(executions):
-            explorer.new_execution()
+            if not explorer.new_execution():  # a bounded search that is complete
+                break
             outcome = session.execute(explorer, explorer.next_u64(), PhasePlan(run_steps))
             steps += len(outcome.steps)
+            ran += 1
         elapsed = time.perf_counter() - start
         cpu = clock.seconds() - cpu
-    return Throughput(what, executions, steps, elapsed, cpu)
+    return Throughput(what, ran, steps, elapsed, cpu)
 
 
 def first_detection(variant: str, strategy: StrategySpec, trials: int, budget: int, seed: int,

@@ -27,7 +27,13 @@ from shmstress.controlled.options import (
 )
 from shmstress.controlled.result import ControlledResult
 from shmstress.controlled.runner import run_controlled
-from shmstress.controlled.strategies import DEFAULT, EXPLORING, SPIN_RULES, StrategySpec
+from shmstress.controlled.strategies import (
+    BOUNDS,
+    DEFAULT,
+    EXPLORING,
+    SPIN_RULES,
+    StrategySpec,
+)
 from shmstress.core.config import (
     DEFAULT_HANG_TIMEOUT,
     DEFAULT_NOISE,
@@ -103,8 +109,8 @@ def validate_run_args(args: argparse.Namespace) -> None:
         strategy = args.strategy
         refuse_unless(args, ("--depth", "--spin") if strategy != "pct" else (),
                       "with --strategy pct")
-        refuse_unless(args, ("--bound",) if strategy != "exhaustive" else (),
-                      "with --strategy exhaustive")
+        refuse_unless(args, ("--bound",) if strategy not in BOUNDS else (),
+                      "with --strategy exhaustive or dpor")
     else:
         refuse_unless(args, CONTROLLED_ONLY, "with --mode controlled")
     no_repeats("--workers", args.workers)
@@ -190,8 +196,9 @@ def _add_controlled_options(parser: argparse.ArgumentParser) -> None:
     group.add_argument("--strategy", choices=EXPLORING, default=DEFAULT,
                        help="portfolio (default: random walk and PCT at rising depths and "
                        "with both spin rules, taking turns execution by execution), pct, "
-                       "random_walk, or exhaustive (every schedule within --bound; for small "
-                       "scenarios)")
+                       "random_walk, exhaustive (every schedule within --bound; for small "
+                       "scenarios), or dpor (exhaustive search over the orders of steps that "
+                       "conflict, where points say what they touch)")
     group.add_argument("--depth", type=int, default=3, metavar="D",
                        help="with --strategy pct: bug depth, D-1 priority change points per "
                        "execution (default 3)")
@@ -203,11 +210,13 @@ def _add_controlled_options(parser: argparse.ArgumentParser) -> None:
                        "steps aside until another worker progresses (finds races that need a "
                        "spinner to see an update at once, e.g. dra events-unordered; several "
                        "times slower)")
-    group.add_argument("--bound", type=int, default=2, metavar="B",
+    group.add_argument("--bound", type=int, default=None, metavar="B",
                        help="exhaustive search: every schedule with at most B preemptions "
                        "(switching away from a worker that could go on) and handovers after "
                        "a yield to any worker but the next in id order; switching after a "
-                       "worker blocks or finishes is free (default 2)")
+                       "worker blocks or finishes is free (default 2); dpor: the same bound "
+                       f"on its partial-order reduced search (default {BOUNDS['dpor']}, "
+                       "-1: none)")
     group.add_argument("--executions", type=int, default=DEFAULT_EXECUTIONS, metavar="N",
                        help=f"executions to try; stops at the first failure "
                        f"({DEFAULT_EXECUTIONS}); --points sets the steps of churn of each "
@@ -268,7 +277,9 @@ def config_from_args(args: argparse.Namespace) -> RunConfig:
 
 def _options_from_args(args: argparse.Namespace, config: RunConfig) -> ControlledOptions:
     return ControlledOptions(
-        strategy=StrategySpec(args.strategy, depth=args.depth, bound=args.bound,
+        strategy=StrategySpec(args.strategy, depth=args.depth,
+                              bound=BOUNDS.get(args.strategy, 2) if args.bound is None
+                              else args.bound,
                               spin=args.spin),
         executions=args.executions,
         run_steps=config.max_points or DEFAULT_RUN_STEPS,

@@ -9,7 +9,13 @@ import textwrap
 from pathlib import Path
 
 from shmstress.cli.args import EPILOG
-from shmstress.controlled.strategies import DEFAULT, EXPLORING, SPIN_RULES, StrategySpec
+from shmstress.controlled.strategies import (
+    BOUNDS,
+    DEFAULT,
+    EXPLORING,
+    SPIN_RULES,
+    StrategySpec,
+)
 from shmstress.core.config import OUT_ENV, default_out
 from shmstress.core.errors import ReplayDivergedError
 from shmstress.core.exit_reason import ExitCode
@@ -72,7 +78,8 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     parser.add_argument("--spin", choices=SPIN_RULES, default=None,
                         help="PCT: what a process that sleeps or yields does (default demote)")
     parser.add_argument("--bound", type=int, default=None,
-                        help="exhaustive: preemptions allowed per execution (default 2)")
+                        help="exhaustive, dpor: preemptions allowed per execution (default 2; dpor "
+                        f"{BOUNDS['dpor']}, -1: none)")
     parser.add_argument("--executions", type=int, default=1000, metavar="N",
                         help="executions to try before calling it clean (default 1000)")
     parser.add_argument("--seed", type=int, help="seed of the search (default: random, printed)")
@@ -144,16 +151,19 @@ def _cmd_test(args: argparse.Namespace) -> int:
     for flags, wanted in ((("--depth", args.depth), ("--spin", args.spin)), "pct"), \
             ((("--bound", args.bound),), "exhaustive"):
         given = [flag for flag, value in flags if value is not None]
-        if given and not free and chosen != wanted:
+        if given and not free and chosen != wanted and not (wanted == "exhaustive"
+                                                             and chosen in BOUNDS):
             raise ConfigError(f"{', '.join(given)} only appl{'ies' if len(given) == 1 else 'y'}"
                               f" with --strategy {wanted}")
     strategy = StrategySpec("free") if free else StrategySpec(
         args.strategy or DEFAULT, depth=3 if args.depth is None else args.depth,
-        bound=2 if args.bound is None else args.bound, spin=args.spin or "demote")
+        bound=BOUNDS.get(chosen, 2) if args.bound is None else args.bound,
+        spin=args.spin or "demote")
     for flag, value, least in (("--max-steps", args.max_steps, 1),
                                ("--max-processes", args.max_processes, 1),
                                ("--executions", args.executions, 1),
-                               ("--depth", strategy.depth, 1), ("--bound", strategy.bound, 0)):
+                               ("--depth", strategy.depth, 1),
+                               ("--bound", strategy.bound, -1 if chosen == "dpor" else 0)):
         if value < least:
             raise ConfigError(f"{flag} must be at least {least}, got {value}")
     if not args.stop_timeout > 0:

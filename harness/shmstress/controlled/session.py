@@ -13,6 +13,9 @@ sequence number of a point therefore equals its step index. A strategy that
 scripts (random walk) is asked for the workers of several steps at once; the
 workers then hand the step to each other as the script says, and the
 coordinator learns who ran which step from the script and where it ended.
+An execution decided by a strategy that observes (partial-order reduction) is
+recorded, and its steps' footprints are built from the recording once it has
+ended (``controlled.footprints``): nothing is added to the step loop.
 """
 
 from __future__ import annotations
@@ -54,6 +57,7 @@ from shmstress.controlled.channel import (
     is_channel_array,
 )
 from shmstress.controlled.execution import FAILED, ExecutionEnd, ExecutionOutcome, PhasePlan
+from shmstress.controlled.footprints import STEP_LOCKS, Footprints
 from shmstress.controlled.local_state import lock_names
 from shmstress.controlled.pinning import pinned
 from shmstress.controlled.progress import (
@@ -67,6 +71,7 @@ from shmstress.controlled.progress import (
 )
 from shmstress.controlled.strategies.base import (
     SEED_MASK,
+    Observing,
     ScheduleDiverged,
     ScheduleEnded,
     Scripting,
@@ -74,6 +79,7 @@ from shmstress.controlled.strategies.base import (
     acting,
 )
 from shmstress.controlled.worker import WorkerSetup, controlled_worker_main
+from shmstress.core.access import Footprint
 from shmstress.core.control import (
     ABORT,
     FORK,
@@ -99,6 +105,7 @@ from shmstress.plugin.assembly import assemble, reset, teardown
 from shmstress.plugin.setup import GHOST_PREFIX
 from shmstress.plugin.tracker import Tracker
 from shmstress.plugin.violations import at_rest_violations, recorded_violations
+from shmstress.plugin.wording import wording_of
 from shmstress.record.recorder import Recorder
 
 _WAIT_SLICE_S = 0.1
@@ -187,6 +194,8 @@ class Session:
         capacity = spec.max_steps + probe_capacity(workers)  # room for the probe past the bound
         self.channel = Channel(arena, workers, max(MAX_LOCKS, workers), capacity)
         self.recorder = Recorder(arena, workers, spec.ring_size, capacity + 1)
+        self._step_locks = arena.array(STEP_LOCKS, capacity + 1)
+        self._footprints: Footprints | None = None
         counts = dict(Counter(w.role for w in spec.workers))
         built = assemble(spec.tracker_cls, spec.variant, spec.params, counts, arena,
                          checks=spec.checks)
@@ -208,7 +217,8 @@ class Session:
                                                        GHOST_PREFIX)))
         self._pinning = contextlib.ExitStack()
         self.pinned_cpu = self._pinning.enter_context(pinned(spec.pin))
-        setup = WorkerSetup(os.getpid(), built, self.channel, self.recorder, spec.noise_draws)
+        setup = WorkerSetup(os.getpid(), built, self.channel, self.recorder, spec.noise_draws,
+                            self._step_locks)
         for info in spec.workers:
             receive, send = FORK.Pipe(duplex=False)
             process = FORK.Process(
@@ -314,6 +324,9 @@ class Session:
     ) -> ExecutionOutcome:
         channel = self.channel
         execution_seed &= SEED_MASK  # a shared int64 slot carries it to the workers
+        member = acting(strategy)
+        observing = member if isinstance(member, Observing) else None
+        record = record or observing is not None  # its footprints come from the recording
         self._arena.restore(self._snapshot)
         reset(self._built)
         globals_ = channel.globals.mv
@@ -371,6 +384,8 @@ class Session:
                 end = ExecutionEnd.VIOLATION
         if record:
             self._tape_used = steps
+        if observing is not None and divergence is None:
+            observing.observe(self._observed(taken))
         return ExecutionOutcome(
             end=end,
             execution_seed=execution_seed,
@@ -383,6 +398,13 @@ class Session:
             crashes=tuple(report.describe(self._workers_seen()[w]) for w, report in raised),
             yields=None if scheduled.scripted else scheduled.yields,
         )
+
+    def _observed(self, taken: Sequence[Step]) -> tuple[Footprint, ...]:
+        """The footprint of every step of the execution just recorded (``footprints``)."""
+        if self._footprints is None:
+            words = wording_of(self.spec.tracker_cls, self.spec.params).words
+            self._footprints = Footprints(words, self._step_locks)
+        return self._footprints.build(self.recording(len(taken)), taken)
 
     def recording(self, points: int) -> Recording:
         """What the last execution run with ``record=True`` recorded."""

@@ -20,6 +20,7 @@ from shmstress.controlled.channel import (
     S_STRIDE,
     Channel,
 )
+from shmstress.controlled.footprints import LockNoting
 from shmstress.controlled.gate import ControlledGate
 from shmstress.controlled.local_state import Pristine
 from shmstress.core.control import PHASE, W_POINTS, W_STATE, WorkerState
@@ -27,6 +28,7 @@ from shmstress.core.crash import CrashReport
 from shmstress.core.noise import NoiseConfig, NoiseGate
 from shmstress.core.processes import become_worker
 from shmstress.core.runtime import StopRun, worker_rng
+from shmstress.core.shm import SharedArray
 from shmstress.core.workers import WorkerInfo
 from shmstress.plugin.assembly import Assembly
 from shmstress.record.recorder import Recorder
@@ -41,6 +43,7 @@ class WorkerSetup:
     channel: Channel
     recorder: Recorder
     noise_draws: NoiseConfig | None  # repeat a free run's noise draws (replays of free runs)
+    step_locks: SharedArray | None = None  # the lock each step acquires, noted while recording
 
 
 def controlled_worker_main(setup: WorkerSetup, info: WorkerInfo, crash_report: Connection) -> None:
@@ -74,6 +77,11 @@ def controlled_worker_main(setup: WorkerSetup, info: WorkerInfo, crash_report: C
         recording = bool(globals_[G_RECORD])
         runtime.sink = setup.recorder.record if recording else None
         runtime.log_sink = setup.recorder.log if recording else None
+        runtime.observer = None
+        if recording and setup.step_locks is not None:  # for footprints (controlled.footprints)
+            noting = LockNoting(gate, setup.step_locks)
+            runtime.acquire_gate = noting
+            runtime.observer = noting.after_point
         gate.lease = 0
         gate.yielded = 0
         gate.noise = NoiseGate(setup.noise_draws, rng, act=False) if setup.noise_draws else None

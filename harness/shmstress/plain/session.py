@@ -31,9 +31,11 @@ from shmstress.controlled.progress import (
 )
 from shmstress.controlled.strategies.base import (
     SEED_MASK,
+    Observing,
     ScheduleDiverged,
     ScheduleEnded,
     Strategy,
+    acting,
 )
 from shmstress.core.control import FORK
 from shmstress.core.errors import ConfigError, HostLostError, ScenarioError
@@ -72,6 +74,7 @@ from shmstress.plain.board import (
     ValueKind,
     Wait,
 )
+from shmstress.plain.footprints import Names, footprints
 from shmstress.plain.host import host_main
 from shmstress.plain.outcome import PlainEnd, PlainFailure, PlainOutcome, PlainStep, Waiting
 from shmstress.plain.progress import inert
@@ -148,6 +151,7 @@ class PlainSession:
         self._arena = Arena()
         self._host: BaseProcess | None = None
         self._texts: dict[int, str] = {}
+        self._names = Names()  # object ids of footprints, one per object for the session
         self._stalled: ProbeResult | None = None  # the last execution's probe, if it stalled
         self._healthy = True
         self._pinning = contextlib.ExitStack()
@@ -287,7 +291,15 @@ class PlainSession:
             clock=clock,
         )
         self._unwind(end is PlainEnd.HUNG)
+        if strategy is not None:
+            self._tell(strategy, outcome)
         return outcome
+
+    def _tell(self, strategy: Strategy, outcome: PlainOutcome) -> None:
+        """A strategy that learns from footprints (DPOR) hears what each step touched."""
+        observer = acting(strategy)
+        if isinstance(observer, Observing):
+            observer.observe(footprints(outcome.steps, outcome.processes, self._names))
 
     def _schedule(self, strategy: Strategy) -> tuple[PlainEnd, ScheduleDiverged | None, int]:
         board = self.board

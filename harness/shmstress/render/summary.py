@@ -80,7 +80,7 @@ def controlled_command(result: ControlledResult) -> str:
     args = ["--mode", "controlled", "--strategy", spec.name]
     if spec.name == "pct":
         args += ["--depth", str(spec.depth)]
-    if spec.name == "exhaustive":
+    if spec.name in ("exhaustive", "dpor"):
         args += ["--bound", str(spec.bound)]
     args += ["--executions", str(options.executions), "--max-steps", str(options.max_steps)]
     return run_command(result.run.config, free=False) + " " + shlex.join(args)

@@ -232,7 +232,7 @@ def to_json(bundle: Bundle) -> dict[str, object]:
     labels: dict[str, int] = {}
     steps = [(s.worker, labels.setdefault(s.label, len(labels))) for s in bundle.steps]
     spec = bundle.strategy
-    pct, exhaustive = spec.name == "pct", spec.name == "exhaustive"
+    pct, exhaustive = spec.name == "pct", spec.name in ("exhaustive", "dpor")
     return bundle_schema.encode(bundle_schema.BundleDoc(
         format=FORMAT,
         format_version=FORMAT_VERSION,

@@ -136,7 +136,8 @@ def to_json(bundle: PlainBundle) -> dict[str, Any]:
             name=strategy.name,
             depth=strategy.depth if strategy.name == "pct" else msgspec.UNSET,
             spin=strategy.spin if strategy.name == "pct" else msgspec.UNSET,
-            bound=strategy.bound if strategy.name == "exhaustive" else msgspec.UNSET,
+            bound=(strategy.bound if strategy.name in ("exhaustive", "dpor")
+                   else msgspec.UNSET),
             member=strategy.member or msgspec.UNSET),
         seed=bundle.seed, execution=bundle.execution, execution_seed=bundle.execution_seed,
         preemptions=bundle.preemptions, failure=bundle.failure,

@@ -5,7 +5,8 @@ executions (the paper's limit is 100,000 schedules), and the executions and wall
 time to the first failure, median over seeds. The strategies are the default
 (``portfolio``: its members take turns, execution by execution), PCT at depth 1,
 2 and 3, random walk, bounded exhaustive
-search at preemption bounds 0 to 3, and free mode with noise (the OS schedules,
+search at preemption bounds 0 to 3, DPOR (``controlled/strategies/dpor.py``, seedless
+like exhaustive search), and free mode with noise (the OS schedules,
 noise perturbs; not a strategy's choice, so not reproducible by seed, but every
 failure it finds replays). Exhaustive search does not depend
 on the seed (it enumerates the same schedules in the same order), so it runs once
@@ -35,6 +36,7 @@ from typing import Any
 from shmstress.bench.sctbench.programs import BUGGY, Program, program
 from shmstress.controlled.strategies import DEFAULT
 from shmstress.controlled.strategies.base import StrategySpec
+from shmstress.controlled.strategies.dpor import DPOR_BOUND
 from shmstress.core.config import DEFAULT_NOISE
 from shmstress.core.signals import interruptible
 from shmstress.plain.runner import Exploration, PlainResult, explore
@@ -77,6 +79,7 @@ STRATEGIES: tuple[SuiteStrategy, ...] = (
     SuiteStrategy("random-walk", StrategySpec("random_walk")),
     *(SuiteStrategy(f"exhaustive-b{bound}", StrategySpec("exhaustive", bound=bound),
                     seeded=False) for bound in range(4)),
+    SuiteStrategy("dpor", StrategySpec("dpor", bound=DPOR_BOUND), seeded=False),
     SuiteStrategy("free-noise", StrategySpec("pct"), free=FreeSpec(noise=DEFAULT_NOISE)),
 )
 TWIN_STRATEGIES = ("default", "pct-d3", "random-walk")

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from shmstress.controlled.strategies.base import (
+    UNBOUNDED,
     ScheduleDiverged,
     ScheduleEnded,
     SchedulerView,
@@ -10,6 +11,7 @@ from shmstress.controlled.strategies.base import (
     StrategySpec,
 )
 from shmstress.controlled.strategies.blocks import Blocks
+from shmstress.controlled.strategies.dpor import DPOR_BOUND, Dpor
 from shmstress.controlled.strategies.exhaustive import Exhaustive
 from shmstress.controlled.strategies.guided import Guided
 from shmstress.controlled.strategies.pct import SPIN_RULES, Pct
@@ -18,8 +20,10 @@ from shmstress.controlled.strategies.random_walk import RandomWalk
 from shmstress.controlled.strategies.replay import Replay
 from shmstress.core.errors import ConfigError
 
-EXPLORING = ("portfolio", "pct", "random_walk", "exhaustive")
+EXPLORING = ("portfolio", "pct", "random_walk", "exhaustive", "dpor")
 DEFAULT = "portfolio"
+BOUNDS = {"exhaustive": 2, "dpor": DPOR_BOUND}
+"""The preemption bound of each bounded strategy when the command line gives none."""
 """Controlled and plain mode's default strategy (``strategies/portfolio.py`` says why)."""
 
 
@@ -41,14 +45,20 @@ def exploring_strategy(spec: StrategySpec, seed: int, workers: int, max_steps: i
         if spec.bound < 0:
             raise ConfigError(f"--bound must be >= 0, got {spec.bound}")
         return Exhaustive(seed, spec.bound)
+    if spec.name == "dpor":
+        if spec.bound < UNBOUNDED:
+            raise ConfigError(f"--bound must be >= 0 (or {UNBOUNDED}: none), got {spec.bound}")
+        return Dpor(seed, None if spec.bound == UNBOUNDED else spec.bound)
     raise ConfigError(f"unknown strategy {spec.name!r}; choose from {', '.join(EXPLORING)}")
 
 
 __all__ = [
+    "BOUNDS",
     "DEFAULT",
     "EXPLORING",
     "SPIN_RULES",
     "Blocks",
+    "Dpor",
     "Exhaustive",
     "Guided",
     "Pct",

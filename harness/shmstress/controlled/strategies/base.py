@@ -18,6 +18,8 @@ from shmstress.core.access import Footprint
 from shmstress.core.trace import Step
 
 UNLIMITED = 1 << 62
+UNBOUNDED = -1
+"""A ``StrategySpec.bound`` for DPOR: no preemption bound."""
 SEED_MASK = (1 << 63) - 1
 
 
@@ -40,6 +42,10 @@ class StrategySpec:
         if self.name == "exhaustive":
             return (f"exhaustive (at most {self.bound} preemptions or out-of-turn handovers "
                     "after a yield)")
+        if self.name == "dpor":
+            limit = ("no preemption bound" if self.bound == UNBOUNDED
+                     else f"at most {self.bound} preemptions")
+            return f"dpor (partial-order reduced search, {limit})"
         return self.name.replace("_", " ")
 
 

@@ -36,11 +36,14 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from shmstress.controlled.strategies.base import (
+    Observing,
     SchedulerView,
     Strategy,
     StrategySpec,
     seeded_rng,
 )
+from shmstress.controlled.strategies.dpor import DPOR_BOUND
+from shmstress.core.access import Footprint
 
 Build = Callable[[StrategySpec, int], Strategy]
 """Builds a member from its spec and its seed (``strategies.exploring_strategy``)."""
@@ -76,13 +79,15 @@ D3 = StrategySpec("pct", depth=3)
 D4 = StrategySpec("pct", depth=4)
 D5 = StrategySpec("pct", depth=5)
 ASIDE = StrategySpec("pct", depth=3, spin="aside")
+DPOR = StrategySpec("dpor", bound=DPOR_BOUND)
 
 DEFAULT_MIX = Mix(
-    members=(RW, D2, D3, ASIDE, D4, D5),
+    members=(RW, D2, D3, ASIDE, D4, D5, DPOR),
     stages=(
-        Stage(0, (0, 1, 2, 0, 1, 3)),
-        Stage(500, (0, 1, 2, 0, 1, 3, 4)),
-        Stage(5000, (0, 1, 2, 0, 1, 3, 4, 5)),
+        Stage(0, (6, 0, 1, 6, 1, 2, 6, 0, 1, 6, 1, 3)),
+        Stage(200, (0, 1, 2, 0, 1, 3, 6)),
+        Stage(500, (0, 1, 2, 0, 1, 3, 4, 6)),
+        Stage(5000, (0, 1, 2, 0, 1, 3, 4, 5, 6)),
     ),
 )
 """Random walk and PCT at depth 2 a third of the executions each, PCT at depth 3 with each
@@ -96,6 +101,13 @@ DRA tracker random walk finds ``events-unordered`` (median 59 of its own executi
 20), depth 2 about six times later. A portfolio of k equal turns costs a program about k
 times its best member's executions, so the shares follow the members that are best
 somewhere; the deep members wait until the shallow ones had their chance.
+
+DPOR (``dpor.py``) takes the first turn and a third of the first 200 executions: on the
+programs where a bug needs one exact order of few conflicting steps it is best by far
+(``account_bad`` in 7 executions, ``bluetooth_driver_bad`` in 6), and it ends when its
+search is complete, leaving the cycle to the others. After 200 executions it keeps one
+turn per cycle: where points do not say what they touch it is a plain exhaustive
+search, and a long spinning execution gives it more orders than any budget.
 """
 
 
@@ -105,6 +117,8 @@ def member_name(spec: StrategySpec) -> str:
         return f"pct depth {spec.depth}" + (f" {spec.spin}" if spec.spin != "demote" else "")
     if spec.name == "exhaustive":
         return f"exhaustive bound {spec.bound}"
+    if spec.name == "dpor":
+        return "dpor" if spec.bound < 0 else f"dpor bound {spec.bound}"
     return spec.describe()
 
 
@@ -163,6 +177,12 @@ class Portfolio:
 
     def next_u64(self) -> int:
         return self._members[self._active].next_u64()
+
+    def observe(self, footprints: Sequence[Footprint]) -> None:
+        """``base.Observing``: the member that ran the execution learns from it."""
+        member = self._members[self._active]
+        if isinstance(member, Observing):
+            member.observe(footprints)
 
     def ran(self) -> tuple[StrategySpec, ...]:
         """The members that ran at least one execution, in the mix's order."""

@@ -9,6 +9,7 @@ and one a worker holds: the claim's event, popped from the assume cache's
 queue and not yet delivered to allocated devices (the unordered-events race).
 A gather's result is rendered as the set of device names, as upstream logs it
 (a gather of more devices than one record holds records their count instead).
+What each step reads and writes is declared in ``accesses``.
 """
 
 from __future__ import annotations
@@ -17,7 +18,8 @@ import json
 from collections.abc import Callable, Mapping
 from typing import ClassVar
 
-from shmstress.api import Effect, Fields, Raw, Subject, Words
+from shmstress.api import Access, Effect, Fields, Raw, Subject, Words
+from shmstress.trackers.dra import accesses
 from shmstress.trackers.dra.names import NO_ID, Naming
 from shmstress.trackers.dra.pod_queue import PodState
 
@@ -162,6 +164,11 @@ class DraWords(Words):
                 effects.append(Effect(("device", new), OBSERVED, True))
             return tuple(effects)
         return ()
+
+    def accesses(self, label: str, fields: Mapping[str, object]) -> tuple[Access, ...] | None:
+        """What the step after each point touches (``dra.accesses``), for partial-order
+        reduction."""
+        return accesses.accesses(label, fields)
 
     def initial_facts(self, subject: Subject) -> Mapping[str, bool]:
         # Every claim starts out of flight and every device free (see tracker.dra.tracker).

@@ -1,0 +1,201 @@
+"""DPOR on a simulated scheduler: it runs one schedule per order of conflicting steps.
+
+The simulated programs are lists of reads, writes and lock operations on named
+variables; an execution's *outcome* is what every read saw. Two schedules with the
+same order of conflicting steps give the same outcome, so DPOR must reach every
+outcome the unbounded exhaustive search reaches, in fewer executions when steps
+commute.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+from shmstress.bench.sctbench.programs import program
+from shmstress.controlled.strategies import Exhaustive, Strategy
+from shmstress.controlled.strategies.base import UNBOUNDED, Observing, StrategySpec
+from shmstress.controlled.strategies.dpor import Dpor
+from shmstress.core.access import LOCK, Access, Footprint
+from shmstress.plain.runner import Exploration
+from shmstress.plain.runner import explore as explore_plain
+from shmstress.repro.plain_bundle import from_json, from_outcome, to_json
+from shmstress.repro.plain_replay import replay_plain
+from shmstress.repro.replay import Verdict
+
+Op = tuple[str, str]  # ("read" | "write" | "acquire" | "release" | "local", name)
+
+
+@dataclass
+class SimView:
+    step: int = 0
+    current: int = -1
+    runnable: Sequence[int] = ()
+    current_can_continue: bool = False
+    workers: int = 0
+    labels: dict[int, str] = field(default_factory=dict)
+
+    def label(self, worker: int) -> str:
+        return self.labels.get(worker, "")
+
+    def who(self, worker: int) -> str:
+        return f"w{worker}"
+
+    def describe(self, worker: int) -> str:
+        return f"w{worker}"
+
+
+def _ids(programs: Sequence[Sequence[Op]]) -> dict[str, int]:
+    names = sorted({name for program in programs for _, name in program})
+    return {name: index for index, name in enumerate(names)}
+
+
+def run_once(strategy: Strategy, programs: Sequence[Sequence[Op]],
+             declare: bool = True) -> tuple[tuple[tuple[int, str, int], ...], list[int]]:
+    """One execution: (what every read saw, in schedule order), and the workers in order."""
+    ids = _ids(programs)
+    memory: dict[str, int] = {}
+    owner: dict[str, int] = {}
+    positions = [0] * len(programs)
+    seen: list[tuple[int, str, int]] = []
+    footprints: list[Footprint] = []
+    order: list[int] = []
+    current = -1
+    while True:
+        def can_go(w: int) -> bool:
+            kind, name = programs[w][positions[w]]
+            return kind != "acquire" or name not in owner
+        alive = [w for w in range(len(programs)) if positions[w] < len(programs[w])]
+        runnable = [w for w in alive if can_go(w)]
+        if not runnable:
+            assert not alive, "the simulated programs deadlocked"
+            break
+        view = SimView(len(order), current, runnable, current in runnable, len(programs))
+        worker, _ = strategy.next_task(view)
+        assert worker in runnable
+        kind, name = programs[worker][positions[worker]]
+        positions[worker] += 1
+        access: tuple[Access, ...] = ()
+        if kind == "read":
+            seen.append((worker, name, memory.get(name, 0)))
+            access = (Access("var", ids[name], write=False),)
+        elif kind == "write":
+            memory[name] = len(order) + 1
+            access = (Access("var", ids[name], write=True),)
+        elif kind == "acquire":
+            owner[name] = worker
+            access = (Access(LOCK, ids[name], write=True),)
+        elif kind == "release":
+            del owner[name]
+            access = (Access(LOCK, ids[name], write=True),)
+        footprints.append(Footprint(worker, access if declare else None))
+        order.append(worker)
+        current = worker
+    if isinstance(strategy, Observing):
+        strategy.observe(footprints)
+    return _values_by_writer(seen, order), order
+
+
+def _values_by_writer(seen: list[tuple[int, str, int]],
+                      order: list[int]) -> tuple[tuple[int, str, int], ...]:
+    """What each read saw, named by the writing worker's own step count (stable across
+    schedules), sorted so that independent orders compare equal."""
+    def writer(value: int) -> int:
+        return -1 if value == 0 else order[value - 1] * 1000 + order[:value].count(
+            order[value - 1])
+    return tuple(sorted((worker, name, writer(value)) for worker, name, value in seen))
+
+
+def explore(strategy: Strategy, programs: Sequence[Sequence[Op]], limit: int = 5000,
+            declare: bool = True) -> tuple[int, set[tuple[tuple[int, str, int], ...]]]:
+    executions, outcomes = 0, set()
+    while executions < limit and strategy.new_execution():
+        outcome, _ = run_once(strategy, programs, declare)
+        outcomes.add(outcome)
+        executions += 1
+    assert executions < limit, "the search did not end"
+    return executions, outcomes
+
+
+INDEPENDENT = [
+    [("write", "a"), ("write", "a2"), ("read", "x")],
+    [("write", "b"), ("write", "b2"), ("read", "x")],
+    [("write", "x"), ("write", "c")],
+]
+LOCKED = [
+    [("acquire", "m"), ("read", "n"), ("write", "n"), ("release", "m"), ("read", "z")],
+    [("acquire", "m"), ("read", "n"), ("write", "n"), ("release", "m"), ("write", "z")],
+    [("write", "y"), ("read", "z"), ("write", "y")],
+]
+REORDER = [  # reorder_bad: two writers of (a, b), a checker between them
+    [("write", "a"), ("write", "b")],
+    [("write", "a"), ("write", "b")],
+    [("read", "a"), ("read", "b")],
+]
+
+
+def test_dpor_reaches_every_outcome_with_fewer_executions() -> None:
+    for programs in (INDEPENDENT, LOCKED, REORDER):
+        full, every = explore(Exhaustive(1, bound=99), programs)
+        reduced, found = explore(Dpor(1), programs)
+        assert found == every, programs
+        assert reduced < full, (reduced, full)
+
+
+def test_dpor_without_footprints_is_exhaustive() -> None:
+    """Undeclared accesses conflict with everything: every schedule's outcome is reached."""
+    _, every = explore(Exhaustive(1, bound=99), REORDER)
+    _, found = explore(Dpor(1), REORDER, declare=False)
+    assert found == every
+
+
+def test_dpor_preemption_bound_shrinks_the_search() -> None:
+    unbounded, _ = explore(Dpor(1), LOCKED)
+    bounded, _ = explore(Dpor(1, bound=0), LOCKED)
+    assert bounded < unbounded
+
+
+def test_dpor_same_seed_same_schedules() -> None:
+    def schedules(seed: int) -> list[list[int]]:
+        strategy, out = Dpor(seed), []
+        while strategy.new_execution():
+            out.append(run_once(strategy, REORDER)[1])
+        return out
+    first = schedules(5)
+    assert len(first) > 1
+    assert schedules(5) == first
+    assert Dpor(5).next_u64() == Dpor(5).next_u64()
+
+
+# -- plain code: the session feeds the strategy its footprints ----------------------------
+DPOR_SPEC = StrategySpec("dpor", bound=UNBOUNDED)
+
+
+def test_dpor_finds_account_bad_before_bounded_exhaustive_search() -> None:
+    """account_bad fails only if check_result (started first) takes the lock last: DPOR
+    tries only the orders of the critical sections, exhaustive search every interleaving."""
+    spec = program("account_bad").spec()
+    found = explore_plain(spec, Exploration(DPOR_SPEC, 0, 60))
+    assert found.failing is not None and found.failing.failure is not None
+    assert "balance" in found.failing.failure.message
+    assert found.strategy.name == "dpor"
+    within = explore_plain(spec, Exploration(StrategySpec("exhaustive", bound=1), 0,
+                                       found.executions))
+    assert within.failing is None
+
+    bundle = from_json(json.loads(json.dumps(to_json(from_outcome(
+        "account_bad", spec, found.strategy, 0, found.failing_index, found.failing)))))
+    assert bundle.strategy == DPOR_SPEC
+    report = replay_plain(bundle)
+    assert report.verdict is Verdict.REPRODUCED, report.detail
+
+
+def test_dpor_completes_the_search_of_a_correct_program() -> None:
+    spec = program("queue_ok").spec()
+    first = explore_plain(spec, Exploration(DPOR_SPEC, 0, 100))
+    assert first.exhausted and first.failing is None
+    assert first.executions > 1
+    assert set(first.ends) == {"finished"}
+    again = explore_plain(spec, Exploration(DPOR_SPEC, 7, 100))  # seedless: the same search
+    assert again.executions == first.executions
