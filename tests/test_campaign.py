@@ -95,7 +95,8 @@ def test_bad_grid_is_rejected_before_anything_runs() -> None:
     assert "no variant nope" in text
     assert "noise must be in [0, 1]" in text
     assert "--trials must be >= 1" in text
-    assert "strategy must be among free, portfolio, pct, random_walk, exhaustive, dpor, got warp" in text
+    assert ("strategy must be among free, portfolio, pct, random_walk, exhaustive, dpor, "
+            "got warp") in text
     assert "--executions must be >= 1" in text
 
 
