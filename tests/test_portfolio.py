@@ -11,7 +11,7 @@ import pytest
 from shmstress.cli.main import main
 from shmstress.controlled.strategies import DEFAULT, Portfolio, exploring_strategy
 from shmstress.controlled.strategies.base import Scripting, StrategySpec, acting
-from shmstress.controlled.strategies.portfolio import DEFAULT_MIX, member_name
+from shmstress.controlled.strategies.portfolio import DEFAULT_MIX, LEAD, member_name
 
 EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
 TICKETS = f"{EXAMPLES / 'counter_tracker.py'}:TicketTracker"
@@ -117,3 +117,21 @@ def test_plain_code_cut_at_the_step_bound_is_thin_coverage(
     assert "controlled, portfolio, seed 1" in out and "covered: 3 executions" in out
     assert "thin coverage: every execution reached --max-steps" in out
     assert main([*args, "--require-coverage"]) == 5
+
+
+def test_dpor_leads_where_the_tracker_declares_what_its_steps_touch(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """The DRA tracker declares its accesses: the default's first executions are DPOR's, and
+    the seed race is found within them (random walk and PCT need about 20); a tracker that
+    declares nothing starts with the usual cycle (see the thin-coverage test: random walk)."""
+    assert main(["run", "--mode", "controlled", "--variant", "gather-unchecked",
+                 "--scenario", "seed-race", "--seed", "1", "--executions", str(LEAD),
+                 "--out", str(tmp_path)]) == 1
+    out = capsys.readouterr().out
+    (bundle,) = tmp_path.glob("*.json")
+    member = json.loads(bundle.read_text())["strategy"]["member"]
+    assert member.startswith("dpor"), member
+    assert int(member.rpartition(" at execution ")[2]) <= LEAD
+    assert "the race starts at point" in out  # the explanation reaches back to the stale read
+    assert main(["replay", str(bundle)]) == 1
+    assert "reproduced" in capsys.readouterr().out

@@ -30,6 +30,7 @@ from shmstress.plugin import registry
 from shmstress.plugin.probe import probe
 from shmstress.plugin.resolve import resolve
 from shmstress.plugin.tracker import Tracker
+from shmstress.plugin.wording import declares_accesses
 
 
 def prepare(config: RunConfig) -> tuple[RunConfig, type[Tracker], tuple[WorkerInfo, ...]]:
@@ -70,7 +71,8 @@ def run_controlled(config: RunConfig, options: ControlledOptions) -> ControlledR
     options.validate()
     config, tracker_cls, workers = prepare(config)
     assert config.seed is not None
-    strategy = exploring_strategy(options.strategy, config.seed, len(workers), options.max_steps)
+    strategy = exploring_strategy(options.strategy, config.seed, len(workers), options.max_steps,
+                                  declared=declares_accesses(tracker_cls, config.params))
     spec = session_spec(config, tracker_cls, workers, options.max_steps, pin=options.pin)
     plan = PhasePlan(options.run_steps)
     sweep_stale_segments()

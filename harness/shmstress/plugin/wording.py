@@ -59,3 +59,10 @@ def wording_by_name(name: str, params: Mapping[str, int]) -> Wording:
         return wording_of(registry.load(name), params)
     except ShmstressError:
         return Wording(params=dict(params))
+
+
+def declares_accesses(tracker_cls: type[Tracker], params: Mapping[str, int]) -> bool:
+    """The tracker's words say what its steps read and write (they override
+    ``Words.accesses``): a search over its footprints can prune soundly."""
+    words = wording_of(tracker_cls, params).words
+    return type(words).accesses is not Words.accesses
