@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from typing import Protocol, runtime_checkable
 
 from shmstress.core.access import Footprint
+from shmstress.core.plurals import counted
 from shmstress.core.trace import Step
 
 UNLIMITED = 1 << 62
@@ -40,11 +41,11 @@ class StrategySpec:
             aside = ", spinners step aside" if self.spin == "aside" else ""
             return f"pct (depth {self.depth}{aside})"
         if self.name == "exhaustive":
-            return (f"exhaustive (at most {self.bound} preemptions or out-of-turn handovers "
-                    "after a yield)")
+            return (f"exhaustive (at most {counted(self.bound, 'preemption')} or out-of-turn "
+                    "handovers after a yield)")
         if self.name == "dpor":
             limit = ("no preemption bound" if self.bound == UNBOUNDED
-                     else f"at most {self.bound} preemptions")
+                     else f"at most {counted(self.bound, 'preemption')}")
             return f"dpor (partial-order reduced search, {limit})"
         return self.name.replace("_", " ")
 

@@ -90,8 +90,11 @@ DEFAULT_MIX = Mix(
         Stage(5000, (0, 1, 2, 0, 1, 3, 4, 5, 6)),
     ),
 )
-"""Random walk and PCT at depth 2 a third of the executions each, PCT at depth 3 with each
-spin rule a sixth; depth 4, then 5, join once 500, then 5,000 executions found nothing.
+"""The cycle of plain code and of trackers that do not declare their accesses: for the
+first 200 executions random walk and PCT at depth 2 a third each, PCT at depth 3 and DPOR
+a sixth each; then random walk and PCT at depth 2 two sevenths each, PCT at depth 3 with
+each spin rule and DPOR a seventh each; depth 4, then 5, join once 500, then 5,000
+executions found nothing.
 
 Measured per member on the SCTBench ports (3 seeds, 150 executions each): random walk
 finds most programs in one or two executions but never the ``reorder`` ones, which PCT
