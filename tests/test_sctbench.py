@@ -40,14 +40,15 @@ from shmstress.repro.replay import Verdict
 RANDOM_WALK = StrategySpec("random_walk")
 PCT2 = StrategySpec("pct", depth=2)
 PCT3 = StrategySpec("pct", depth=3)
+DPOR = StrategySpec("dpor", bound=-1)  # seedless: the same search in every session
 Search = tuple[StrategySpec, int, int]  # strategy, seed, executions
 DEFAULT_SEARCHES: tuple[Search, ...] = ((RANDOM_WALK, 0, 30), (PCT3, 0, 30))
 SEARCHES: dict[str, tuple[Search, ...]] = {
     "account_bad": ((PCT3, 0, 30), (RANDOM_WALK, 0, 100)),
-    "reorder_3_bad": ((PCT2, 1, 30), (PCT2, 0, 100)),
-    "reorder_4_bad": ((PCT3, 0, 30), (PCT2, 1, 100)),
-    "reorder_5_bad": ((PCT3, 4, 30), (PCT2, 0, 150)),
-    "reorder_10_bad": ((PCT3, 26, 30), (PCT2, 0, 200)),
+    "reorder_3_bad": ((DPOR, 0, 30), (PCT2, 0, 100)),
+    "reorder_4_bad": ((DPOR, 0, 40), (PCT2, 1, 100)),
+    "reorder_5_bad": ((DPOR, 0, 80), (PCT2, 0, 150)),
+    "reorder_10_bad": ((PCT2, 10, 30), (PCT2, 0, 200)),
     "twostage_bad": ((PCT3, 0, 30), (RANDOM_WALK, 1, 60)),
 }
 """The searches of each buggy program, tried in turn until one fails: the first is the

@@ -9,8 +9,9 @@ wait releases a lock it does not name; a barrier; ``--trace``'s ``use``; a kill)
 stays undeclared, which conflicts with every other step: a reduced search never
 takes for independent what it cannot tell is.
 
-A write that stores the value its element already holds is a read
-(``_unchanged``).
+A write carries the value it stored, and is marked ``unchanged`` where that is the
+value its element already held (``_unchanged``): writers that all store one value
+commute with each other, and a write that changed nothing with every reader.
 
 Process steps: ``start X`` writes the new process's object, which its first step
 reads, so a process's steps come after its start; a process's last step writes
@@ -88,19 +89,21 @@ def footprints(steps: Sequence[PlainStep], processes: Sequence[str],
 
 def _unchanged(accesses: tuple[Access, ...], value: object,
                known: dict[Access, object]) -> tuple[Access, ...]:
-    """A write that stores the value the element already holds changes nothing: it is a read
-    (two such writes commute, as two reads do), which spares a search the orders of writers
-    that all store one value. What an element holds is known from the steps of this
-    execution that read or wrote it; before the first, it is not known."""
+    """A write with the value it stored, ``unchanged`` where the element already held it:
+    this spares a search the orders of writers that all store one value (SCTBench's
+    ``reorder`` setters), which commute as two reads do. What an element holds is known
+    from the steps of this execution that read or wrote it; before the first, it is not
+    known."""
     access = accesses[0]
     if access.id == EVERY or len(accesses) != 1:
         return accesses
     read = Access(access.kind, access.id, write=False)
     held = known.get(read, _UNKNOWN)
     known[read] = value
-    if access.write and type(held) is type(value) and held == value:
-        return (read,)
-    return accesses
+    if not access.write:
+        return accesses
+    unchanged = type(held) is type(value) and held == value
+    return (Access(access.kind, access.id, write=True, value=value, unchanged=unchanged),)
 
 
 _UNKNOWN = object()

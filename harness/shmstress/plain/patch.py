@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import importlib
 import os
+import sys
 import time
 from dataclasses import dataclass
 from typing import Any, SupportsIndex
@@ -101,10 +102,19 @@ def install(runtime: PlainRuntime) -> Bound:
 
 
 def _cleanup_in_start_order() -> None:
-    """``multiprocessing.process._cleanup``, which ``Process.start`` calls, polling the
-    children in the order they were started. Its own order is a ``set``'s, which follows
-    memory addresses: each poll is a step, so the same seed took other steps in another
-    session (SCTBench's three-process ports did not replay)."""
+    """``multiprocessing.process._cleanup``, polling the children in the order they were
+    started. Its own order is a ``set``'s, which follows memory addresses: each poll is a
+    step, so the same seed took other steps in another session (SCTBench's three-process
+    ports did not replay).
+
+    ``Process.start`` calls it only to forget finished children, which nothing the code
+    can see depends on but ``active_children()``, which sweeps again itself; there it
+    polls nothing. As steps, those polls would order every start against the exit of
+    every child started before it: schedules that differ only there are told apart by
+    nothing, yet a search must run each (DPOR on ``reorder_5_bad`` spent its budget on
+    them)."""
+    if sys._getframe(1).f_code.co_name == "start":
+        return
     process = importlib.import_module("multiprocessing.process")
     children = vars(process)["_children"]
     for child in sorted(children, key=lambda p: p._identity):
