@@ -138,9 +138,11 @@ Where every step is declared, DPOR's first executions reverse exactly the races 
 saw, and the races of a tracker's operations are few: on the DRA tracker's seed race DPOR
 needs a median of 9 executions (random walk 24, PCT depth 3 20), which the default's
 one turn in six would stretch to about 25. Plain code is not led by DPOR: its footprints
-come from automatic points on everything shared, the polls of ``multiprocessing``
-included, and there random walk finds most SCTBench programs in one or two executions
-where DPOR needs tens (``circular_buffer_bad`` 25, ``queue_bad`` 50).
+come from automatic points on everything shared, and DPOR's first passes, without
+preemptions, go through the orders in which processes start, block and end before the
+one preemption a shallow bug needs; random walk finds such SCTBench programs in one or
+two executions where DPOR needs tens (``circular_buffer_bad`` 18, ``queue_bad`` 62,
+``token_ring_bad`` 18).
 """
 
 
