@@ -135,3 +135,18 @@ def test_dpor_leads_where_the_tracker_declares_what_its_steps_touch(
     assert "the race starts at point" in out  # the explanation reaches back to the stale read
     assert main(["replay", str(bundle)]) == 1
     assert "reproduced" in capsys.readouterr().out
+
+
+def test_dpor_leads_on_plain_code_and_a_complete_lead_hands_over_to_the_cycle() -> None:
+    from shmstress.controlled.strategies.portfolio import PLAIN_LEAD, PLAIN_MIX
+
+    portfolio = Portfolio(3, lambda spec, seed: exploring_strategy(spec, seed, 3, 500),
+                          PLAIN_MIX)
+    members = []
+    for _ in range(PLAIN_LEAD + 5):
+        assert portfolio.new_execution()
+        members.append(member_name(portfolio.active.spec))
+    # driven without steps DPOR's search is complete after one execution: the lead's
+    # turns go to the cycle at once instead of ending the run
+    assert members[0] == "dpor" and "dpor" not in members[1:]
+    assert {"random walk", "pct depth 2"} <= set(members[1:PLAIN_LEAD])

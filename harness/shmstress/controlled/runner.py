@@ -72,7 +72,8 @@ def run_controlled(config: RunConfig, options: ControlledOptions) -> ControlledR
     config, tracker_cls, workers = prepare(config)
     assert config.seed is not None
     strategy = exploring_strategy(options.strategy, config.seed, len(workers), options.max_steps,
-                                  declared=declares_accesses(tracker_cls, config.params))
+                                  "declared" if declares_accesses(tracker_cls, config.params)
+                                  else "undeclared")
     spec = session_spec(config, tracker_cls, workers, options.max_steps, pin=options.pin)
     plan = PhasePlan(options.run_steps)
     sweep_stale_segments()

@@ -79,7 +79,7 @@ def explore(spec: PlainSpec, exploration: Exploration,
     """Run executions until one fails, the budget is spent or the strategy runs out."""
     exploration.validate()
     strategy = None if spec.free is not None else exploring_strategy(
-        exploration.strategy, exploration.seed, spec.max_processes, spec.max_steps)
+        exploration.strategy, exploration.seed, spec.max_processes, spec.max_steps, "plain")
     seeds = seeded_rng(exploration.seed, "free")
     sweep_stale_segments()
     ends: dict[str, int] = {}

@@ -77,7 +77,7 @@ def shrink_plain(bundle: PlainBundle, max_executions: int) -> PlainShrinkReport 
 
 def _strategies(bundle: PlainBundle, processes: int, max_steps: int) -> list[Strategy]:
     seeds = seeded_rng(bundle.seed, "shrink")
-    return [exploring_strategy(spec, seeds.getrandbits(63), processes, max_steps)
+    return [exploring_strategy(spec, seeds.getrandbits(63), processes, max_steps, "plain")
             for spec in SEARCH]
 
 

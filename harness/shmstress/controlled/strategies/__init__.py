@@ -15,7 +15,13 @@ from shmstress.controlled.strategies.dpor import DPOR_BOUND, Dpor
 from shmstress.controlled.strategies.exhaustive import Exhaustive
 from shmstress.controlled.strategies.guided import Guided
 from shmstress.controlled.strategies.pct import SPIN_RULES, Pct
-from shmstress.controlled.strategies.portfolio import DECLARED_MIX, DEFAULT_MIX, Portfolio
+from shmstress.controlled.strategies.portfolio import (
+    DECLARED_MIX,
+    DEFAULT_MIX,
+    PLAIN_MIX,
+    Mix,
+    Portfolio,
+)
 from shmstress.controlled.strategies.random_walk import RandomWalk
 from shmstress.controlled.strategies.replay import Replay
 from shmstress.core.errors import ConfigError
@@ -27,15 +33,20 @@ BOUNDS = {"exhaustive": 2, "dpor": DPOR_BOUND}
 """Controlled and plain mode's default strategy (``strategies/portfolio.py`` says why)."""
 
 
+MIXES: dict[str, Mix] = {"undeclared": DEFAULT_MIX, "declared": DECLARED_MIX,
+                         "plain": PLAIN_MIX}
+"""The portfolio's mix by what the steps say they touch: a tracker's words declare
+nothing, or declare it (``Words.accesses``), or the code is plain (``portfolio.py``)."""
+
+
 def exploring_strategy(spec: StrategySpec, seed: int, workers: int, max_steps: int,
-                       declared: bool = False) -> Strategy:
+                       footprints: str = "undeclared") -> Strategy:
     """A strategy that searches for failures (replay and guided are built from a schedule);
-    ``max_steps`` bounds the length of every execution (PCT's first k); ``declared``: every
-    step says what it touches, and the portfolio lets DPOR lead (``portfolio.DECLARED_MIX``)."""
+    ``max_steps`` bounds the length of every execution (PCT's first k); ``footprints``
+    (a key of ``MIXES``) picks the portfolio's mix."""
     if spec.name == "portfolio":
         return Portfolio(seed, lambda member, member_seed: exploring_strategy(
-            member, member_seed, workers, max_steps),
-            DECLARED_MIX if declared else DEFAULT_MIX)
+            member, member_seed, workers, max_steps), MIXES[footprints])
     if spec.name == "pct":
         if spec.depth < 1:
             raise ConfigError(f"--depth must be >= 1, got {spec.depth}")
