@@ -154,7 +154,7 @@ cycle of ``DEFAULT_MIX``.
 Plain code records what each step read and wrote, with the values, so DPOR's search is
 exact there; on the SCTBench ports (300 executions, 3 seeds) DPOR alone had the smallest
 sum of medians of every single strategy (512; PCT depth 3 533, random walk 595, PCT
-depth 2 740), and finds 21 of the 26 programs within 20 executions. Within its lead it
+depth 2 740), and finds 23 of the 26 programs within 20 executions. Within its lead it
 loses to random walk where a bug needs one preemption anywhere (``queue_bad``: random
 walk 1, DPOR 62, found by the cycle after the lead); the cycle keeps what no bounded
 search reaches in budget (spinning programs, ``reorder_10_bad``).
