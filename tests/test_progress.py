@@ -25,6 +25,7 @@ from shmstress.controlled.runner import run_controlled
 from shmstress.controlled.strategies.base import StrategySpec
 from shmstress.core.config import RunConfig
 from shmstress.core.exit_reason import ExitReason
+from shmstress.core.result import RunResult
 from shmstress.core.trace import Step
 from shmstress.free.runner import run
 from shmstress.plain.outcome import PlainEnd
@@ -190,6 +191,25 @@ def test_a_free_run_whose_worker_never_finishes_fails_with_a_bundle_that_replays
     report = replay_bundle(bundle)
     assert report.verdict is Verdict.REPRODUCED, report.detail
     assert "consumer #1 spins at 'wait for wake-up'" in report.detail
+
+
+def test_a_free_run_whose_roles_all_finish_checks_at_rest_at_once() -> None:
+    """The consumer that gives up leaves its items behind: the check at rest that reports it
+    runs when the last role ends, not after the whole duration; a clean finish is clean."""
+    ends: dict[int, RunResult] = {}
+    for seed in range(80):  # a free run's race is timing: run until both ends were seen
+        if len(ends) == 2:
+            break
+        result = run(RunConfig(tracker=LOST_WAKEUP, variant="gives-up", seed=seed,
+                               duration=600.0))
+        assert result.exit_reason in (ExitReason.ROLES_FINISHED, ExitReason.VIOLATION)
+        assert result.elapsed_s < 300.0  # it did not wait out the duration
+        ends[int(result.exit_code)] = result
+    failed, clean = ends.get(1), ends.get(0)
+    assert failed is not None and clean is not None, sorted(ends)
+    found = failed.principal_violation
+    assert found is not None and found.invariant == "all-consumed"
+    assert clean.exit_reason is ExitReason.ROLES_FINISHED and not clean.violations
 
 
 def test_a_free_worker_stuck_inside_its_step_is_a_failure_with_a_bundle() -> None:

@@ -71,6 +71,7 @@ def exit_code_table() -> str:
 class ExitReason(enum.Enum):
     DURATION_REACHED = "duration-reached"
     POINTS_REACHED = "points-reached"
+    ROLES_FINISHED = "roles-finished"
     VIOLATION = "violation"
     WORKER_CRASHED = "worker-crashed"
     TIMEOUT = "timeout"
@@ -93,6 +94,8 @@ class ExitReason(enum.Enum):
 _DESCRIPTIONS = {
     ExitReason.DURATION_REACHED: "ran for the requested duration, settled, and checked at rest",
     ExitReason.POINTS_REACHED: "reached the requested points, settled, and checked at rest",
+    ExitReason.ROLES_FINISHED: "every worker finished its role before the duration or the "
+                               "points ran out; settled, and checked at rest",
     ExitReason.VIOLATION: "stopped at the first invariant violation",
     ExitReason.WORKER_CRASHED: "a worker process died without raising (a signal, os._exit)",
     ExitReason.TIMEOUT: "a worker's process was stopped (a signal) or a controlled step did "
@@ -109,6 +112,7 @@ _DESCRIPTIONS = {
 _EXIT_CODES = {
     ExitReason.DURATION_REACHED: ExitCode.CLEAN,
     ExitReason.POINTS_REACHED: ExitCode.CLEAN,
+    ExitReason.ROLES_FINISHED: ExitCode.CLEAN,
     ExitReason.VIOLATION: ExitCode.FAILURE,
     ExitReason.WORKER_CRASHED: ExitCode.BROKEN,
     ExitReason.TIMEOUT: ExitCode.BROKEN,

@@ -53,6 +53,8 @@ from shmstress.record.recorder import Recorder
 
 _POLL_S = 0.005
 _WATCHDOG_S = 0.1  # how often the watchdog looks at the workers' progress
+# The ends after which the workers are at rest and the checks at rest run.
+_CLEAN_ENDS = (ExitReason.DURATION_REACHED, ExitReason.POINTS_REACHED, ExitReason.ROLES_FINISHED)
 
 ProgressFn = Callable[[float, int], None]
 
@@ -212,6 +214,10 @@ def _watch(
         if phase is Phase.RUN:
             if config.max_points is not None and control.points >= config.max_points:
                 ended_by = ExitReason.POINTS_REACHED
+            elif all(p.exitcode is not None for p in processes):
+                # Every role ran to its end (each exited 0: a crash returned above); waiting
+                # out the duration would only delay the checks at rest that can now fail.
+                ended_by = ExitReason.ROLES_FINISHED
             elif now < deadline:
                 continue
             control.set_phase(Phase.DRAIN)
@@ -346,7 +352,7 @@ def _result(
         control, invariants, workers_seen, config.params, t0_ns=control.t0_ns
     )
     count = control.violation_count
-    clean_stop = reason in (ExitReason.DURATION_REACHED, ExitReason.POINTS_REACHED)
+    clean_stop = reason in _CLEAN_ENDS
     if clean_stop and all(
         control.worker_slot(w.worker_id, W_STATE) == WorkerState.FINISHED for w in workers
     ):
@@ -371,11 +377,11 @@ def _result(
         if process.exitcode not in (0, None) and not started.hung and info not in raised:
             died.append(info)
             crashes.append(f"{info.describe()} exited with code {process.exitcode}")
-    if raised and not died and not started.hung and reason in (
-        ExitReason.WORKER_CRASHED, ExitReason.DURATION_REACHED, ExitReason.POINTS_REACHED
+    if raised and not died and not started.hung and (
+        reason is ExitReason.WORKER_CRASHED or reason in _CLEAN_ENDS
     ):
         reason = ExitReason.VIOLATION  # an exception the code under test raised: a failure
-    elif crashes and reason in (ExitReason.DURATION_REACHED, ExitReason.POINTS_REACHED):
+    elif crashes and reason in _CLEAN_ENDS:
         reason = ExitReason.WORKER_CRASHED
     firsts = [control.worker_slot(w.worker_id, W_FIRST_NS) for w in workers]
     startup = (max(firsts) - control.t0_ns) / 1e9 if firsts and all(firsts) else None
