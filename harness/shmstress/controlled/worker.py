@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import gc
 import os
 import time
 from dataclasses import dataclass
@@ -63,10 +62,6 @@ def controlled_worker_main(setup: WorkerSetup, info: WorkerInfo, crash_report: C
     phase_cell = control.control.mv
     slots = channel.slots.mv
     phase_slot = me * S_STRIDE + S_PHASE
-    # Everything alive now (the coordinator's whole heap, inherited through the fork) lives as
-    # long as the worker: out of the collector's generations, a full collection no longer
-    # walks it, which cost random walk's workers about 5% of their time.
-    gc.freeze()
     while True:
         grant.acquire()
         if channel.slot(me, S_CMD) == CMD_EXIT:
