@@ -29,6 +29,7 @@ from dataclasses import dataclass
 from multiprocessing.connection import Connection
 from multiprocessing.process import BaseProcess
 from types import TracebackType
+from typing import cast
 
 from shmstress.controlled.channel import (
     CMD_EXECUTE,
@@ -71,12 +72,12 @@ from shmstress.controlled.progress import (
 )
 from shmstress.controlled.strategies.base import (
     SEED_MASK,
+    Delegating,
     Observing,
     ScheduleDiverged,
     ScheduleEnded,
     Scripting,
     Strategy,
-    acting,
 )
 from shmstress.controlled.worker import WorkerSetup, controlled_worker_main
 from shmstress.core.access import Footprint
@@ -143,6 +144,22 @@ class SessionSpec:
     pin: bool = True
 
 
+class _Kinds:
+    """Which protocols each strategy class follows, asked once per class and session: in
+    Python 3.11 an isinstance check against a runtime-checkable protocol walks the protocol's
+    members every time (10 to 50 us), and every execution asks three of them."""
+
+    def __init__(self) -> None:
+        self._known: dict[tuple[type, type], bool] = {}
+
+    def of(self, strategy: Strategy, protocol: type) -> bool:
+        key = (type(strategy), protocol)
+        known = self._known.get(key)
+        if known is None:
+            known = self._known[key] = isinstance(strategy, protocol)
+        return known
+
+
 class _View:
     """The strategy's window on the coordinator's state (``strategies.base.SchedulerView``)."""
 
@@ -180,6 +197,7 @@ class Session:
         self._pinning: contextlib.ExitStack | None = None
         self.pinned_cpu: int | None = None
         self._healthy = True
+        self._kinds = _Kinds()
         try:
             self._build()
         except BaseException:
@@ -313,6 +331,7 @@ class Session:
         """Run one execution to its end; the session is ready for the next one afterwards."""
         if not self._healthy:
             raise WorkerLostError("the controlled workers were lost in an earlier execution")
+        checkpoint()  # a signal whose exception a fork swallowed (``_wait``)
         try:
             return self._execute(strategy, execution_seed, phases, record)
         except BaseException:
@@ -324,8 +343,10 @@ class Session:
     ) -> ExecutionOutcome:
         channel = self.channel
         execution_seed &= SEED_MASK  # a shared int64 slot carries it to the workers
-        member = acting(strategy)
-        observing = member if isinstance(member, Observing) else None
+        kinds = self._kinds
+        member = (cast(Delegating, strategy).active if kinds.of(strategy, Delegating)
+                  else strategy)  # a portfolio's member decides on its own
+        observing = cast(Observing, member) if kinds.of(member, Observing) else None
         record = record or observing is not None  # its footprints come from the recording
         self._arena.restore(self._snapshot)
         reset(self._built)
@@ -345,7 +366,8 @@ class Session:
             channel.set_slot(worker, S_STATE, RUNNING)
             channel.grants[worker].release()
             self._wait(worker)
-        scheduled = _Scheduling(self, strategy, phases, tracker)
+        scripting = cast(Scripting, member) if kinds.of(member, Scripting) else None
+        scheduled = _Scheduling(self, member, scripting, phases, tracker)
         divergence: ScheduleDiverged | None = None
         stalled: ProbeResult | None = None
         try:
@@ -413,14 +435,16 @@ class Session:
     def _wait(self, worker: int, follow: bool = False) -> None:
         """Wait for the running worker to report; a dead or hung worker ends the session.
 
+        A signal whose exception a fork swallowed is delivered at the first slice the
+        worker has not reported in, or at the next execution's start.
         ``follow``: the worker may have handed the step on (a script); watch whoever runs
         now. A hung worker's own stack goes into the error (``dump_stacks`` wakes a stopped
-        one first). A signal whose exception a fork swallowed is delivered here.
+        one first).
         """
-        checkpoint()
         report = self.channel.report
         if report.acquire(True, _WAIT_SLICE_S):
-            return
+            return  # the common case: no checkpoint (about 10 us armed), ``execute`` has one
+        checkpoint()
         deadline = time.monotonic() + self.spec.stop_timeout
         while not report.acquire(True, _WAIT_SLICE_S):
             checkpoint()
@@ -537,10 +561,12 @@ class _Scheduling:
     """The step loop of one execution (the hot path of controlled mode)."""
 
     def __init__(
-        self, session: Session, strategy: Strategy, phases: PhasePlan, tracker: Tracker
+        self, session: Session, strategy: Strategy, scripting: Scripting | None,
+        phases: PhasePlan, tracker: Tracker,
     ) -> None:
         self._session = session
-        self._strategy = strategy
+        self._strategy = strategy  # the acting one: a portfolio's member
+        self._scripting = scripting  # the same strategy, if it scripts
         self._phases = phases
         self._drained: Callable[[], bool] = tracker.drained
         self.preemptions = 0
@@ -561,8 +587,8 @@ class _Scheduling:
         locks = session.control.lock_table.mv
         control = session.control.control.mv
         max_steps = min(session.spec.max_steps, self._phases.step_limit or (1 << 62))
-        strategy = acting(self._strategy)  # a portfolio's member decides on its own
-        scripting = strategy if isinstance(strategy, Scripting) else None
+        strategy = self._strategy
+        scripting = self._scripting
         self.scripted = scripting is not None
         script_log = channel.script.np
         view = _View(session)
