@@ -24,6 +24,7 @@ import contextlib
 import os
 import select
 import time
+from array import array
 from collections import Counter
 from collections.abc import Callable, Hashable, Mapping, Sequence
 from dataclasses import dataclass
@@ -589,7 +590,9 @@ class _Scheduling:
         self.scripted = False  # workers handed steps on by a script: yields there go unseen
         self.unsettled = False  # the drain ran out of steps before the tracker settled
         self.phase_changes: list[int] = []
-        self._grants: list[tuple[int, int]] = []  # (first step, worker) of every grant
+        # (first step, worker) of every grant; for a script, the script: its steps from
+        # the first on were taken by the workers it names, up to the next grant
+        self._grants: list[tuple[int, int | Sequence[int]]] = []
 
     def run(self) -> ExecutionEnd:
         session = self._session
@@ -605,7 +608,7 @@ class _Scheduling:
         strategy = self._strategy
         scripting = self._scripting
         self.scripted = scripting is not None
-        script_log = channel.script.np
+        script_log = channel.script.mv
         view = _View(session)
         forced = self._phases.forced
         run_steps = self._phases.run_steps
@@ -685,20 +688,18 @@ class _Scheduling:
             globals_[G_AWAITED_N] = len(awaited)
             for index, lock in enumerate(awaited):
                 globals_[G_AWAITED + index] = lock
-            grant_log.append((step, chosen))
             globals_[G_CURRENT] = chosen
             if len(script) > 1:
+                grant_log.append((step, script))
                 end = step + len(script)
-                script_log[step:end] = script
+                script_log[step:end] = array("q", script)  # a numpy slice took 5x as long
                 globals_[G_SCRIPT_END] = end
                 grants[chosen].release()
                 session._wait(chosen, follow=True)
                 globals_[G_SCRIPT_END] = 0
                 current = int(globals_[G_CURRENT])
-                for index in range(step + 1, int(globals_[G_STEP])):  # the handoffs it made
-                    if script[index - step] != script[index - step - 1]:
-                        grant_log.append((index, script[index - step]))
                 continue
+            grant_log.append((step, chosen))
             grants[chosen].release()
             session._wait(chosen)
             current = chosen
@@ -723,9 +724,11 @@ class _Scheduling:
         known = session.known_steps
         out: list[Step] = []
         grants = self._grants
-        for index, (first, worker) in enumerate(grants):
+        for index, (first, who) in enumerate(grants):
             last = grants[index + 1][0] if index + 1 < len(grants) else count
-            for ident in ids[first:last]:
+            taken = ids[first:last]
+            workers = [who] * len(taken) if isinstance(who, int) else who  # a script's
+            for ident, worker in zip(taken, workers, strict=False):  # a script may end early
                 step = known.get((ident, worker))
                 if step is None:
                     step = known[ident, worker] = Step(worker, session.label_text(ident))
