@@ -11,7 +11,9 @@ The copy is made at the start of every execution, so its cost is paid per
 execution: ``copy.deepcopy`` walks the object graph in Python. The pristine
 tracker is therefore pickled once, with every shared object kept out of the
 image by a persistent id, and each execution unpickles that image (C code,
-a call back per shared object): the same graph, about a third of the time.
+a C call back per shared object): the same graph, in about half the time on
+the DRA tracker (30-35 us against 65-100 us with warm caches; the gap narrows
+when the caches are cold, as they are between executions).
 Where the graph cannot be pickled, or holds an object whose own
 ``__deepcopy__`` might copy it otherwise than pickle would, deepcopy stays.
 """
