@@ -4,6 +4,9 @@ fresh copies of process-local state, lock names, phase points, and the gate prot
 from __future__ import annotations
 
 from collections import deque
+from collections.abc import Callable
+
+import pytest
 
 from shmstress.controlled.local_state import Pristine, lock_names
 from shmstress.core.control import ControlBlock, Phase
@@ -52,13 +55,20 @@ class _Whole:
         self.runtime = runtime
         self.part = _Part(runtime, arena)
         self.cursor = 0
+        self.key: Callable[[int], int] = abs
 
 
-def test_fresh_copies_share_shared_state_but_not_local_state() -> None:
+@pytest.mark.parametrize("picklable", [True, False])
+def test_fresh_copies_share_shared_state_but_not_local_state(picklable: bool) -> None:
+    """Unpickled from an image made once, or deep-copied where the state cannot be pickled
+    (a lambda): the same copies either way."""
     with Arena() as arena:
         runtime = Runtime(ControlBlock(arena, 1, 1, 4))
         whole = _Whole(runtime, arena)
+        if not picklable:
+            whole.key = lambda value: -value
         pristine = Pristine(whole)
+        assert (pristine.image is not None) == picklable
         first = pristine.fresh()
         first.cursor = 5
         first.part.callback(3)

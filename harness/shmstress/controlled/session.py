@@ -22,13 +22,16 @@ from __future__ import annotations
 
 import contextlib
 import os
+import select
 import time
+from array import array
 from collections import Counter
 from collections.abc import Callable, Hashable, Mapping, Sequence
 from dataclasses import dataclass
 from multiprocessing.connection import Connection
 from multiprocessing.process import BaseProcess
 from types import TracebackType
+from typing import cast
 
 from shmstress.controlled.channel import (
     CMD_EXECUTE,
@@ -71,12 +74,12 @@ from shmstress.controlled.progress import (
 )
 from shmstress.controlled.strategies.base import (
     SEED_MASK,
+    Delegating,
     Observing,
     ScheduleDiverged,
     ScheduleEnded,
     Scripting,
     Strategy,
-    acting,
 )
 from shmstress.controlled.worker import WorkerSetup, controlled_worker_main
 from shmstress.core.access import Footprint
@@ -143,6 +146,22 @@ class SessionSpec:
     pin: bool = True
 
 
+class _Kinds:
+    """Which protocols each strategy class follows, asked once per class and session: in
+    Python 3.11 an isinstance check against a runtime-checkable protocol walks the protocol's
+    members every time (10 to 50 us), and every execution asks three of them."""
+
+    def __init__(self) -> None:
+        self._known: dict[tuple[type, type], bool] = {}
+
+    def of(self, strategy: Strategy, protocol: type) -> bool:
+        key = (type(strategy), protocol)
+        known = self._known.get(key)
+        if known is None:
+            known = self._known[key] = isinstance(strategy, protocol)
+        return known
+
+
 class _View:
     """The strategy's window on the coordinator's state (``strategies.base.SchedulerView``)."""
 
@@ -172,6 +191,9 @@ class Session:
         self._arena = Arena()
         self._processes: list[BaseProcess] = []
         self._crash_reports: list[Connection] = []
+        self._crash_poll: select.poll | None = None  # every crash pipe, built at first use
+        self._crash_fds: dict[int, int] = {}  # a crash pipe's descriptor -> its worker
+        self._seen: tuple[WorkerInfo, ...] | None = None
         self._texts: list[str] = []
         # a step is immutable: one object per (label id, worker) serves every execution
         # (building one per step cost the coordinator about a microsecond a step)
@@ -180,6 +202,7 @@ class Session:
         self._pinning: contextlib.ExitStack | None = None
         self.pinned_cpu: int | None = None
         self._healthy = True
+        self._kinds = _Kinds()
         try:
             self._build()
         except BaseException:
@@ -313,6 +336,7 @@ class Session:
         """Run one execution to its end; the session is ready for the next one afterwards."""
         if not self._healthy:
             raise WorkerLostError("the controlled workers were lost in an earlier execution")
+        checkpoint()  # a signal whose exception a fork swallowed (``_wait``)
         try:
             return self._execute(strategy, execution_seed, phases, record)
         except BaseException:
@@ -324,8 +348,10 @@ class Session:
     ) -> ExecutionOutcome:
         channel = self.channel
         execution_seed &= SEED_MASK  # a shared int64 slot carries it to the workers
-        member = acting(strategy)
-        observing = member if isinstance(member, Observing) else None
+        kinds = self._kinds
+        member = (cast(Delegating, strategy).active if kinds.of(strategy, Delegating)
+                  else strategy)  # a portfolio's member decides on its own
+        observing = cast(Observing, member) if kinds.of(member, Observing) else None
         record = record or observing is not None  # its footprints come from the recording
         self._arena.restore(self._snapshot)
         reset(self._built)
@@ -345,7 +371,8 @@ class Session:
             channel.set_slot(worker, S_STATE, RUNNING)
             channel.grants[worker].release()
             self._wait(worker)
-        scheduled = _Scheduling(self, strategy, phases, tracker)
+        scripting = cast(Scripting, member) if kinds.of(member, Scripting) else None
+        scheduled = _Scheduling(self, member, scripting, phases, tracker)
         divergence: ScheduleDiverged | None = None
         stalled: ProbeResult | None = None
         try:
@@ -413,14 +440,16 @@ class Session:
     def _wait(self, worker: int, follow: bool = False) -> None:
         """Wait for the running worker to report; a dead or hung worker ends the session.
 
+        A signal whose exception a fork swallowed is delivered at the first slice the
+        worker has not reported in, or at the next execution's start.
         ``follow``: the worker may have handed the step on (a script); watch whoever runs
         now. A hung worker's own stack goes into the error (``dump_stacks`` wakes a stopped
-        one first). A signal whose exception a fork swallowed is delivered here.
+        one first).
         """
-        checkpoint()
         report = self.channel.report
         if report.acquire(True, _WAIT_SLICE_S):
-            return
+            return  # the common case: no checkpoint (about 10 us armed), ``execute`` has one
+        checkpoint()
         deadline = time.monotonic() + self.spec.stop_timeout
         while not report.acquire(True, _WAIT_SLICE_S):
             checkpoint()
@@ -451,9 +480,17 @@ class Session:
                 self._wait(worker)
 
     def _crashes(self) -> tuple[tuple[int, CrashReport], ...]:
-        """The workers whose role raised in this execution, with what each sent."""
+        """The workers whose role raised in this execution, with what each sent. One poll
+        of every worker's pipe at once (a ``Connection.poll`` each cost about 20 us)."""
+        if self._crash_poll is None:
+            self._crash_poll = select.poll()
+            for worker, conn in enumerate(self._crash_reports):
+                self._crash_poll.register(conn.fileno(), select.POLLIN)
+                self._crash_fds[conn.fileno()] = worker
+        ready = sorted(self._crash_fds[fd] for fd, _ in self._crash_poll.poll(0))
         crashes = []
-        for worker, conn in enumerate(self._crash_reports):
+        for worker in ready:
+            conn = self._crash_reports[worker]
             with contextlib.suppress(EOFError, OSError):
                 while conn.poll():
                     crashes.append((worker, conn.recv()))
@@ -461,8 +498,11 @@ class Session:
 
     # -- violations -------------------------------------------------------------------------
     def _workers_seen(self) -> tuple[WorkerInfo, ...]:
-        return tuple(WorkerInfo(w.worker_id, w.role, w.index, pid)
-                     for w, pid in zip(self.spec.workers, self.pids, strict=True))
+        """The workers with their pids (fixed for the session's life: built once)."""
+        if self._seen is None:
+            self._seen = tuple(WorkerInfo(w.worker_id, w.role, w.index, pid)
+                               for w, pid in zip(self.spec.workers, self.pids, strict=True))
+        return self._seen
 
     def _violations(self) -> tuple[tuple[Violation, ...], int]:
         spec = self.spec
@@ -537,10 +577,12 @@ class _Scheduling:
     """The step loop of one execution (the hot path of controlled mode)."""
 
     def __init__(
-        self, session: Session, strategy: Strategy, phases: PhasePlan, tracker: Tracker
+        self, session: Session, strategy: Strategy, scripting: Scripting | None,
+        phases: PhasePlan, tracker: Tracker,
     ) -> None:
         self._session = session
-        self._strategy = strategy
+        self._strategy = strategy  # the acting one: a portfolio's member
+        self._scripting = scripting  # the same strategy, if it scripts
         self._phases = phases
         self._drained: Callable[[], bool] = tracker.drained
         self.preemptions = 0
@@ -548,7 +590,9 @@ class _Scheduling:
         self.scripted = False  # workers handed steps on by a script: yields there go unseen
         self.unsettled = False  # the drain ran out of steps before the tracker settled
         self.phase_changes: list[int] = []
-        self._grants: list[tuple[int, int]] = []  # (first step, worker) of every grant
+        # (first step, worker) of every grant; for a script, the script: its steps from
+        # the first on were taken by the workers it names, up to the next grant
+        self._grants: list[tuple[int, int | Sequence[int]]] = []
 
     def run(self) -> ExecutionEnd:
         session = self._session
@@ -561,10 +605,10 @@ class _Scheduling:
         locks = session.control.lock_table.mv
         control = session.control.control.mv
         max_steps = min(session.spec.max_steps, self._phases.step_limit or (1 << 62))
-        strategy = acting(self._strategy)  # a portfolio's member decides on its own
-        scripting = strategy if isinstance(strategy, Scripting) else None
+        strategy = self._strategy
+        scripting = self._scripting
         self.scripted = scripting is not None
-        script_log = channel.script.np
+        script_log = channel.script.mv
         view = _View(session)
         forced = self._phases.forced
         run_steps = self._phases.run_steps
@@ -644,20 +688,18 @@ class _Scheduling:
             globals_[G_AWAITED_N] = len(awaited)
             for index, lock in enumerate(awaited):
                 globals_[G_AWAITED + index] = lock
-            grant_log.append((step, chosen))
             globals_[G_CURRENT] = chosen
             if len(script) > 1:
+                grant_log.append((step, script))
                 end = step + len(script)
-                script_log[step:end] = script
+                script_log[step:end] = array("q", script)  # a numpy slice took 5x as long
                 globals_[G_SCRIPT_END] = end
                 grants[chosen].release()
                 session._wait(chosen, follow=True)
                 globals_[G_SCRIPT_END] = 0
                 current = int(globals_[G_CURRENT])
-                for index in range(step + 1, int(globals_[G_STEP])):  # the handoffs it made
-                    if script[index - step] != script[index - step - 1]:
-                        grant_log.append((index, script[index - step]))
                 continue
+            grant_log.append((step, chosen))
             grants[chosen].release()
             session._wait(chosen)
             current = chosen
@@ -682,9 +724,11 @@ class _Scheduling:
         known = session.known_steps
         out: list[Step] = []
         grants = self._grants
-        for index, (first, worker) in enumerate(grants):
+        for index, (first, who) in enumerate(grants):
             last = grants[index + 1][0] if index + 1 < len(grants) else count
-            for ident in ids[first:last]:
+            taken = ids[first:last]
+            workers = [who] * len(taken) if isinstance(who, int) else who  # a script's
+            for ident, worker in zip(taken, workers, strict=False):  # a script may end early
                 step = known.get((ident, worker))
                 if step is None:
                     step = known[ident, worker] = Step(worker, session.label_text(ident))

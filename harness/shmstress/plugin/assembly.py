@@ -11,7 +11,14 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 
-from shmstress.core.control import MAX_LOCKS, W_STATE, ControlBlock, Phase, WorkerState
+from shmstress.core.control import (
+    MAX_LOCKS,
+    W_STATE,
+    W_STRIDE,
+    ControlBlock,
+    Phase,
+    WorkerState,
+)
 from shmstress.core.errors import PluginError
 from shmstress.core.runtime import Runtime
 from shmstress.core.shm import Arena
@@ -44,13 +51,15 @@ class Assembly:
         assert all(p == i for i, p in enumerate(by_value))
         if not waits_for:
             return by_value.__getitem__
-        control = self.control
-        stop, drain = Phase.STOP, Phase.DRAIN
+        states = self.control.workers.mv  # read directly: every step of STOP asks
+        cells = [w * W_STRIDE + W_STATE for w in waits_for]
+        stop, drain, finished = Phase.STOP, Phase.DRAIN, int(WorkerState.FINISHED)
 
         def phase(raw: int) -> Phase:
-            if raw == stop and any(control.worker_slot(w, W_STATE) < WorkerState.FINISHED
-                                   for w in waits_for):
-                return drain
+            if raw == stop:
+                for cell in cells:
+                    if states[cell] < finished:
+                        return drain
             return by_value[raw]
 
         return phase

@@ -22,6 +22,15 @@ class PodState(enum.IntEnum):
     BOUND = 3
 
 
+# Arrays are compared with plain ints: numpy compares an IntEnum member several times slower
+# (it looks for ``__array_ufunc__`` on the enum class, a failing lookup through EnumType), and
+# every binder and gatherer step compares once.
+_WAITING = int(PodState.WAITING)
+_TO_BIND = int(PodState.TO_BIND)
+_BINDING = int(PodState.BINDING)
+_BOUND = int(PodState.BOUND)
+
+
 class PodQueue:
     def __init__(self, setup: Setup, lock: Lock, claims: int) -> None:
         self.lock = lock
@@ -31,7 +40,7 @@ class PodQueue:
 
     def waiting(self) -> np.ndarray:
         with self.lock.held("pick pod"):
-            waiting: np.ndarray = self.state.np == PodState.WAITING
+            waiting: np.ndarray = self.state.np == _WAITING
             return waiting
 
     def hand_to_binder(self, claim: int, device: int) -> None:
@@ -42,7 +51,7 @@ class PodQueue:
     def take(self, binder: int, start: int) -> tuple[int, int]:
         """(claim, device) of a pod waiting for a binder, or (NO_ID, NO_ID)."""
         with self.lock.held("take pod to bind"):
-            waiting = np.flatnonzero(self.state.np == PodState.TO_BIND)
+            waiting = (self.state.np == _TO_BIND).nonzero()[0]  # 1-D: flatnonzero without its ravel
             if waiting.size == 0:
                 return NO_ID, NO_ID
             claim = int(waiting[start % waiting.size])
@@ -60,7 +69,7 @@ class PodQueue:
     def outstanding(self) -> bool:
         """Pods handed to binders and not yet bound or returned (read without a point)."""
         states = self.state.np
-        return bool(np.any((states == PodState.TO_BIND) | (states == PodState.BINDING)))
+        return bool(np.any((states == _TO_BIND) | (states == _BINDING)))
 
     def all_bound(self) -> bool:
-        return bool(np.all(self.state.np == PodState.BOUND))
+        return bool(np.all(self.state.np == _BOUND))
