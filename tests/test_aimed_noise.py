@@ -56,7 +56,7 @@ def test_a_near_miss_arms_the_earlier_side_in_its_worker_only() -> None:
     Only A is armed, and only for worker 0 (asymmetric); a delay there that lets worker 1
     in at B counts as productive."""
     with Arena() as arena:
-        tables = AimTables.allocate(arena, AimParams(object_slots=64, location_slots=64,
+        tables = AimTables.allocate(arena, AimParams(object_slots=64, location_slots=64, epoch_ms=0,
                                                      pair_slots=64))
         seq = arena.array("seq", CONTROL_LEN)
         gates = [AimedGate(tables, NoiseConfig(1.0, ("yield",), policy=AIMED), _subjects,
@@ -86,7 +86,7 @@ def test_a_near_miss_arms_the_earlier_side_in_its_worker_only() -> None:
 def _armed(arena: Arena, probability: float, handoff: bool = False,
            ) -> tuple[AimTables, SharedArray, list[AimedGate]]:
     """Location A armed in worker 0 by a near miss with worker 1's B, as above."""
-    tables = AimTables.allocate(arena, AimParams(object_slots=64, location_slots=64,
+    tables = AimTables.allocate(arena, AimParams(object_slots=64, location_slots=64, epoch_ms=0,
                                                  pair_slots=64, handoff=handoff))
     control = arena.array("control", CONTROL_LEN)
     gates = [AimedGate(tables, NoiseConfig(probability, ("yield",), policy=AIMED), _subjects,
@@ -304,7 +304,7 @@ def test_declared_accesses_need_a_write_and_a_scan_meets_each_object() -> None:
         return (Access("item", int(fields["item"]), declared[label]),)
 
     with Arena() as arena:
-        tables = AimTables.allocate(arena, AimParams(object_slots=64, location_slots=64,
+        tables = AimTables.allocate(arena, AimParams(object_slots=64, location_slots=64, epoch_ms=0,
                                                      pair_slots=64))
         seq = arena.array("seq", CONTROL_LEN)
         gates = [AimedGate(tables, NoiseConfig(1.0, ("yield",), policy=AIMED), _subjects,
