@@ -24,6 +24,21 @@ there), capped at ``handoff_cap`` x ``--max-sleep-us``. It is off: on a race who
 window needs a long delay (a delivery held back while a whole read goes by) it ended
 delays too soon, and the bench measured it worse there (issue 14's notes).
 
+In a free run the gate runs under the step lock (``Runtime.gate_holds``) and lets go
+only to delay. Run after letting go, as it once was, its few microseconds at every
+point were a chance for a waiting worker to take the lock: a handoff at nearly every
+point, which halved a run's points/s and moved its interleaving more than the delays
+did. Under the lock, a point without a delay switches workers as rarely as a run
+without noise, and the switches are where the delays put them. The detector runs on
+one point in ``sample`` (and on every point after a delay): near misses on a
+tracker's hot objects come by the thousand, so a sample finds the same pairs.
+
+A fresh target delays at up to 0.9 (``boost`` x ``--noise``): a race that needs two
+delays at once (a popped event held back while a whole read goes by) is found
+where it is tried nearly every time. What keeps that from slowing a run where delays
+do not help is the back-off below and, for the run as a whole, an A/B test over
+short epochs (``shmstress.free.epochs``).
+
 Each worker keeps the near-miss detector up to date at its own points, in
 small tables in shared memory written without locks: a race in the detector
 loses or invents a near miss, which only moves a delay. The tables:
@@ -131,6 +146,7 @@ class AimParams:
     per_worker: bool = True  # a location is a target per worker, not for the first one only
     handoff_cap: float = 4.0  # x --max-sleep-us: the longest a handoff waits for them
     sample: int = 8  # the detector runs on one point in this many (and after every delay)
+    warm_points: int = 2048  # ... but on each of a worker's first points: targets arm sooner
     epoch_ms: float = 50.0  # the run's A/B test of delays on and off (``free.epochs``); 0: none
     control: int = 4  # one epoch in this many is on the other side
     run_evidence: int = 16  # violations before the A/B test may turn delays off
@@ -362,6 +378,7 @@ class AimedGate:
         self._cap_s = self._max_sleep_s * params.handoff_cap
         self._sampled = 1.0 / params.sample if params.sample > 1 else 0.0
         self._draw = random.Random(f"shmstress:aim-sample:{seed}:{worker}").random
+        self._warm = params.warm_points
         self._slice_s = min(self._max_sleep_s / 4, 25e-6)  # how often a handoff looks
         self._subjects = subjects
         self._accesses = accesses
@@ -498,9 +515,12 @@ class AimedGate:
         run (``Runtime.gate_holds``). Sampling is enough to find near misses, which on a
         tracker's hot objects come by the thousand, and it keeps the detector's cost,
         paid while the others wait, to a few percent of a point's."""
-        if self._delayed < 0 and self._sampled and self._draw() >= self._sampled:
-            self._lock = -1  # not sampled: the detector skips it (``AimParams.sample``)
-            return
+        if self._delayed < 0 and self._sampled:
+            if self._warm:
+                self._warm -= 1  # its first points all count: the targets arm at once
+            elif self._draw() >= self._sampled:
+                self._lock = -1  # not sampled: the detector skips it (``AimParams.sample``)
+                return
         self._note(seq, label, fields)
 
     def _note(self, seq: int, label: str, fields: dict[str, object]) -> None:
