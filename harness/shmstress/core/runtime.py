@@ -160,6 +160,8 @@ class Runtime:
             self.acquire_gate.before_acquire(label, lock)
 
     def _gate_then_let_go(self, label: str, lock: int) -> None:
+        """``gate_holds``: the gate decides under the step lock (letting go itself to pause),
+        then the lock is let go for the point's own acquire, which may block."""
         if self._abort_mv[2]:
             self.end_step()
             raise StopRun
