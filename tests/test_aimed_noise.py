@@ -344,6 +344,8 @@ def test_the_run_keeps_delays_on_where_the_on_epochs_find_more() -> None:
     sides, (on_v, on_n, off_v, off_n) = _epochs_seen(violations_on=2, violations_off=0)
     assert on_v > 0 and off_v == 0 and on_n + off_n == len(sides) - 1
     assert sum(sides) == len(sides) - len(sides) // 4  # every 4th epoch off, the rest on
+    quiet, _ = _epochs_seen(violations_on=0, violations_off=0, epochs=20)
+    assert all(quiet)  # before the first violation an off epoch could only count zeros
 
 
 def test_the_run_turns_delays_off_where_the_off_epochs_do_as_well() -> None:

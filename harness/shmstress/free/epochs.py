@@ -5,8 +5,9 @@ followed by violations more often than passes are, but a violation is credited
 to every location passed just before it, and where nearly every pass is delayed
 the passes are too few to compare with. The run as a whole has a plainer signal:
 its violations per second with delays on and with them off. So time is cut into
-epochs (``AimParams.epoch_ms``); most have delays on and one in ``control`` has
-them off, and each epoch's violations are added to its side. Once ``evidence``
+epochs (``AimParams.epoch_ms``); from the run's first violation on, most have
+delays on and one in ``control`` has them off, and each epoch's violations are
+added to its side. Once ``evidence``
 violations are in and the off epochs did at least as well per epoch as the on
 epochs, the shares swap: delays stay off but for one epoch in ``control`` (which
 keeps measuring, so a change of heart is possible). A race inside a library call,
@@ -60,10 +61,14 @@ class Epochs:
 
     def _side(self, epoch: int) -> int:
         """On, but for one epoch in ``control``; the other way round once the evidence says
-        the off epochs do at least as well."""
+        the off epochs do at least as well. Before the first violation, always on: off
+        epochs could only count zeros, and the run is most often stopped by that first
+        violation."""
         cells = self._cells
         on_v, on_n = cells[_ON_VIOLATIONS], cells[_ON_EPOCHS]
         off_v, off_n = cells[_OFF_VIOLATIONS], cells[_OFF_EPOCHS]
+        if not on_v + off_v:
+            return 1
         useless = (on_v + off_v >= self._evidence and on_n and off_n
                    and off_v * on_n >= on_v * off_n)
         control = epoch % self._control == 0
