@@ -33,6 +33,8 @@ from shmstress.free.aim import (
     delay_probability,
     location_code,
 )
+from shmstress.free.epochs import CELLS as EPOCH_CELLS
+from shmstress.free.epochs import Epochs
 from shmstress.free.runner import run
 from shmstress.plugin.coverage import conflicting_pairs, interleaving_coverage
 from shmstress.plugin.wording import wording_of
@@ -56,7 +58,7 @@ def test_a_near_miss_arms_the_earlier_side_in_its_worker_only() -> None:
     Only A is armed, and only for worker 0 (asymmetric); a delay there that lets worker 1
     in at B counts as productive."""
     with Arena() as arena:
-        tables = AimTables.allocate(arena, AimParams(object_slots=64, location_slots=64,
+        tables = AimTables.allocate(arena, AimParams(object_slots=64, location_slots=64, epoch_ms=0,
                                                      pair_slots=64))
         seq = arena.array("seq", CONTROL_LEN)
         gates = [AimedGate(tables, NoiseConfig(1.0, ("yield",), policy=AIMED), _subjects,
@@ -86,7 +88,7 @@ def test_a_near_miss_arms_the_earlier_side_in_its_worker_only() -> None:
 def _armed(arena: Arena, probability: float, handoff: bool = False,
            ) -> tuple[AimTables, SharedArray, list[AimedGate]]:
     """Location A armed in worker 0 by a near miss with worker 1's B, as above."""
-    tables = AimTables.allocate(arena, AimParams(object_slots=64, location_slots=64,
+    tables = AimTables.allocate(arena, AimParams(object_slots=64, location_slots=64, epoch_ms=0,
                                                  pair_slots=64, handoff=handoff))
     control = arena.array("control", CONTROL_LEN)
     gates = [AimedGate(tables, NoiseConfig(probability, ("yield",), policy=AIMED), _subjects,
@@ -304,7 +306,7 @@ def test_declared_accesses_need_a_write_and_a_scan_meets_each_object() -> None:
         return (Access("item", int(fields["item"]), declared[label]),)
 
     with Arena() as arena:
-        tables = AimTables.allocate(arena, AimParams(object_slots=64, location_slots=64,
+        tables = AimTables.allocate(arena, AimParams(object_slots=64, location_slots=64, epoch_ms=0,
                                                      pair_slots=64))
         seq = arena.array("seq", CONTROL_LEN)
         gates = [AimedGate(tables, NoiseConfig(1.0, ("yield",), policy=AIMED), _subjects,
@@ -318,3 +320,61 @@ def test_declared_accesses_need_a_write_and_a_scan_meets_each_object() -> None:
         gates[1].observe(3, 1, "SCAN", {})
         gates[0].observe(4, 0, "W", {"item": 9})
         assert (location_code("SCAN"), location_code("W")) in tables.stats().pairs
+
+
+def _epochs_seen(violations_on: int, violations_off: int, epochs: int = 200,
+                 ) -> tuple[list[bool], tuple[int, int, int, int]]:
+    """Drive one worker's ``Epochs`` through ``epochs`` epochs of 1 ms, reporting the given
+    violations in each epoch with delays on or off; which side each epoch was on."""
+    with Arena() as arena:
+        cells = arena.array("epochs", EPOCH_CELLS)
+        view = Epochs(cells, epoch_ms=1.0, control=4, evidence=16)
+        sides, violations = [], 0
+        for epoch in range(1, epochs + 1):
+            on = view.delays_on(epoch * 1_000_000 + 1, violations)
+            assert view.delays_on(epoch * 1_000_000 + 999_999, violations) == on  # one epoch
+            sides.append(on)
+            violations += violations_on if on else violations_off
+        return sides, view.counts()
+
+
+def test_the_run_keeps_delays_on_where_the_on_epochs_find_more() -> None:
+    """Violations only come with delays on: delays stay on but for one epoch in four,
+    which keeps measuring the other side."""
+    sides, (on_v, on_n, off_v, off_n) = _epochs_seen(violations_on=2, violations_off=0)
+    assert on_v > 0 and off_v == 0 and on_n + off_n == len(sides) - 1
+    assert sum(sides) == len(sides) - len(sides) // 4  # every 4th epoch off, the rest on
+    quiet, _ = _epochs_seen(violations_on=0, violations_off=0, epochs=20)
+    assert all(quiet)  # before the first violation an off epoch could only count zeros
+
+
+def test_the_run_turns_delays_off_where_the_off_epochs_do_as_well() -> None:
+    """Violations come as often with delays off (a race out of the points' reach): once
+    the evidence is in, delays are on for one epoch in four only."""
+    sides, (on_v, _, off_v, _) = _epochs_seen(violations_on=1, violations_off=1)
+    assert on_v + off_v >= 16
+    late = sides[len(sides) // 2:]
+    assert sum(late) == len(late) // 4  # the shares swapped
+    assert sides[:8].count(True) == 6  # at first, on but for the control epochs
+
+
+def test_a_gate_under_the_step_lock_lets_go_only_to_delay() -> None:
+    """A point without a delay must not let go of the step lock (a waiting worker would
+    take it: a switch at every point); a delay lets go first, so the others run."""
+    let_go: list[str] = []
+    with Arena() as arena:
+        tables = AimTables.allocate(arena, AimParams(object_slots=64, location_slots=64,
+                                                     pair_slots=64, epoch_ms=0))
+        control = arena.array("control", CONTROL_LEN)
+        gates = [AimedGate(tables, NoiseConfig(1.0, ("yield",), policy=AIMED), _subjects,
+                           seed=1, worker=w, seq_cell=control.mv,
+                           let_go=lambda: let_go.append("let go")) for w in (0, 1)]
+        gates[0].observe(0, 0, "A", {"item": 7})
+        gates[1].observe(2, 1, "B", {"item": 7})  # arms A in worker 0
+        for _ in range(50):
+            gates[0].before_point("B")  # not a target of worker 0: never lets go
+        assert let_go == []
+        for _ in range(50):
+            gates[0].before_point("A")
+        row = _row(tables, "A")
+        assert 0 < row.delays < 50 and len(let_go) == row.delays  # passes kept the lock

@@ -28,7 +28,7 @@ from shmstress.free.runner import run
 from shmstress.render.summary import render_summary
 from shmstress.reports.schema import decode
 
-SMALL = AimParams(object_slots=64, location_slots=64, pair_slots=64)
+SMALL = AimParams(object_slots=64, location_slots=64, pair_slots=64, epoch_ms=0)
 CONFIG = RunConfig(tracker="dra", variant="original", seed=4, duration=10, max_points=3000,
                    noise=NoiseConfig(0.3, policy=AIMED), stop_on_first=False)
 

@@ -78,6 +78,10 @@ class Runtime:
         self.one_at_a_time = False
         self._step_lock: MpLock | None = None  # free mode: see ``attach``
         self._holding = False
+        self.gate_holds = False
+        """The gate runs under the step lock and lets go itself before it pauses (free mode's
+        aimed noise): a point without a pause then gives no other worker a chance to take the
+        lock, as it gives none without noise."""
 
     # -- identity -------------------------------------------------------------------------
     def attach(self, worker_id: int, seed: int, noise: NoiseConfig | None = None,
@@ -130,6 +134,9 @@ class Runtime:
 
     def before_point(self, label: str) -> None:
         """Abort check and gate: the part of a point that runs before the step."""
+        if self.gate_holds:
+            self._gate_then_let_go(label, -1)
+            return
         if self._holding:
             self.end_step()
         if self._abort_mv[2]:  # control.ABORT, inlined: this runs at every point
@@ -138,7 +145,11 @@ class Runtime:
 
     def before_acquire(self, label: str, lock: int) -> None:
         """``before_point`` for the outer acquire of instrumented lock slot ``lock``: the
-        acquire that follows may block, so the step lock is let go first."""
+        acquire that follows may block, so the step lock is let go first (after a gate that
+        holds it)."""
+        if self.gate_holds:
+            self._gate_then_let_go(label, lock)
+            return
         if self._holding:
             self.end_step()
         if self._abort_mv[2]:
@@ -147,6 +158,18 @@ class Runtime:
             self.gate.before_point(label)
         else:
             self.acquire_gate.before_acquire(label, lock)
+
+    def _gate_then_let_go(self, label: str, lock: int) -> None:
+        """``gate_holds``: the gate decides under the step lock (letting go itself to pause),
+        then the lock is let go for the point's own acquire, which may block."""
+        if self._abort_mv[2]:
+            self.end_step()
+            raise StopRun
+        if lock >= 0 and self.acquire_gate is not None:
+            self.acquire_gate.before_acquire(label, lock)
+        else:
+            self.gate.before_point(label)
+        self.end_step()
 
     def commit_point(self, label: str, fields: dict[str, object]) -> int:
         """Take the global sequence number (inside the lock just acquired, if any) and record."""

@@ -24,6 +24,21 @@ there), capped at ``handoff_cap`` x ``--max-sleep-us``. It is off: on a race who
 window needs a long delay (a delivery held back while a whole read goes by) it ended
 delays too soon, and the bench measured it worse there (issue 14's notes).
 
+In a free run the gate runs under the step lock (``Runtime.gate_holds``) and lets go
+only to delay. Run after letting go, as it once was, its few microseconds at every
+point were a chance for a waiting worker to take the lock: a handoff at nearly every
+point, which halved a run's points/s and moved its interleaving more than the delays
+did. Under the lock, a point without a delay switches workers as rarely as a run
+without noise, and the switches are where the delays put them. The detector runs on
+one point in ``sample`` (and on every point after a delay): near misses on a
+tracker's hot objects come by the thousand, so a sample finds the same pairs.
+
+A fresh target delays at up to 0.9 (``boost`` x ``--noise``): a race that needs two
+delays at once (a popped event held back while a whole read goes by) is found
+where it is tried nearly every time. What keeps that from slowing a run where delays
+do not help is the back-off below and, for the run as a whole, an A/B test over
+short epochs (``shmstress.free.epochs``).
+
 Each worker keeps the near-miss detector up to date at its own points, in
 small tables in shared memory written without locks: a race in the detector
 loses or invents a near miss, which only moves a delay. The tables:
@@ -89,6 +104,8 @@ from shmstress.core.access import EVERY, Access
 from shmstress.core.control import VIOLATIONS
 from shmstress.core.noise import AimStats, NoiseConfig
 from shmstress.core.shm import Arena, SharedArray
+from shmstress.free.epochs import CELLS as EPOCH_CELLS
+from shmstress.free.epochs import Epochs
 
 Subjects = Callable[[str, Mapping[str, object]], tuple[tuple[str, int], ...]]
 """``Words.subjects``: the objects a point's fields name."""
@@ -102,6 +119,7 @@ _T_PASSES, _T_PASS_VIOL, _T_DELAY_VIOL, _T_GAP, _T_STRIDE = 4, 5, 6, 7, 8
 _P_KEY, _P_A, _P_B, _P_STRIDE = 0, 1, 2, 3
 _G_NEXT, _G_CREDITED, _RING = 0, 1, 2  # passes: the ring's cells, then the ring
 _G_SEQ, _G_SLOT, _G_DELAYED, _G_STRIDE = 0, 1, 2, 3
+_MOST = 0.9  # a target's highest delay probability: a tenth of passes go by, to compare with
 _LOCK_SALT = 0x5DEECE66D  # lock slots and subjects share the object table
 _OBJECTS_KEPT = 4096  # (label, fields) whose object slots a worker remembers
 
@@ -117,9 +135,9 @@ class AimParams:
     backoff: float = 8.0  # unproductive delays that halve a location's delay probability
     hit_credit: int = 4  # unproductive delays one productive delay makes up for
     floor: float = 0.02  # share of the probability kept where violations come without delays
-    search_floor: float = 1 / 3  # share kept while no violation says so (3P x 1/3: P)
+    search_floor: float = 1 / 3  # share kept while no violation says so
     evidence: int = 8  # violations after passes without a delay that say delays are not needed
-    boost: float = 3.0  # a fresh target delays with probability min(1, boost x --noise)
+    boost: float = 9.0  # a fresh target delays with probability min(0.9, boost x --noise)
     lift: float = 2.0  # violations after a delay, over those after a pass, that keep it up
     pass_ring: int = 64  # the last targeted passes kept, to credit a violation to
     credit_window: int = 32  # points: a pass at most this far before a violation is credited
@@ -127,6 +145,11 @@ class AimParams:
     background: float = 0.0  # x --noise: plain noise at the points no target of its worker
     per_worker: bool = True  # a location is a target per worker, not for the first one only
     handoff_cap: float = 4.0  # x --max-sleep-us: the longest a handoff waits for them
+    sample: int = 8  # the detector runs on one point in this many (and after every delay)
+    warm_points: int = 2048  # ... but on each of a worker's first points: targets arm sooner
+    epoch_ms: float = 50.0  # the run's A/B test of delays on and off (``free.epochs``); 0: none
+    control: int = 4  # one epoch in this many is on the other side
+    run_evidence: int = 16  # violations before the A/B test may turn delays off
 
 
 @dataclass(frozen=True)
@@ -148,12 +171,13 @@ def delay_probability(row: LocationRecord, boosted: float, params: AimParams) ->
     (the passes' rate counted with one violation more, so that a few lucky delays on
     a location rarely passed are not enough) keep the full probability. Otherwise
     each unproductive delay backs off, a productive one making up for ``hit_credit``,
-    down to the plain noise probability (a third of the boosted one): a race whose
-    window needs a rare combination, which no delay has hit yet, is still tried as
-    often as uniform noise would. Where ``evidence`` violations already followed
-    passes without a delay, and delays do no better, the race needs no help (or is
-    out of the points' reach, inside a library call): the probability drops at once
-    to the low floor, and delays all but vanish.
+    down to a third of the boosted one: a race whose window needs a rare combination,
+    which no delay has hit yet, is still tried there more often than uniform noise
+    tries it at any point. Where ``evidence`` violations already followed passes
+    without a delay, and delays do no better, the race needs no help (or is out of
+    the points' reach, inside a library call): the probability drops at once to the
+    low floor, and delays all but vanish. A run where delays do no better as a whole
+    turns them off for most of its time (``shmstress.free.epochs``).
     """
     return _probability(row.delays, row.productive, row.passes, row.pass_violations,
                         row.delay_violations, boosted, params)
@@ -173,6 +197,10 @@ def _probability(delays: int, productive: int, passes: int, pass_violations: int
         return boosted
     return max(boosted * float(2.0 ** (-misses / params.backoff)),
                boosted * params.search_floor)
+
+
+def _nothing() -> None:
+    return None
 
 
 def pair_slot(earlier: int, later: int, slots: int) -> int:
@@ -214,6 +242,7 @@ class AimTables:
     targets: SharedArray
     pairs: SharedArray
     passes: SharedArray  # [next index, violations credited, ring of (seq, slot + 1, delayed)]
+    epochs: SharedArray  # the A/B test's cells (``free.epochs``)
     preloaded: dict[int, tuple[int, int, int]] = field(default_factory=dict)
     """target slot -> (code, delays, productive delays) as ``preload`` wrote it: what
     ``stats`` does not count as this run's."""
@@ -231,6 +260,7 @@ class AimTables:
             arena.array("harness.aim.targets", p.location_slots * _T_STRIDE),
             arena.array("harness.aim.pairs", p.pair_slots * _P_STRIDE),
             arena.array("harness.aim.passes", _RING + p.pass_ring * _G_STRIDE),
+            arena.array("harness.aim.epochs", EPOCH_CELLS),
         )
 
     def row(self, label: str, worker: int = 0) -> LocationRecord | None:
@@ -317,13 +347,18 @@ class AimedGate:
         seq_cell: memoryview,
         act: bool = True,
         accesses: Accesses | None = None,
+        let_go: Callable[[], None] | None = None,
     ) -> None:
         """``accesses``: the tracker's ``Words.accesses``; where a point declares them, a
         near miss needs one of the two accesses to write (TSVD's rule, exact), and a scan
         of every object of a kind (``EVERY``) meets each single one of it. ``seq_cell`` is
         the control block: ``[0]`` the next sequence number to be handed out (where a
         delay starts, so that an access after it tells what the delay let in),
-        ``[VIOLATIONS]`` the violations reported so far."""
+        ``[VIOLATIONS]`` the violations reported so far. ``let_go``: the runtime's
+        ``end_step``, when the gate runs under the step lock (``Runtime.gate_holds``): it
+        lets go before a delay only, so that a point without one is not a chance for
+        another worker to take the lock (a handoff at nearly every point halved the
+        points/s of a run, and changed its interleaving more than the delays did)."""
         params = tables.params
         self._params = params
         self._recent = tables.recent.mv
@@ -334,18 +369,24 @@ class AimedGate:
         self._salt = (worker + 1) * 0x9E3779B1 if params.per_worker else 0  # ``target_slot``
         self._pmask = params.pair_slots - 1
         self._window = params.window
-        self._boosted = min(1.0, config.probability * params.boost)
+        self._boosted = min(_MOST, config.probability * params.boost)
         self._sleep = "sleep" in config.kinds
         self._yield = "yield" in config.kinds
         self._max_sleep_s = config.max_sleep_us / 1e6
         self._handoff = params.handoff
         self._background = config.probability * params.background
         self._cap_s = self._max_sleep_s * params.handoff_cap
+        self._sampled = 1.0 / params.sample if params.sample > 1 else 0.0
+        self._draw = random.Random(f"shmstress:aim-sample:{seed}:{worker}").random
+        self._warm = params.warm_points
         self._slice_s = min(self._max_sleep_s / 4, 25e-6)  # how often a handoff looks
         self._subjects = subjects
         self._accesses = accesses
         self._rng = random.Random(f"shmstress:aim:{seed}:{worker}")
         self._act = act
+        self._let_go = let_go or _nothing
+        self._epochs = (Epochs(tables.epochs, params.epoch_ms, params.control,
+                               params.run_evidence) if params.epoch_ms > 0 else None)
         self._me = worker + 1
         self._seq = seq_cell
         self._codes: dict[str, int] = {}
@@ -374,6 +415,9 @@ class AimedGate:
             self._credit(violations)
         if self._pending is not None:
             self.flush()
+        if self._epochs is not None and not self._epochs.delays_on(time.monotonic_ns(),
+                                                                    violations):
+            return  # an epoch with delays off: the run's A/B test (``free.epochs``)
         code = self._code(label)
         at = ((code ^ self._salt) & self._lmask) * _T_STRIDE
         targets = self._targets
@@ -433,8 +477,10 @@ class AimedGate:
         if self._sleep and (not self._yield or rng.random() < 0.5):
             pause = rng.random() * self._max_sleep_s
             if self._act:
+                self._let_go()
                 time.sleep(pause)
         elif self._act:
+            self._let_go()
             os.sched_yield()
 
     def _hand_off(self, rng: random.Random, gap: int) -> None:
@@ -446,6 +492,7 @@ class AimedGate:
         need = rng.randint(1, max(gap, 1) + 1)
         if not self._act:
             return
+        self._let_go()
         cell = self._seq
         start = cell[0]
         deadline = time.monotonic() + self._cap_s
@@ -462,16 +509,29 @@ class AimedGate:
 
     # -- after the point: note it; detect near misses and score the delay once let go -------
     def after_point(self, seq: int, worker: int, label: str, fields: dict[str, object]) -> None:
-        """The runtime's observer. It runs under the step lock, which every other worker
-        waits for, so it only notes the point: the detector's work waits for this worker's
-        next ``before_point``, which runs with the lock let go, beside the others' steps."""
+        """The runtime's observer. It runs under the step lock and only notes the point,
+        one in ``AimParams.sample`` (every point that followed a delay): the detector runs
+        on it at this worker's next ``before_point``, still under the step lock in a free
+        run (``Runtime.gate_holds``). Sampling is enough to find near misses, which on a
+        tracker's hot objects come by the thousand, and it keeps the detector's cost,
+        paid while the others wait, to a few percent of a point's."""
+        if self._delayed < 0 and self._sampled:
+            if self._warm:
+                self._warm -= 1  # its first points all count: the targets arm at once
+            elif self._draw() >= self._sampled:
+                self._lock = -1  # not sampled: the detector skips it (``AimParams.sample``)
+                return
+        self._note(seq, label, fields)
+
+    def _note(self, seq: int, label: str, fields: dict[str, object]) -> None:
         self._pending = (seq, label, fields, self._delayed, self._mark, self._lock)
         self._delayed = -1
         self._lock = -1
 
     def observe(self, seq: int, worker: int, label: str, fields: dict[str, object]) -> None:
-        """Note the point and run the detector on it at once (a sequential driver)."""
-        self.after_point(seq, worker, label, fields)
+        """Note the point and run the detector on it at once (a sequential driver): every
+        point, not a sample."""
+        self._note(seq, label, fields)
         self.flush()
 
     def flush(self) -> None:

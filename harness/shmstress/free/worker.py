@@ -42,9 +42,10 @@ def worker_main(
     if aim is not None and noise.probability > 0:
         tables, subjects, accesses = aim
         gate = AimedGate(tables, noise, subjects, seed, info.worker_id, control.control.mv,
-                         accesses=accesses)
+                         accesses=accesses, let_go=runtime.end_step)
         runtime.gate = gate
         runtime.acquire_gate = gate
+        runtime.gate_holds = True
         runtime.observer = gate.after_point
     me = info.worker_id
     control.set_worker_slot(me, W_PID, os.getpid())
