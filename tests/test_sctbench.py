@@ -229,6 +229,7 @@ def test_the_cli_runs_the_suite_on_a_tiny_budget(
     ["--seeds", "0"],
     ["--twin-executions", "-1"],
     ["--jobs", "0"],
+    ["--twin-strategy", "dfs"],
     ["--program", "nonsense_bad"],
     ["--strategy", "dfs"],
     ["--section", "plain"],

@@ -15,6 +15,7 @@ from shmstress.bench.sctbench.run import (
     PAPER_EXECUTIONS,
     STRATEGIES,
     SUITE,
+    TWIN_STRATEGIES,
     SuiteOptions,
     render_suite,
     report_json,
@@ -99,6 +100,9 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
                        + " (default all)")
     suite.add_argument("--twin-executions", type=int, metavar="N",
                        help="executions each twin runs per strategy (default --executions)")
+    suite.add_argument("--twin-strategy", action="append", metavar="KEY",
+                       help="strategies the twins run under (repeatable; default "
+                       + ", ".join(TWIN_STRATEGIES) + ")")
     suite.add_argument("--jobs", type=int, default=len(usable_cpus()), metavar="N",
                        help="trials run at once, each in a process of its own on a CPU of its "
                        "own (default: the usable CPUs, here %(default)s; 1: one after the "
@@ -154,6 +158,10 @@ def _suite_problems(args: argparse.Namespace) -> list[str]:
     if unknown:
         problems.append(f"--strategy {', '.join(unknown)}: choose from "
                         f"{', '.join(s.key for s in STRATEGIES)}")
+    unknown = [key for key in args.twin_strategy or () if key not in keys]
+    if unknown:
+        problems.append(f"--twin-strategy {', '.join(unknown)}: choose from "
+                        f"{', '.join(s.key for s in STRATEGIES)}")
     return problems
 
 
@@ -162,6 +170,7 @@ def _cmd_suite(args: argparse.Namespace) -> int:
         executions=args.executions, seeds=args.seeds, seed=args.seed,
         programs=tuple(args.program or ()), strategies=tuple(args.strategy or ()),
         twin_executions=args.twin_executions,
+        twin_strategies=tuple(args.twin_strategy or TWIN_STRATEGIES),
     )
     report = run_suite(options, log=lambda line: print(line, file=sys.stderr, flush=True),
                        jobs=args.jobs)

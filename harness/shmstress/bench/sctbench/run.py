@@ -98,6 +98,7 @@ class SuiteOptions:
     programs: tuple[str, ...] = ()  # buggy programs to run; () for all
     strategies: tuple[str, ...] = ()  # keys of STRATEGIES; () for all
     twin_executions: int | None = None  # per twin and strategy; None: ``executions``
+    twin_strategies: tuple[str, ...] = TWIN_STRATEGIES  # keys the twins run under
 
     def selected_programs(self) -> tuple[Program, ...]:
         return tuple(program(name) for name in self.programs) if self.programs else BUGGY
@@ -270,7 +271,7 @@ class TrialTask:
 
 def suite_tasks(options: SuiteOptions) -> list[TrialTask]:
     """Every trial of the suite, in the order a serial run takes them: per program, each
-    strategy's seeds, then its twins under each of ``TWIN_STRATEGIES``."""
+    strategy's seeds, then its twins under each of ``options.twin_strategies``."""
     tasks: list[TrialTask] = []
     twin_budget = options.twin_executions or options.executions
     for subject in options.selected_programs():
@@ -279,7 +280,7 @@ def suite_tasks(options: SuiteOptions) -> list[TrialTask]:
             tasks.extend(TrialTask(subject.name, strategy.key, seed, options.executions,
                                    subject.name) for seed in seeds)
         tasks.extend(TrialTask(name, key, options.seed, twin_budget, subject.name)
-                     for name in subject.twins for key in TWIN_STRATEGIES)
+                     for name in subject.twins for key in options.twin_strategies)
     return tasks
 
 
