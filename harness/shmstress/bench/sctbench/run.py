@@ -29,6 +29,7 @@ is one schedule.
 from __future__ import annotations
 
 import statistics
+import time
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field, replace
 from typing import Any
@@ -289,13 +290,22 @@ def _strategy(key: str) -> SuiteStrategy:
 
 
 def _explore(task: TrialTask, log: Log) -> PlainResult:
+    ran = [0]
+
     def progress(done: int, ends: dict[str, int]) -> None:
+        ran[0] = done
         if done % PROGRESS_EVERY == 0:
             log(f"{SUITE}: {task.what}: {done:,} executions, {ends}")
 
     strategy = _strategy(task.strategy)
     spec = replace(program(task.program).spec(), free=strategy.free)
-    return explore(spec, Exploration(strategy.spec, task.seed, task.budget), progress)
+    started = time.monotonic()
+    try:
+        return explore(spec, Exploration(strategy.spec, task.seed, task.budget), progress)
+    except KeyboardInterrupt:  # how far it got is all a long trial cut short leaves
+        log(f"{SUITE}: {task.what}: cut short after {ran[0]:,} executions without a "
+            f"failure, {time.monotonic() - started:.2f} s")
+        raise
 
 
 def _describe(result: PlainResult) -> tuple[str, str]:
@@ -314,7 +324,8 @@ def run_task(task: TrialTask, log: Log) -> Trial | TwinFigures:
     if task.twin:
         log(f"{SUITE}: {task.what}: " + (f"{end} after {result.executions:,} executions "
                                           f"({message})" if end
-                                          else f"clean over {result.executions:,} executions"))
+                                          else f"clean over {result.executions:,} executions")
+            + f", {result.elapsed_s:.2f} s")
         return TwinFigures(task.program, task.strategy, task.seed, result.executions,
                            result.elapsed_s, dict(result.ends), end, message,
                            not end or subject.expected(end))
