@@ -21,6 +21,7 @@ from __future__ import annotations
 import contextlib
 import os
 import signal
+import time
 import traceback
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -40,6 +41,7 @@ Work = Callable[[T, Log], R]
 """One trial: its task and a log for progress lines; returns a picklable result."""
 
 _POLL_S = 0.2  # how often the parent looks at the interrupt flag while it waits
+_DRAIN_S = 10.0  # for the trials told to stop to say their last lines
 
 
 class TrialError(ShmstressError):
@@ -97,7 +99,7 @@ def run_pool(tasks: Sequence[T], work: Work[T, R], jobs: int, log: Log,
         pass
     finally:
         with shielded():
-            _stop(running)
+            _stop(running, log)
     if failure is not None:
         raise TrialError(failure)
     return results
@@ -137,13 +139,21 @@ def _finish(entry: _Running[T]) -> None:
         entry.process.close()
 
 
-def _stop(running: list[_Running[T]]) -> None:
-    """SIGTERM to every trial still running (each tears its session down), then reap."""
+def _stop(running: list[_Running[T]], log: Log) -> None:
+    """SIGTERM to every trial still running (each tears its session down), their last
+    lines logged (how far a cut trial got), then reap."""
     for entry in running:
         if entry.process.pid is not None and entry.process.is_alive():
             with contextlib.suppress(ProcessLookupError):
                 os.kill(entry.process.pid, signal.SIGTERM)
+    deadline = time.monotonic() + _DRAIN_S
     for entry in running:
+        with contextlib.suppress(OSError, EOFError):
+            while not entry.ended and entry.conn.poll(max(0.0, deadline - time.monotonic())):
+                kind, payload = entry.conn.recv()
+                if kind == "log":
+                    with contextlib.suppress(KeyboardInterrupt):  # teardown goes on
+                        log(payload)
         _finish(entry)
     running.clear()
 
