@@ -2,12 +2,19 @@
 
 A trial (one exploration of a program under a strategy and a seed) is deterministic and
 shares nothing with the others, so N of them can run at once on N cores. Each runs in
-a fresh forked process pinned to one CPU of its own (a plain-code session pins itself
+a process of its own pinned to one CPU of its own (a plain-code session pins itself
 to the CPU it finds itself on: two sessions that happened to start on one CPU would
 share it while another stays idle). The process sends its progress lines and then its
 result back over a pipe; the parent logs the lines as they come and keeps the results
 by the trial's index, so the caller assembles them in the serial order, whatever order
 they finished in.
+
+The trial process is a fresh interpreter (``python -c``), not a fork of the command:
+it imports only what the trial needs (about 21 MB of heap against the command's 29 with
+every subcommand imported), and a plain-code session forks its host, and the host every
+process of every execution, from it. A fork copies the page tables of what the parent
+has mapped, so a leaner ancestor makes each of those forks cheaper (measured: about a
+sixth less CPU per execution on a three-process program).
 
 Teardown is the usual one. A trial process dies with the parent (``PR_SET_PDEATHSIG``);
 on Ctrl-C or SIGTERM the parent stops starting trials and sends SIGTERM to the running
@@ -21,17 +28,17 @@ from __future__ import annotations
 import contextlib
 import os
 import signal
+import subprocess
+import sys
 import time
 import traceback
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from multiprocessing.connection import Connection, wait
-from multiprocessing.process import BaseProcess
 from typing import Generic, TypeVar
 
-from shmstress.core.control import FORK
 from shmstress.core.errors import ShmstressError
-from shmstress.core.processes import become_worker, reap
+from shmstress.core.processes import become_worker
 from shmstress.core.signals import InterruptFlag, shielded
 
 T = TypeVar("T")
@@ -42,6 +49,7 @@ Work = Callable[[T, Log], R]
 
 _POLL_S = 0.2  # how often the parent looks at the interrupt flag while it waits
 _DRAIN_S = 10.0  # for the trials told to stop to say their last lines
+_REAP_S = 5.0  # for a trial's process to exit, before it is terminated (then killed)
 
 
 class TrialError(ShmstressError):
@@ -59,7 +67,7 @@ def usable_cpus() -> list[int]:
 @dataclass
 class _Running(Generic[T]):
     index: int
-    process: BaseProcess
+    process: subprocess.Popen[bytes]
     conn: Connection
     cpu: int
     ended: bool = False  # its pipe reached its end: the process is exiting
@@ -92,7 +100,7 @@ def run_pool(tasks: Sequence[T], work: Work[T, R], jobs: int, log: Log,
                     _finish(entry)
                     if entry.index not in results and failure is None and not interrupt.fired:
                         failure = (f"trial {entry.index} ended without a result (exit code "
-                                   f"{entry.process.exitcode})")
+                                   f"{entry.process.returncode})")
                 if failure is not None:
                     break
     except KeyboardInterrupt:  # a signal while waiting (``interrupt`` says so): stop
@@ -106,12 +114,18 @@ def run_pool(tasks: Sequence[T], work: Work[T, R], jobs: int, log: Log,
 
 
 def _start(index: int, task: T, work: Work[T, R], cpu: int) -> _Running[T]:
-    receive, send = FORK.Pipe(duplex=False)
-    process = FORK.Process(target=_trial_main, args=(task, work, send, cpu, os.getpid()),
-                           name=f"shmstress-trial-{index}")
-    process.start()
-    send.close()
-    return _Running(index, process, receive, cpu)
+    task_read, task_write = os.pipe()
+    result_read, result_write = os.pipe()
+    try:
+        process = subprocess.Popen(
+            [sys.executable, "-c", _BOOT, str(task_read), str(result_write), str(os.getpid()),
+             str(cpu)], pass_fds=(task_read, result_write))
+    finally:
+        os.close(task_read)
+        os.close(result_write)
+    with Connection(task_write, readable=False) as tasks:
+        tasks.send((task, work))
+    return _Running(index, process, Connection(result_read, writable=False), cpu)
 
 
 def _receive(entry: _Running[T], results: dict[int, R], log: Log) -> str | None:
@@ -133,19 +147,25 @@ def _receive(entry: _Running[T], results: dict[int, R], log: Log) -> str | None:
 
 
 def _finish(entry: _Running[T]) -> None:
-    reap([entry.process], grace=5.0)
+    """Reap the trial's process: it is exiting; a straggler is terminated, then killed."""
+    process = entry.process
+    for stop in (None, process.terminate, process.kill):
+        if stop is not None:
+            with contextlib.suppress(ProcessLookupError):
+                stop()
+        with contextlib.suppress(subprocess.TimeoutExpired):
+            process.wait(_REAP_S)
+            break
     entry.conn.close()
-    with contextlib.suppress(ValueError):
-        entry.process.close()
 
 
 def _stop(running: list[_Running[T]], log: Log) -> None:
     """SIGTERM to every trial still running (each tears its session down), their last
     lines logged (how far a cut trial got), then reap."""
     for entry in running:
-        if entry.process.pid is not None and entry.process.is_alive():
+        if entry.process.poll() is None:
             with contextlib.suppress(ProcessLookupError):
-                os.kill(entry.process.pid, signal.SIGTERM)
+                entry.process.send_signal(signal.SIGTERM)
     deadline = time.monotonic() + _DRAIN_S
     for entry in running:
         with contextlib.suppress(OSError, EOFError):
@@ -158,11 +178,20 @@ def _stop(running: list[_Running[T]], log: Log) -> None:
     running.clear()
 
 
-def _trial_main(task: T, work: Work[T, R], send: Connection, cpu: int, parent: int) -> None:
-    """A trial's process: on its own CPU, the work; its lines and result over ``send``."""
+_BOOT = "from shmstress.bench.pool import trial_process; trial_process()"
+
+
+def trial_process() -> None:
+    """A trial's process (``python -c``; its arguments: the pipe it reads its task from,
+    the pipe it writes to, the parent's pid and its CPU): the work on that CPU, its lines
+    and its result over the pipe."""
+    task_fd, result_fd, parent, cpu = (int(arg) for arg in sys.argv[1:5])
     become_worker(parent)
     with contextlib.suppress(OSError, AttributeError):
         os.sched_setaffinity(0, {cpu})
+    with Connection(task_fd, writable=False) as tasks:
+        task, work = tasks.recv()
+    send = Connection(result_fd, readable=False)
     try:
         result = work(task, lambda line: send.send(("log", line)))
     except KeyboardInterrupt:  # SIGTERM from the parent: the session tore itself down
@@ -171,5 +200,4 @@ def _trial_main(task: T, work: Work[T, R], send: Connection, cpu: int, parent: i
         send.send(("error", f"{type(exc).__name__}: {exc}\n{traceback.format_exc()}"))
     else:
         send.send(("result", result))
-    finally:
-        send.close()
+    send.close()
