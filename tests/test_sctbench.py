@@ -19,6 +19,7 @@ from pathlib import Path
 
 import pytest
 
+from shmstress.bench.pool import TrialError, run_pool
 from shmstress.bench.sctbench.programs import ASSERT, BUGGY, TWINS, WAITS, Program, program
 from shmstress.bench.sctbench.run import (
     PAPER_HEADLINE,
@@ -31,6 +32,7 @@ from shmstress.bench.sctbench.run import (
 from shmstress.cli.main import main
 from shmstress.controlled.strategies import exploring_strategy
 from shmstress.controlled.strategies.base import StrategySpec
+from shmstress.core.signals import InterruptFlag
 from shmstress.plain.outcome import PlainEnd, PlainOutcome
 from shmstress.plain.runner import Exploration, explore
 from shmstress.plain.session import PlainSession, PlainSpec
@@ -188,6 +190,12 @@ def test_parallel_trials_give_the_serial_figures() -> None:
     assert _figures(two) == _figures(one)
     assert sorted(line.rsplit(",", 1)[0] for line in parallel) == sorted(
         line.rsplit(",", 1)[0] for line in serial)  # the same lines, wall times aside
+
+
+def test_a_trial_that_raises_stops_the_pool_with_its_error() -> None:
+    # divmod(task, log) raises TypeError in the pool's process, as a broken trial would
+    with pytest.raises(TrialError, match="TypeError"):
+        run_pool([1, 2, 3], divmod, 2, lambda line: None, InterruptFlag())
 
 
 def test_a_cut_parallel_suite_keeps_whole_programs_only() -> None:

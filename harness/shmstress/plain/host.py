@@ -42,8 +42,9 @@ def host_main(
     coordinator: int,
 ) -> None:
     become_worker(coordinator)
-    # The execution's processes inherit this (and the signal dispositions) over their
-    # forks and set up nothing else (``die_with``): a hung one's stack goes to stderr.
+    # The execution's processes inherit this over their forks (they set up only their
+    # parent's death and the signals): a hung one's stack goes to stderr, as the session
+    # says, not into a memfd nobody reads.
     faulthandler.register(signal.SIGUSR1, file=2, all_threads=True)
     ctypes.CDLL(None, use_errno=True).prctl(_PR_SET_CHILD_SUBREAPER, 1)
     try:
