@@ -19,10 +19,12 @@ from pathlib import Path
 
 import pytest
 
+from shmstress.bench.pool import TrialError, run_pool
 from shmstress.bench.sctbench.programs import ASSERT, BUGGY, TWINS, WAITS, Program, program
 from shmstress.bench.sctbench.run import (
     PAPER_HEADLINE,
     SuiteOptions,
+    SuiteReport,
     render_suite,
     report_json,
     run_suite,
@@ -30,6 +32,7 @@ from shmstress.bench.sctbench.run import (
 from shmstress.cli.main import main
 from shmstress.controlled.strategies import exploring_strategy
 from shmstress.controlled.strategies.base import StrategySpec
+from shmstress.core.signals import InterruptFlag
 from shmstress.plain.outcome import PlainEnd, PlainOutcome
 from shmstress.plain.runner import Exploration, explore
 from shmstress.plain.session import PlainSession, PlainSpec
@@ -166,6 +169,50 @@ def test_a_signal_keeps_the_programs_measured_to_their_end() -> None:
     assert "interrupted: program 'sync01_bad' was cut short" in render_suite(report)
 
 
+def _figures(report: SuiteReport) -> list[object]:
+    """Everything a report says but the wall times."""
+    return [(p.program, [(f.strategy, [(t.seed, t.found, t.executions, t.end, t.exhausted)
+                                       for t in f.trials]) for f in p.strategies],
+             [(t.twin, t.strategy, t.executions, t.ends, t.end) for t in p.twins])
+            for p in report.programs]
+
+
+def test_parallel_trials_give_the_serial_figures() -> None:
+    options = SuiteOptions(executions=5, seeds=2, programs=("stack_bad", "sync01_bad"),
+                           strategies=("random-walk", "exhaustive-b0"), twin_executions=2,
+                           twin_strategies=("pct-d3",))
+    serial: list[str] = []
+    parallel: list[str] = []
+    one = run_suite(options, serial.append, jobs=1)
+    two = run_suite(options, parallel.append, jobs=2)
+
+    assert one.cut is None and two.cut is None
+    assert _figures(two) == _figures(one)
+    assert sorted(line.rsplit(",", 1)[0] for line in parallel) == sorted(
+        line.rsplit(",", 1)[0] for line in serial)  # the same lines, wall times aside
+
+
+def test_a_trial_that_raises_stops_the_pool_with_its_error() -> None:
+    # divmod(task, log) raises TypeError in the pool's process, as a broken trial would
+    with pytest.raises(TrialError, match="TypeError"):
+        run_pool([1, 2, 3], divmod, 2, lambda line: None, InterruptFlag())
+
+
+def test_a_cut_parallel_suite_keeps_whole_programs_only() -> None:
+    def log(line: str) -> None:
+        if line.startswith("sctbench: sync01_bad"):
+            raise KeyboardInterrupt
+
+    options = SuiteOptions(executions=3, seeds=2, programs=("lazy01_bad", "sync01_bad"),
+                           strategies=("random-walk",))
+    report = run_suite(options, log, jobs=2)
+
+    assert report.cut in ("lazy01_bad", "sync01_bad")  # lazy01_bad may still be running
+    assert [p.program for p in report.programs] == (
+        [] if report.cut == "lazy01_bad" else ["lazy01_bad"])
+    assert all(len(f.trials) == 2 for p in report.programs for f in p.strategies)
+
+
 def test_the_cli_runs_the_suite_on_a_tiny_budget(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -189,6 +236,8 @@ def test_the_cli_runs_the_suite_on_a_tiny_budget(
     ["--executions", "0"],
     ["--seeds", "0"],
     ["--twin-executions", "-1"],
+    ["--jobs", "0"],
+    ["--twin-strategy", "dfs"],
     ["--program", "nonsense_bad"],
     ["--strategy", "dfs"],
     ["--section", "plain"],

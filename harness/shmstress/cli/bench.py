@@ -9,11 +9,13 @@ import sys
 from dataclasses import asdict
 from pathlib import Path
 
+from shmstress.bench.pool import usable_cpus
 from shmstress.bench.sctbench.programs import BUGGY
 from shmstress.bench.sctbench.run import (
     PAPER_EXECUTIONS,
     STRATEGIES,
     SUITE,
+    TWIN_STRATEGIES,
     SuiteOptions,
     render_suite,
     report_json,
@@ -51,6 +53,7 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
             "shmstress bench --section plain   # plain multiprocessing code, next to Frontrun",
             "shmstress bench --section learning --trials 10   # a second run with saved learning",
             "shmstress bench --json bench.json   # the figures as JSON too",
+            "shmstress bench --suite sctbench --executions 1000 --jobs 2   # two trials at once",
         ),
     )
     bench.add_argument("--trials", type=int, default=20,
@@ -97,6 +100,13 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
                        + " (default all)")
     suite.add_argument("--twin-executions", type=int, metavar="N",
                        help="executions each twin runs per strategy (default --executions)")
+    suite.add_argument("--twin-strategy", action="append", metavar="KEY",
+                       help="strategies the twins run under (repeatable; default "
+                       + ", ".join(TWIN_STRATEGIES) + ")")
+    suite.add_argument("--jobs", type=int, default=len(usable_cpus()), metavar="N",
+                       help="trials run at once, each in a process of its own on a CPU of its "
+                       "own (default: the usable CPUs, here %(default)s; 1: one after the "
+                       "other, in this process); the figures do not depend on it")
     bench.set_defaults(handler=_cmd_bench)
 
 
@@ -132,7 +142,7 @@ def _validate(args: argparse.Namespace) -> None:
 def _suite_problems(args: argparse.Namespace) -> list[str]:
     problems = []
     for name, value in (("--executions", args.executions), ("--seeds", args.seeds),
-                        ("--twin-executions", args.twin_executions)):
+                        ("--twin-executions", args.twin_executions), ("--jobs", args.jobs)):
         if value is not None and value < 1:
             problems.append(f"{name} must be >= 1, got {value}")
     if args.section:
@@ -148,6 +158,10 @@ def _suite_problems(args: argparse.Namespace) -> list[str]:
     if unknown:
         problems.append(f"--strategy {', '.join(unknown)}: choose from "
                         f"{', '.join(s.key for s in STRATEGIES)}")
+    unknown = [key for key in args.twin_strategy or () if key not in keys]
+    if unknown:
+        problems.append(f"--twin-strategy {', '.join(unknown)}: choose from "
+                        f"{', '.join(s.key for s in STRATEGIES)}")
     return problems
 
 
@@ -156,8 +170,10 @@ def _cmd_suite(args: argparse.Namespace) -> int:
         executions=args.executions, seeds=args.seeds, seed=args.seed,
         programs=tuple(args.program or ()), strategies=tuple(args.strategy or ()),
         twin_executions=args.twin_executions,
+        twin_strategies=tuple(args.twin_strategy or TWIN_STRATEGIES),
     )
-    report = run_suite(options, log=lambda line: print(line, file=sys.stderr, flush=True))
+    report = run_suite(options, log=lambda line: print(line, file=sys.stderr, flush=True),
+                       jobs=args.jobs)
     print(render_suite(report))
     code = int(ExitCode.INTERRUPTED) if report.cut is not None else int(ExitCode.CLEAN)
     if args.json:

@@ -24,19 +24,30 @@ from pathlib import Path
 import psutil
 
 _PR_SET_PDEATHSIG = 1
+_LIBC = ctypes.CDLL(None, use_errno=True)  # loaded once: a forked process reuses it
 STACK_FILE = "shmstress-stack"
 """Name of a worker's memfd that faulthandler writes its stack into on SIGUSR1."""
 _STACK_WAIT_S = 1.0
 
 
-def become_worker(coordinator_pid: int) -> None:
-    """First thing in a forked worker: die with the coordinator, leave Ctrl-C to it."""
-    libc = ctypes.CDLL(None, use_errno=True)
-    libc.prctl(_PR_SET_PDEATHSIG, signal.SIGKILL)
-    if os.getppid() != coordinator_pid:  # the coordinator died before prctl took effect
+def die_with(parent_pid: int) -> None:
+    """Die with ``parent_pid`` (``PR_SET_PDEATHSIG``), which is not inherited over a fork:
+    every forked process asks for it itself."""
+    _LIBC.prctl(_PR_SET_PDEATHSIG, signal.SIGKILL)
+    if os.getppid() != parent_pid:  # the parent died before prctl took effect
         os._exit(1)
+
+
+def worker_signals() -> None:
+    """Leave Ctrl-C to the coordinator (it tears the workers down); SIGTERM ends a worker."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     signal.signal(signal.SIGTERM, signal.SIG_DFL)
+
+
+def become_worker(coordinator_pid: int) -> None:
+    """First thing in a forked worker: die with the coordinator, leave Ctrl-C to it."""
+    die_with(coordinator_pid)
+    worker_signals()
     inherited = _stack_file(os.getpid())  # a worker's own child: that file is its parent's
     if inherited is not None:
         with contextlib.suppress(OSError, ValueError):

@@ -27,6 +27,7 @@ handlers live only as long as the outermost context.
 from __future__ import annotations
 
 import contextlib
+import importlib
 import os
 import signal
 import sys
@@ -82,8 +83,13 @@ class _Handler:
         flag.pending = True
 
 
+_GETSIGNAL: Callable[[int], object] = importlib.import_module("_signal").getsignal
+"""``signal.getsignal`` without its conversion to an enum: this runs at every fork (in the
+parent and the child) and at every checkpoint."""
+
+
 def _installed() -> _Handler | None:
-    handler = signal.getsignal(signal.SIGTERM)
+    handler = _GETSIGNAL(signal.SIGTERM)
     return handler if isinstance(handler, _Handler) else None
 
 

@@ -12,9 +12,12 @@ from __future__ import annotations
 
 import contextlib
 import ctypes
+import faulthandler
 import gc
 import importlib
+import linecache
 import os
+import signal
 import traceback
 from collections.abc import Callable
 from multiprocessing.connection import Connection
@@ -39,6 +42,10 @@ def host_main(
     coordinator: int,
 ) -> None:
     become_worker(coordinator)
+    # The execution's processes inherit this over their forks (they set up only their
+    # parent's death and the signals): a hung one's stack goes to stderr, as the session
+    # says, not into a memfd nobody reads.
+    faulthandler.register(signal.SIGUSR1, file=2, all_threads=True)
     ctypes.CDLL(None, use_errno=True).prctl(_PR_SET_CHILD_SUBREAPER, 1)
     try:
         install(runtime)
@@ -47,6 +54,7 @@ def host_main(
         if trace:
             runtime.tracer = Tracer(runtime, trace_roots(trace)).install
         function = scenario.load()
+        _read_source(function)
         runtime.manifest.snapshot()
     except ScenarioError as exc:
         ready.send(("error", str(exc)))
@@ -75,6 +83,15 @@ def host_main(
         _unlink(runtime, runtime.segments_left(int(board.globals.mv[G_HOST_SEGMENTS])))
         board.host_done.release()
         main, go = _prefork(runtime, function)  # forked while the coordinator wraps up
+
+
+def _read_source(function: Callable[[], object]) -> None:
+    """Read the scenario's source into ``linecache`` once, here: an object made in an
+    execution is named after the variable its line assigns (``runtime.inferred_name``),
+    and each execution's ``main`` would otherwise read the file again."""
+    code = getattr(function, "__code__", None)
+    if code is not None:
+        linecache.getlines(code.co_filename)
 
 
 def _unlink(runtime: PlainRuntime, names: list[str]) -> None:

@@ -20,6 +20,7 @@ from collections.abc import Hashable, Sequence
 from dataclasses import dataclass
 from multiprocessing.process import BaseProcess
 from types import TracebackType
+from typing import cast
 
 from shmstress.controlled.pinning import pinned
 from shmstress.controlled.progress import (
@@ -42,6 +43,7 @@ from shmstress.core.errors import ConfigError, HostLostError, ScenarioError
 from shmstress.core.processes import reap
 from shmstress.core.shm import Arena, CreatedSegments
 from shmstress.core.signals import shielded
+from shmstress.core.trace import Label
 from shmstress.plain.board import (
     ARRAY_PREFIX,
     G_ABORT,
@@ -150,7 +152,8 @@ class PlainSession:
         self.spec = spec
         self._arena = Arena()
         self._host: BaseProcess | None = None
-        self._texts: dict[int, str] = {}
+        self._labels: dict[int, Label] = {}  # interned strings never change: read once
+        self._observes: dict[type, bool] = {}  # strategy class: learns from footprints
         self._names = Names()  # object ids of footprints, one per object for the session
         self._stalled: ProbeResult | None = None  # the last execution's probe, if it stalled
         self._healthy = True
@@ -229,11 +232,14 @@ class PlainSession:
         self.close()
 
     # -- names ----------------------------------------------------------------------------
-    def text(self, ident: int) -> str:
-        found = self._texts.get(ident)
+    def label(self, ident: int) -> Label:
+        found = self._labels.get(ident)
         if found is None:
-            found = self._texts[ident] = self.recorder.label(ident).text
+            found = self._labels[ident] = self.recorder.label(ident)
         return found
+
+    def text(self, ident: int) -> str:
+        return self.label(ident).text
 
     def who(self, worker: int) -> str:
         return self.text(self.board.slot(worker, P_NAME))
@@ -298,8 +304,12 @@ class PlainSession:
     def _tell(self, strategy: Strategy, outcome: PlainOutcome) -> None:
         """A strategy that learns from footprints (DPOR) hears what each step touched."""
         observer = acting(strategy)
-        if isinstance(observer, Observing):
-            observer.observe(footprints(outcome.steps, outcome.processes, self._names))
+        observes = self._observes.get(type(observer))
+        if observes is None:  # a protocol's isinstance walks its attributes: once a class
+            observes = self._observes[type(observer)] = isinstance(observer, Observing)
+        if observes:
+            cast(Observing, observer).observe(
+                footprints(outcome.steps, outcome.processes, self._names))
 
     def _schedule(self, strategy: Strategy) -> tuple[PlainEnd, ScheduleDiverged | None, int]:
         board = self.board
@@ -456,7 +466,7 @@ class PlainSession:
         out = []
         for label, worker, index, word, kind, t_ns in zip(labels, workers, indexes, values,
                                                           kinds, times, strict=True):
-            site = self.recorder.label(label)
+            site = self.label(label)
             out.append(PlainStep(worker, site.text, site.file, site.line, index,
                                  _decoded(kind, word), kind != ValueKind.ABSENT, t_ns))
         return tuple(out)

@@ -29,16 +29,18 @@ is one schedule.
 from __future__ import annotations
 
 import statistics
+import time
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field, replace
 from typing import Any
 
+from shmstress.bench.pool import run_pool
 from shmstress.bench.sctbench.programs import BUGGY, Program, program
 from shmstress.controlled.strategies import DEFAULT
 from shmstress.controlled.strategies.base import StrategySpec
 from shmstress.controlled.strategies.dpor import DPOR_BOUND
 from shmstress.core.config import DEFAULT_NOISE
-from shmstress.core.signals import interruptible
+from shmstress.core.signals import InterruptFlag, interruptible
 from shmstress.plain.runner import Exploration, PlainResult, explore
 from shmstress.plain.session import FreeSpec
 
@@ -97,6 +99,7 @@ class SuiteOptions:
     programs: tuple[str, ...] = ()  # buggy programs to run; () for all
     strategies: tuple[str, ...] = ()  # keys of STRATEGIES; () for all
     twin_executions: int | None = None  # per twin and strategy; None: ``executions``
+    twin_strategies: tuple[str, ...] = TWIN_STRATEGIES  # keys the twins run under
 
     def selected_programs(self) -> tuple[Program, ...]:
         return tuple(program(name) for name in self.programs) if self.programs else BUGGY
@@ -246,14 +249,63 @@ class DefaultCheck:
 Log = Callable[[str], None]
 
 
-def _trial(subject: Program, strategy: SuiteStrategy, seed: int, executions: int,
-           log: Log, what: str) -> PlainResult:
-    def progress(done: int, ends: dict[str, int]) -> None:
-        if done % PROGRESS_EVERY == 0:
-            log(f"{SUITE}: {what}: {done:,} executions, {ends}")
+@dataclass(frozen=True)
+class TrialTask:
+    """One exploration of the suite, all a process needs to run it: a buggy program's trial
+    under a strategy and a seed, or a twin's run."""
 
-    spec = replace(subject.spec(), free=strategy.free)
-    return explore(spec, Exploration(strategy.spec, seed, executions), progress)
+    program: str
+    strategy: str  # a key of STRATEGIES
+    seed: int
+    budget: int  # executions
+    owner: str  # the buggy program whose row it belongs to (a twin's, or itself)
+
+    @property
+    def twin(self) -> bool:
+        return self.owner != self.program
+
+    @property
+    def what(self) -> str:
+        twin = " (twin)" if self.twin else ""
+        return f"{self.program}{twin} {self.strategy} seed {self.seed}"
+
+
+def suite_tasks(options: SuiteOptions) -> list[TrialTask]:
+    """Every trial of the suite, in the order a serial run takes them: per program, each
+    strategy's seeds, then its twins under each of ``options.twin_strategies``."""
+    tasks: list[TrialTask] = []
+    twin_budget = options.twin_executions or options.executions
+    for subject in options.selected_programs():
+        for strategy in options.selected_strategies():
+            seeds = range(options.seed, options.seed + (options.seeds if strategy.seeded else 1))
+            tasks.extend(TrialTask(subject.name, strategy.key, seed, options.executions,
+                                   subject.name) for seed in seeds)
+        tasks.extend(TrialTask(name, key, options.seed, twin_budget, subject.name)
+                     for name in subject.twins for key in options.twin_strategies)
+    return tasks
+
+
+def _strategy(key: str) -> SuiteStrategy:
+    return next(s for s in STRATEGIES if s.key == key)
+
+
+def _explore(task: TrialTask, log: Log) -> PlainResult:
+    ran = [0]
+
+    def progress(done: int, ends: dict[str, int]) -> None:
+        ran[0] = done
+        if done % PROGRESS_EVERY == 0:
+            log(f"{SUITE}: {task.what}: {done:,} executions, {ends}")
+
+    strategy = _strategy(task.strategy)
+    spec = replace(program(task.program).spec(), free=strategy.free)
+    started = time.monotonic()
+    try:
+        return explore(spec, Exploration(strategy.spec, task.seed, task.budget), progress)
+    except KeyboardInterrupt:  # how far it got is all a long trial cut short leaves
+        log(f"{SUITE}: {task.what}: cut short after {ran[0]:,} executions without a "
+            f"failure, {time.monotonic() - started:.2f} s")
+        raise
 
 
 def _describe(result: PlainResult) -> tuple[str, str]:
@@ -264,63 +316,79 @@ def _describe(result: PlainResult) -> tuple[str, str]:
     return failing.end.value, message
 
 
-def run_strategy(subject: Program, strategy: SuiteStrategy, options: SuiteOptions,
-                 log: Log) -> StrategyFigures:
-    trials = []
-    seeds = range(options.seed, options.seed + (options.seeds if strategy.seeded else 1))
-    for seed in seeds:
-        what = f"{subject.name} {strategy.key} seed {seed}"
-        result = _trial(subject, strategy, seed, options.executions, log, what)
-        end, message = _describe(result)
-        trial = Trial(seed, bool(end), result.executions, result.elapsed_s, end, message,
-                      subject.expected(end) if end else True, result.exhausted)
-        trials.append(trial)
-        outcome = (f"{end} after {trial.executions:,} executions ({message})" if end
-                   else f"nothing in {trial.executions:,} executions"
-                   + (" (search complete)" if trial.exhausted else ""))
-        log(f"{SUITE}: {what}: {outcome}, {trial.seconds:.2f} s")
-    return StrategyFigures(strategy.key, options.executions, tuple(trials))
-
-
-def run_twin(twin: Program, strategy: SuiteStrategy, options: SuiteOptions,
-             log: Log) -> TwinFigures:
-    budget = options.twin_executions or options.executions
-    what = f"{twin.name} (twin) {strategy.key} seed {options.seed}"
-    result = _trial(twin, strategy, options.seed, budget, log, what)
+def run_task(task: TrialTask, log: Log) -> Trial | TwinFigures:
+    """Run one trial (in this process) and log its outcome line."""
+    result = _explore(task, log)
     end, message = _describe(result)
-    log(f"{SUITE}: {what}: " + (f"{end} after {result.executions:,} executions ({message})"
-                                if end else f"clean over {result.executions:,} executions"))
-    return TwinFigures(twin.name, strategy.key, options.seed, result.executions,
-                       result.elapsed_s, dict(result.ends), end, message,
-                       not end or twin.expected(end))
+    subject = program(task.program)
+    if task.twin:
+        log(f"{SUITE}: {task.what}: " + (f"{end} after {result.executions:,} executions "
+                                          f"({message})" if end
+                                          else f"clean over {result.executions:,} executions")
+            + f", {result.elapsed_s:.2f} s")
+        return TwinFigures(task.program, task.strategy, task.seed, result.executions,
+                           result.elapsed_s, dict(result.ends), end, message,
+                           not end or subject.expected(end))
+    trial = Trial(task.seed, bool(end), result.executions, result.elapsed_s, end, message,
+                  subject.expected(end) if end else True, result.exhausted)
+    outcome = (f"{end} after {trial.executions:,} executions ({message})" if end
+               else f"nothing in {trial.executions:,} executions"
+               + (" (search complete)" if trial.exhausted else ""))
+    log(f"{SUITE}: {task.what}: {outcome}, {trial.seconds:.2f} s")
+    return trial
 
 
-def run_program(subject: Program, options: SuiteOptions, log: Log) -> ProgramFigures:
-    figures = tuple(run_strategy(subject, s, options, log)
-                    for s in options.selected_strategies())
-    twin_strategies = [s for s in STRATEGIES if s.key in TWIN_STRATEGIES]
-    twins = tuple(run_twin(program(name), s, options, log)
-                  for name in subject.twins for s in twin_strategies)
-    return ProgramFigures(subject.name, subject.threads, figures, twins)
+def _run_serial(tasks: list[TrialTask], log: Log,
+                interrupt: InterruptFlag) -> dict[int, Trial | TwinFigures]:
+    results: dict[int, Trial | TwinFigures] = {}
+    for index, task in enumerate(tasks):
+        try:
+            results[index] = run_task(task, log)
+        except KeyboardInterrupt:
+            break
+        if interrupt.fired:
+            break
+    return results
 
 
-def run_suite(options: SuiteOptions, log: Log) -> SuiteReport:
-    """Every selected program in turn. A SIGINT or SIGTERM stops the suite: the programs
-    measured to their end are kept, the one it cut is named in ``cut``."""
-    report = SuiteReport(options)
-    with interruptible() as interrupt:
-        for subject in options.selected_programs():
-            try:
-                figures = run_program(subject, options, log)
-            except KeyboardInterrupt:
-                interrupted = True
+def _assemble(options: SuiteOptions, tasks: list[TrialTask],
+              results: dict[int, Trial | TwinFigures]) -> tuple[list[ProgramFigures], str | None]:
+    """The programs whose every trial ran, in order, up to the first one that was cut."""
+    programs: list[ProgramFigures] = []
+    for subject in options.selected_programs():
+        mine = [i for i, t in enumerate(tasks) if t.owner == subject.name]
+        if any(i not in results for i in mine):
+            return programs, subject.name
+        trials: dict[str, list[Trial]] = {}
+        twins = []
+        for i in mine:
+            found = results[i]
+            if isinstance(found, TwinFigures):
+                twins.append(found)
             else:
-                interrupted = interrupt.fired
-            if interrupted:
-                interrupt.acknowledge()
-                report.cut = subject.name
-                break
-            report.programs.append(figures)
+                trials.setdefault(tasks[i].strategy, []).append(found)
+        figures = tuple(StrategyFigures(s.key, options.executions, tuple(trials[s.key]))
+                        for s in options.selected_strategies())
+        programs.append(ProgramFigures(subject.name, subject.threads, figures, tuple(twins)))
+    return programs, None
+
+
+def run_suite(options: SuiteOptions, log: Log, jobs: int = 1) -> SuiteReport:
+    """Every selected trial, ``jobs`` at a time (1: one after the other, in this process;
+    more: each in a process of its own, ``bench.pool``), with the same figures either way:
+    a trial's executions depend on its seed alone. A SIGINT or SIGTERM stops the suite: the
+    programs whose every trial ran are kept, in order up to the first one it cut, which is
+    named in ``cut``."""
+    report = SuiteReport(options)
+    tasks = suite_tasks(options)
+    with interruptible() as interrupt:
+        if jobs <= 1:
+            results = _run_serial(tasks, log, interrupt)
+        else:
+            results = run_pool(tasks, run_task, jobs, log, interrupt)
+        if interrupt.fired:
+            interrupt.acknowledge()
+    report.programs, report.cut = _assemble(options, tasks, results)
     return report
 
 

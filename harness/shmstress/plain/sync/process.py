@@ -19,7 +19,7 @@ from collections.abc import Callable
 from multiprocessing import popen_fork, util
 from typing import Any, ClassVar
 
-from shmstress.core.processes import become_worker
+from shmstress.core.processes import die_with, worker_signals
 from shmstress.plain.board import P_EXITCODE, P_STATE, P_STRIDE, State, Wait
 from shmstress.plain.runtime import Abort, PlainRuntime
 
@@ -88,7 +88,8 @@ class PlainPopen(popen_fork.Popen):
             try:
                 os.close(parent_r)
                 os.close(parent_w)
-                become_worker(parent)
+                die_with(parent)  # and the host's faulthandler file, inherited
+                worker_signals()  # whatever the scenario's code set in its parent
                 runtime.become(slot)
                 process_obj.run = guarded_run(runtime, process_obj.run)
                 code = process_obj._bootstrap(parent_sentinel=child_r)
@@ -160,7 +161,8 @@ def run_main(
     code = 0
     runtime.slot = 0
     try:
-        become_worker(host)
+        die_with(host)
+        worker_signals()
         os.setpgid(0, 0)  # the execution's processes: one group, killed as one after a hang
         if not os.read(go, 1):
             os._exit(0)
