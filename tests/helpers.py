@@ -12,6 +12,8 @@ import pytest
 
 from shmstress.analysis.failure import analyse
 from shmstress.analysis.story import Explanation
+from shmstress.controlled.strategies import RandomWalk
+from shmstress.controlled.strategies.base import SchedulerView, StrategySpec
 from shmstress.core.processes import live_children
 from shmstress.core.result import RunResult, Violation
 from shmstress.core.runtime import Runtime
@@ -94,3 +96,23 @@ def bundles_into(pytester: pytest.Pytester, out_dir: Path) -> None:
                 yield
         """
     )
+
+
+class StepByStep:
+    """Random walk asked one step at a time (no ``next_script``), as before scripts."""
+
+    def __init__(self, seed: int) -> None:
+        self._walk = RandomWalk(seed)
+
+    @property
+    def spec(self) -> StrategySpec:
+        return self._walk.spec
+
+    def new_execution(self) -> bool:
+        return self._walk.new_execution()
+
+    def next_task(self, view: SchedulerView) -> tuple[int, int]:
+        return self._walk.next_task(view)
+
+    def next_u64(self) -> int:
+        return self._walk.next_u64()

@@ -18,13 +18,13 @@ from shmstress.controlled.session import Session
 from shmstress.controlled.strategies import (
     RandomWalk,
     Replay,
-    SchedulerView,
     StrategySpec,
     exploring_strategy,
 )
 from shmstress.core.config import RunConfig
 from shmstress.core.errors import ConfigError
 from shmstress.core.exit_reason import ExitReason
+from tests.helpers import StepByStep
 
 TRACKERS = Path(__file__).parent / "trackers"
 LOCK_ORDER = f"{TRACKERS / 'lock_order.py'}:LockOrder"
@@ -80,24 +80,7 @@ def test_random_walk_finds_every_dra_race_and_the_failure_reproduces(variant: st
     assert result.run.violations[0].invariant == "gather-complete"
 
 
-class _StepByStep:
-    """Random walk asked one step at a time (no ``next_script``), as before scripts."""
-
-    def __init__(self, seed: int) -> None:
-        self._walk = RandomWalk(seed)
-        self.spec = self._walk.spec
-
-    def new_execution(self) -> bool:
-        return self._walk.new_execution()
-
-    def next_task(self, view: SchedulerView) -> tuple[int, int]:
-        return self._walk.next_task(view)
-
-    def next_u64(self) -> int:
-        return self._walk.next_u64()
-
-
-def _ticker_frequencies(walk: RandomWalk | _StepByStep) -> tuple[list[float], float]:
+def _ticker_frequencies(walk: RandomWalk | StepByStep) -> tuple[list[float], float]:
     """Over the steps while all three tickers are unfinished (all of them runnable): how
     often each takes a step, and how often a step's worker is the previous step's."""
     config, tracker_cls, workers = prepare(RunConfig(
@@ -124,7 +107,7 @@ def _ticker_frequencies(walk: RandomWalk | _StepByStep) -> tuple[list[float], fl
 
 def test_scripted_random_walk_picks_always_runnable_workers_as_the_step_by_step_one() -> None:
     scripted, scripted_stays = _ticker_frequencies(RandomWalk(8))
-    stepwise, stepwise_stays = _ticker_frequencies(_StepByStep(8))
+    stepwise, stepwise_stays = _ticker_frequencies(StepByStep(8))
     for frequency, reference in zip(scripted, stepwise, strict=True):
         assert frequency == pytest.approx(1 / 3, abs=0.04)  # ~10,000 steps each: wide
         assert frequency == pytest.approx(reference, abs=0.05)

@@ -16,37 +16,28 @@ from shmstress.controlled.options import ControlledOptions
 from shmstress.controlled.result import ControlledResult
 from shmstress.controlled.runner import prepare, run_controlled, session_spec
 from shmstress.controlled.session import Session
-from shmstress.controlled.strategies import RandomWalk
-from shmstress.controlled.strategies.base import SchedulerView, StrategySpec
+from shmstress.controlled.strategies.base import StrategySpec
 from shmstress.core.access import LOCK, Access, Footprint
 from shmstress.core.config import RunConfig
 from shmstress.repro.bundle import from_controlled
 from shmstress.repro.replay import Verdict, replay_bundle
 from shmstress.trackers.dra.variants import VARIANTS
+from tests.helpers import StepByStep
 from tests.trackers.footprinted import OWN, TALLY, TOTAL
 
 FOOTPRINTED = f"{Path(__file__).parent / 'trackers' / 'footprinted.py'}:Footprinted"
 
 
-class _Watching:
+class _Watching(StepByStep):
     """Random walk, asked step by step (no scripts), that keeps what it is shown."""
 
     def __init__(self, seed: int) -> None:
-        self._walk = RandomWalk(seed)
+        super().__init__(seed)
         self.seen: list[tuple[Footprint, ...]] = []
 
     @property
     def spec(self) -> StrategySpec:
         return StrategySpec("random_walk")
-
-    def new_execution(self) -> bool:
-        return self._walk.new_execution()
-
-    def next_task(self, view: SchedulerView) -> tuple[int, int]:
-        return self._walk.next_task(view)
-
-    def next_u64(self) -> int:
-        return self._walk.next_u64()
 
     def observe(self, footprints: Sequence[Footprint]) -> None:
         self.seen.append(tuple(footprints))
