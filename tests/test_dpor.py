@@ -333,3 +333,14 @@ def test_start_does_not_poll_the_children_started_before() -> None:
     labels = {step.label for step in found.failing.steps}
     assert {label for label in labels if label.startswith(("start ", "join "))}
     assert not [label for label in labels if label.startswith("check on ")], labels
+
+
+def test_dpor_finds_reorder_10_bad_with_one_preemption() -> None:
+    """The checker must run between one setter's two writes, after nine setters started:
+    every setter's write of b races with the checker's read (writes of one value do not
+    order each other), and the race's own worker, the checker, is tried first, so the pass
+    of one preemption finds it (before, DPOR missed it within 300 executions)."""
+    found = explore_plain(program("reorder_10_bad").spec(),
+                          Exploration(StrategySpec("dpor", bound=1), 0, 30))
+    assert found.failing is not None and found.failing.failure is not None
+    assert "half-written" in found.failing.failure.message

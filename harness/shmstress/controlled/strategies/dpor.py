@@ -410,20 +410,28 @@ class _Trace:
         """The steps of ``steps`` (those that touched one object, or for ``whole_kind`` any
         object of the kind, in order) that conflict with ``access`` and are not ordered
         before a later one that does: scanning back, up to the first step that writes what
-        every earlier step touched (the object itself; for a whole kind, all of it)."""
+        every earlier step touched (the object itself; for a whole kind, all of it). A write
+        of a known value covers only what conflicts with it: an earlier write of the same
+        value commutes with it, so it is not ordered before ``access`` through it and is
+        still sought (every ``reorder`` setter's write races with the checker's read), up to
+        a write of another value, which every earlier step conflicts with one way or the
+        other."""
         out: list[int] = []
+        cover: list[Access] = []  # the writes found so far that every earlier step is under
         for step in reversed(steps):
             theirs = self.accesses[step]
             assert theirs is not None
-            covering = False
             for other in theirs:
+                if cover and any(other.conflicts(write) for write in cover):
+                    continue  # ordered before a write that conflicts with ``access``
                 if other.conflicts(access):
                     if step not in out:
                         out.append(step)
                     if other.write and (other.id == EVERY or not whole_kind):
-                        covering = True
-            if covering:
-                break
+                        cover.append(other)
+            if cover and (cover[-1].value is None
+                          or any(write.conflicts(cover[-1]) for write in cover)):
+                break  # every earlier step conflicts with one of these writes
         return out
 
     def _handover(self, steps: list[int], index: int) -> None:
