@@ -155,7 +155,7 @@ executions (random walk first), then the cycle of ``DEFAULT_MIX``.
 
 Plain code records what each step read and wrote, with the values, so DPOR's search is
 exact there, and on the SCTBench ports DPOR alone has the smallest sum of medians of every
-single strategy (168 executions over 26 programs, 300 executions per trial). Its misses are
+single strategy (144 executions over 26 programs, 300 executions per trial). Its misses are
 bugs that need one preemption anywhere, which random walk hits in one to three executions
 while DPOR walks its preemptions from the first step on (``queue_bad``: DPOR 61, random
 walk 1; ``circular_buffer_bad`` 17 and 1; ``carter01_bad`` 5 and 1). Alternating the two
@@ -167,7 +167,7 @@ program. Random walk goes first: where it is the best member and needs one execu
 default may need at most three, and random walk's first two turns fall within them;
 DPOR's first turn (the schedule without preemptions, which finds the twelve programs
 every strategy finds at once) still comes second. Measured (300
-executions, 5 seeds): the default's sum of medians 132 against DPOR's 168, every program
+executions, 5 seeds): the default's sum of medians 84 against DPOR's 144, every program
 within 3 times the best single strategy; the figures of every member are in the README.
 The cycle after the lead keeps PCT's depths for bugs that neither reaches in budget.
 """
