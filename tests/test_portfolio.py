@@ -151,3 +151,23 @@ def test_random_walk_and_dpor_lead_on_plain_code_and_a_complete_dpor_hands_over(
     assert taken[:2] == ["random walk", "dpor"] and "dpor" not in taken[2:]
     assert set(taken[:PLAIN_LEAD]) == {"random walk", "dpor"}
     assert "pct depth 2" in taken[PLAIN_LEAD:]
+
+
+def test_the_random_walk_member_runs_what_random_walk_alone_runs_with_the_seed() -> None:
+    """Its turns are random walk's own executions in order, so the portfolio finds what
+    random walk finds in k executions by random walk's k-th turn, whatever the draws."""
+    from shmstress.controlled.strategies.portfolio import PLAIN_MIX
+
+    portfolio = Portfolio(11, lambda spec, seed: exploring_strategy(spec, seed, 3, 500),
+                          PLAIN_MIX)
+    turns = []
+    for _ in range(12):
+        assert portfolio.new_execution()
+        if member_name(portfolio.active.spec) == "random walk":
+            turns.append(portfolio.next_u64())
+    alone = exploring_strategy(StrategySpec("random_walk"), 11, 3, 500)
+    expected = []
+    for _ in turns:
+        assert alone.new_execution()
+        expected.append(alone.next_u64())
+    assert turns and turns == expected
