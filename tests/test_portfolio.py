@@ -137,16 +137,37 @@ def test_dpor_leads_where_the_tracker_declares_what_its_steps_touch(
     assert "reproduced" in capsys.readouterr().out
 
 
-def test_dpor_leads_on_plain_code_and_a_complete_lead_hands_over_to_the_cycle() -> None:
+def test_random_walk_and_dpor_lead_on_plain_code_and_a_complete_dpor_hands_over() -> None:
     from shmstress.controlled.strategies.portfolio import PLAIN_LEAD, PLAIN_MIX
 
     portfolio = Portfolio(3, lambda spec, seed: exploring_strategy(spec, seed, 3, 500),
                           PLAIN_MIX)
-    members = []
+    taken = []
     for _ in range(PLAIN_LEAD + 5):
         assert portfolio.new_execution()
-        members.append(member_name(portfolio.active.spec))
-    # driven without steps DPOR's search is complete after one execution: the lead's
-    # turns go to the cycle at once instead of ending the run
-    assert members[0] == "dpor" and "dpor" not in members[1:]
-    assert {"random walk", "pct depth 2"} <= set(members[1:PLAIN_LEAD])
+        taken.append(member_name(portfolio.active.spec))
+    # driven without steps DPOR's search is complete after one execution: its turns in the
+    # lead go to random walk, and the run goes on with the cycle after the lead
+    assert taken[:2] == ["random walk", "dpor"] and "dpor" not in taken[2:]
+    assert set(taken[:PLAIN_LEAD]) == {"random walk", "dpor"}
+    assert "pct depth 2" in taken[PLAIN_LEAD:]
+
+
+def test_the_random_walk_member_runs_what_random_walk_alone_runs_with_the_seed() -> None:
+    """Its turns are random walk's own executions in order, so the portfolio finds what
+    random walk finds in k executions by random walk's k-th turn, whatever the draws."""
+    from shmstress.controlled.strategies.portfolio import PLAIN_MIX
+
+    portfolio = Portfolio(11, lambda spec, seed: exploring_strategy(spec, seed, 3, 500),
+                          PLAIN_MIX)
+    turns = []
+    for _ in range(12):
+        assert portfolio.new_execution()
+        if member_name(portfolio.active.spec) == "random walk":
+            turns.append(portfolio.next_u64())
+    alone = exploring_strategy(StrategySpec("random_walk"), 11, 3, 500)
+    expected = []
+    for _ in turns:
+        assert alone.new_execution()
+        expected.append(alone.next_u64())
+    assert turns and turns == expected

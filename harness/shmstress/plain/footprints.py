@@ -9,9 +9,8 @@ wait releases a lock it does not name; a barrier; ``--trace``'s ``use``; a kill)
 stays undeclared, which conflicts with every other step: a reduced search never
 takes for independent what it cannot tell is.
 
-A write carries the value it stored, and is marked ``unchanged`` where that is the
-value its element already held (``_unchanged``): writers that all store one value
-commute with each other, and a write that changed nothing with every reader.
+A write carries the value it stored (``_valued``): writers that all store one value
+commute with each other (a reader still conflicts with each of them).
 
 Process steps: ``start X`` writes the new process's object, which its first step
 reads, so a process's steps come after its start; a process's last step writes
@@ -68,11 +67,10 @@ def footprints(steps: Sequence[PlainStep], processes: Sequence[str],
         last[step.worker] = index
     out: list[Footprint] = []
     seen: set[int] = set()
-    known: dict[Access, object] = {}  # an element (as a read of it) -> the value it holds
     for index, step in enumerate(steps):
         accesses = _accesses(step, slot_of, names)
         if accesses and step.has_value and accesses[0].kind != PROCESS:
-            accesses = _unchanged(accesses, step.value, known)
+            accesses = _valued(accesses, step.value)
         worker = step.worker
         if accesses is not None:
             extra: list[Access] = []
@@ -87,26 +85,13 @@ def footprints(steps: Sequence[PlainStep], processes: Sequence[str],
     return out
 
 
-def _unchanged(accesses: tuple[Access, ...], value: object,
-               known: dict[Access, object]) -> tuple[Access, ...]:
-    """A write with the value it stored, ``unchanged`` where the element already held it:
-    this spares a search the orders of writers that all store one value (SCTBench's
-    ``reorder`` setters), which commute as two reads do. What an element holds is known
-    from the steps of this execution that read or wrote it; before the first, it is not
-    known."""
+def _valued(accesses: tuple[Access, ...], value: object) -> tuple[Access, ...]:
+    """A single write of one element with the value it stored: this spares a search the
+    orders of writers that all store one value (SCTBench's ``reorder`` setters)."""
     access = accesses[0]
-    if access.id == EVERY or len(accesses) != 1:
+    if access.id == EVERY or len(accesses) != 1 or not access.write:
         return accesses
-    read = Access(access.kind, access.id, write=False)
-    held = known.get(read, _UNKNOWN)
-    known[read] = value
-    if not access.write:
-        return accesses
-    unchanged = type(held) is type(value) and held == value
-    return (Access(access.kind, access.id, write=True, value=value, unchanged=unchanged),)
-
-
-_UNKNOWN = object()
+    return (Access(access.kind, access.id, write=True, value=value),)
 
 
 def _accesses(step: PlainStep, slot_of: dict[str, int],

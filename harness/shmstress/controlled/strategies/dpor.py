@@ -25,7 +25,16 @@ every pair of conflicting steps) and finds each *race*: two conflicting steps
 of different workers, the first not ordered before the second through any other
 step. For a race (i, j) the reversal needs some worker that can start the steps
 not after i followed by j (the race's *initials*) to go first at step i; if no
-such worker is already among the choices there, one is added. The search ends
+such worker is already among the choices there, one is added: j's own worker where it
+is an initial, since it reverses the race at once, where another initial may need
+further preemptions to get there, which a pass of a low bound cuts (on SCTBench's
+``reorder_10_bad`` the first initial in step order was the next writer, not the
+checker, and DPOR missed the bug within 300 executions; with the checker first its
+pass of one preemption finds it).
+A race whose second worker could not go at step i and was let go by i itself (a join
+waiting for the exit i wrote, a child waiting for its start) cannot be reversed and is
+not followed (``_Trace.waits_for``): such races put every other runnable worker at the
+step of every start and every exit. The search ends
 when no step has a choice left to try: then every order of conflicting steps has
 been run (within the bound), and the session may say the search was complete.
 
@@ -300,8 +309,13 @@ class Dpor:
         second = trace.workers[j]
         if second in enabled and (second in choice.backtrack or second in choice.done):
             return  # j's worker goes first at i in some execution (Flanagan and Godefroid)
+        if second not in enabled and trace.waits_for(i, j):
+            return  # j's worker could go on only once i was done (a join, a start): no reversal
         initials = trace.initials(i, j) if j - i <= WIDE_RACE else []
         candidates = [w for w in initials if w in enabled]
+        if second in candidates:  # the race's own worker first: it reverses the race directly
+            candidates.remove(second)
+            candidates.insert(0, second)
         if candidates:  # source-DPOR: one initial among the choices is enough
             if any(w in choice.backtrack or w in choice.done for w in candidates):
                 return
@@ -396,20 +410,28 @@ class _Trace:
         """The steps of ``steps`` (those that touched one object, or for ``whole_kind`` any
         object of the kind, in order) that conflict with ``access`` and are not ordered
         before a later one that does: scanning back, up to the first step that writes what
-        every earlier step touched (the object itself; for a whole kind, all of it)."""
+        every earlier step touched (the object itself; for a whole kind, all of it). A write
+        of a known value covers only what conflicts with it: an earlier write of the same
+        value commutes with it, so it is not ordered before ``access`` through it and is
+        still sought (every ``reorder`` setter's write races with the checker's read), up to
+        a write of another value, which every earlier step conflicts with one way or the
+        other."""
         out: list[int] = []
+        cover: list[Access] = []  # the writes found so far that every earlier step is under
         for step in reversed(steps):
             theirs = self.accesses[step]
             assert theirs is not None
-            covering = False
             for other in theirs:
+                if cover and any(other.conflicts(write) for write in cover):
+                    continue  # ordered before a write that conflicts with ``access``
                 if other.conflicts(access):
                     if step not in out:
                         out.append(step)
                     if other.write and (other.id == EVERY or not whole_kind):
-                        covering = True
-            if covering:
-                break
+                        cover.append(other)
+            if cover and (cover[-1].value is None
+                          or any(write.conflicts(cover[-1]) for write in cover)):
+                break  # every earlier step conflicts with one of these writes
         return out
 
     def _handover(self, steps: list[int], index: int) -> None:
@@ -451,6 +473,20 @@ class _Trace:
                     out.append((i, j))
                 _join(covered, self.clocks[i])
         return out + self._handovers
+
+    def waits_for(self, i: int, j: int) -> bool:
+        """j's worker, which could not go on at step i (it waited, or was not started), was
+        let go by step i itself: its first step after i conflicts with i and with no other
+        worker's step in between. What a step waits for (a lock, an exit, a start) is among
+        what it touches, and a step that touches none of it cannot end the wait, so no
+        execution runs j's worker before i: the race cannot be reversed."""
+        worker = self.workers[j]
+        first = next(k for k in range(i + 1, j + 1) if self.workers[k] == worker)
+        mine = self.accesses[first]
+        if not conflicting(self.accesses[i], mine):
+            return False
+        return not any(self.workers[k] != worker and conflicting(self.accesses[k], mine)
+                       for k in range(i + 1, first))
 
     def initials(self, i: int, j: int) -> list[int]:
         """The workers that can go first in the steps after i not ordered after it, then j:
