@@ -25,7 +25,6 @@ from shmstress.controlled.runner import run_controlled
 from shmstress.controlled.strategies.base import StrategySpec
 from shmstress.core.config import RunConfig
 from shmstress.core.exit_reason import ExitReason
-from shmstress.core.result import RunResult
 from shmstress.core.trace import Step
 from shmstress.free.runner import run
 from shmstress.plain.outcome import PlainEnd
@@ -194,22 +193,20 @@ def test_a_free_run_whose_worker_never_finishes_fails_with_a_bundle_that_replays
 
 
 def test_a_free_run_whose_roles_all_finish_checks_at_rest_at_once() -> None:
-    """The consumer that gives up leaves its items behind: the check at rest that reports it
-    runs when the last role ends, not after the whole duration; a clean finish is clean."""
-    ends: dict[int, RunResult] = {}
-    for seed in range(80):  # a free run's race is timing: run until both ends were seen
-        if len(ends) == 2:
-            break
-        result = run(RunConfig(tracker=LOST_WAKEUP, variant="gives-up", seed=seed,
-                               duration=600.0))
-        assert result.exit_reason in (ExitReason.ROLES_FINISHED, ExitReason.VIOLATION)
-        assert result.elapsed_s < 300.0  # it did not wait out the duration
-        ends[int(result.exit_code)] = result
-    failed, clean = ends.get(1), ends.get(0)
-    assert failed is not None and clean is not None, sorted(ends)
-    found = failed.principal_violation
+    """Roles that end on their own end the run there, not after the whole duration, and the
+    checks at rest run then: a consumer that waits for a wake-up nobody sends and gives up
+    leaves its items behind (in every run); one under the lock takes them all."""
+    left = run(RunConfig(tracker=LOST_WAKEUP, variant="forgets", seed=0, duration=600.0,
+                         params={"patience": 3}))
+    assert left.exit_reason is ExitReason.ROLES_FINISHED and left.exit_code == 1
+    assert left.elapsed_s < 300.0  # it did not wait out the duration
+    found = left.principal_violation
     assert found is not None and found.invariant == "all-consumed"
-    assert clean.exit_reason is ExitReason.ROLES_FINISHED and not clean.violations
+    assert found.message.startswith("2 item(s) produced and never consumed")
+
+    clean = run(RunConfig(tracker=LOST_WAKEUP, variant="locked", seed=0, duration=600.0))
+    assert clean.exit_reason is ExitReason.ROLES_FINISHED and clean.exit_code == 0
+    assert clean.elapsed_s < 300.0 and not clean.violations
 
 
 def test_a_free_worker_stuck_inside_its_step_is_a_failure_with_a_bundle() -> None:

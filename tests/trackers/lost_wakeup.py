@@ -9,7 +9,8 @@ role is well behaved, the hang is the bug). In ``locked`` both do their two step
 one lock. ``gives-up`` is ``racy`` with a consumer that stops waiting after ``patience``
 turns (at rest, the items it left are the violation). In ``forgets`` the producer never
 wakes anyone and the consumer goes to sleep before its first look: it waits forever, in
-every execution and every free run.
+every execution and every free run, unless ``--param patience`` makes it give up (then
+the items it left are found at rest, in every run).
 """
 
 from __future__ import annotations
@@ -129,7 +130,8 @@ class LostWakeup(Tracker):
         "consumer": RoleSpec(_Consumer, "takes items, sleeps when there is none")}
     parameters: ClassVar[Mapping[str, Parameter]] = {
         "items": Parameter(2, "items the producer adds", minimum=1),
-        "patience": Parameter(0, "turns a gives-up consumer waits (0: its variant's)")}
+        "patience": Parameter(0, "turns a consumer waits before it gives up (0: its variant's: "
+                                 "60 in gives-up, for ever in the others)")}
     invariants: ClassVar[tuple[Invariant, ...]] = (_AllConsumed(),)
 
     def __init__(self, setup: Setup, variant: str, params: Mapping[str, int]) -> None:
@@ -139,5 +141,5 @@ class LostWakeup(Tracker):
         self.sleeping = setup.array("mailbox.sleeping", 1)
         self.wake = setup.array("mailbox.wake", 1)
         self.count = params["items"]
-        self.patience = (params["patience"] or 60) if variant == "gives-up" else 0
+        self.patience = params["patience"] or (60 if variant == "gives-up" else 0)
         self.forgets = variant == "forgets"
