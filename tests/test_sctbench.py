@@ -19,7 +19,7 @@ from pathlib import Path
 
 import pytest
 
-from shmstress.bench.pool import TrialError, run_pool
+from shmstress.bench.pool import run_pool
 from shmstress.bench.sctbench.programs import ASSERT, BUGGY, TWINS, WAITS, Program, program
 from shmstress.bench.sctbench.run import (
     PAPER_HEADLINE,
@@ -32,6 +32,7 @@ from shmstress.bench.sctbench.run import (
 from shmstress.cli.main import main
 from shmstress.controlled.strategies import exploring_strategy
 from shmstress.controlled.strategies.base import StrategySpec
+from shmstress.core.errors import TrialError
 from shmstress.core.signals import InterruptFlag
 from shmstress.plain.outcome import PlainEnd, PlainOutcome
 from shmstress.plain.runner import Exploration, explore

@@ -39,7 +39,7 @@ from dataclasses import dataclass
 from multiprocessing.connection import Connection, wait
 from typing import TypeVar
 
-from shmstress.core.errors import ShmstressError
+from shmstress.core.errors import TrialError
 from shmstress.core.processes import become_worker
 from shmstress.core.signals import InterruptFlag, shielded
 
@@ -52,10 +52,6 @@ Work = Callable[[T, Log], R]
 _POLL_S = 0.2  # how often the parent looks at the interrupt flag while it waits
 _DRAIN_S = 10.0  # for the trials told to stop to say their last lines
 _REAP_S = 5.0  # for a trial's process to exit, before it is terminated (then killed)
-
-
-class TrialError(ShmstressError):
-    """A trial raised in its process: the text of its exception and traceback."""
 
 
 def usable_cpus() -> list[int]:

@@ -77,3 +77,9 @@ class HostLostError(ShmstressError):
     """The process that runs a scenario's executions died or stopped answering."""
 
     exit_code = ExitCode.BROKEN
+
+
+class TrialError(ShmstressError):
+    """A benchmark trial raised in its pool process: the text of its exception and traceback."""
+
+    exit_code = ExitCode.BROKEN
