@@ -39,8 +39,11 @@ from dataclasses import dataclass
 from multiprocessing.connection import Connection, wait
 from typing import TypeVar
 
+import psutil
+
 from shmstress.core.errors import TrialError
 from shmstress.core.processes import become_worker
+from shmstress.core.shm import sweep_segments_of
 from shmstress.core.signals import InterruptFlag, shielded
 
 T = TypeVar("T")
@@ -156,6 +159,7 @@ def _stop(workers: list[_Worker], log: Log) -> None:
     """Idle workers are told to leave (their task pipe closes); busy ones get SIGTERM
     (each tears its session down) and their last lines are logged (how far a cut trial
     got); then every process is reaped."""
+    family = _family(workers)
     for worker in workers:
         worker.tasks.close()
         if worker.index is not None and worker.process.poll() is None:
@@ -172,6 +176,18 @@ def _stop(workers: list[_Worker], log: Log) -> None:
                         log(payload)
         _reap(worker)
     workers.clear()
+    sweep_segments_of(family)  # a trial's teardown cut short (killed by ``_reap``) leaves them
+
+
+def _family(workers: list[_Worker]) -> set[int]:
+    """The pool's processes and their descendants (a trial's session host and the
+    processes of its execution): whoever may own a segment a cut trial leaves."""
+    family = set()
+    for worker in workers:
+        family.add(worker.process.pid)
+        with contextlib.suppress(psutil.Error):
+            family.update(p.pid for p in psutil.Process(worker.process.pid).children(True))
+    return family
 
 
 def _reap(worker: _Worker) -> None:
@@ -198,19 +214,28 @@ def trial_process() -> None:
     become_worker(parent)
     with contextlib.suppress(OSError, AttributeError):
         os.sched_setaffinity(0, {cpu})
+    signal.signal(signal.SIGTERM, _stop_trial)  # between trials too, not only in a session
     tasks = Connection(task_fd, writable=False)
     send = Connection(result_fd, readable=False)
-    while True:
-        try:
-            task, work = tasks.recv()
-        except EOFError:
-            break
-        try:
-            result = work(task, lambda line: send.send(("log", line)))
-        except KeyboardInterrupt:  # SIGTERM from the parent: the session tore itself down
-            os._exit(130)
-        except BaseException as exc:
-            send.send(("error", f"{type(exc).__name__}: {exc}\n{traceback.format_exc()}"))
-            break
-        send.send(("result", result))
+    try:
+        while True:
+            try:
+                task, work = tasks.recv()
+            except EOFError:
+                break
+            try:
+                result = work(task, lambda line: send.send(("log", line)))
+            except BaseException as exc:
+                if isinstance(exc, KeyboardInterrupt):
+                    raise
+                send.send(("error", f"{type(exc).__name__}: {exc}\n{traceback.format_exc()}"))
+                break
+            send.send(("result", result))
+    except KeyboardInterrupt:  # SIGTERM from the parent: the session tore itself down
+        os._exit(130)
     send.close()
+
+
+def _stop_trial(signum: int, frame: object) -> None:
+    """SIGTERM in a pool process: unwind (a session on the way tears itself down)."""
+    raise KeyboardInterrupt

@@ -19,7 +19,7 @@ import contextlib
 import mmap
 import os
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -338,6 +338,25 @@ def sweep_stale_segments() -> list[str]:
         if not _owner_gone(int(match.group(1)), started):
             continue
         removed += CreatedSegments(path).unlink_left()
+    return removed
+
+
+def sweep_segments_of(pids: Iterable[int]) -> list[str]:
+    """``sweep_stale_segments`` for the given processes only, once they are gone: what a
+    parent that reaped them (killed mid-run, their own teardown cut short) must not leave."""
+    owners = set(pids)
+    removed = []
+    for name in live_segments():
+        if segment_owner(name) in owners and is_stale(name):
+            with contextlib.suppress(FileNotFoundError):
+                os.unlink(SHM_DIR / name)
+            removed.append(name)
+    for path in _created_lists():
+        match = _CREATED_RE.match(path.name)
+        assert match is not None
+        if int(match.group(1)) in owners and _owner_gone(int(match.group(1)),
+                                                          int(match.group(2)) or None):
+            removed += CreatedSegments(path).unlink_left()
     return removed
 
 
