@@ -7,7 +7,14 @@ import sys
 import pytest
 
 from shmstress.core.errors import ArenaFrozenError, SegmentError
-from shmstress.core.shm import SHM_DIR, Arena, live_segments, segment_name, sweep_stale_segments
+from shmstress.core.shm import (
+    SHM_DIR,
+    Arena,
+    live_segments,
+    segment_name,
+    sweep_segments_of,
+    sweep_stale_segments,
+)
 from tests.helpers import segments_left_by_us
 
 
@@ -61,6 +68,23 @@ def test_sweeper_removes_segments_of_dead_owners_only() -> None:
         assert stale.name in removed
         assert not stale.exists()
         assert live_name in live_segments()
+
+
+def test_a_parent_sweeps_the_segments_of_its_own_dead_processes_only() -> None:
+    pids = []
+    for _ in range(2):
+        dead = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"],
+                              capture_output=True, text=True, check=True)
+        pids.append(int(dead.stdout))
+    mine, other = (SHM_DIR / segment_name(pid, 0) for pid in pids)
+    mine.write_bytes(b"x")
+    other.write_bytes(b"x")
+    try:
+        assert sweep_segments_of([pids[0], os.getpid()]) == [mine.name]
+        assert not mine.exists() and other.exists()  # not ours to sweep, though stale
+    finally:
+        other.unlink(missing_ok=True)
+        mine.unlink(missing_ok=True)
 
 
 def test_leak_check_blames_our_segments_and_spares_other_live_runs() -> None:

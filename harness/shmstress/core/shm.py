@@ -325,37 +325,28 @@ def sweep_stale_segments() -> list[str]:
     """Unlink segments whose owner process is gone (a coordinator killed with SIGKILL), or
     whose pid now belongs to another process; and the segments its code under test created
     and left, as its ``CreatedSegments`` list says."""
-    removed = []
-    for name in live_segments():
-        if is_stale(name):
-            with contextlib.suppress(FileNotFoundError):
-                os.unlink(SHM_DIR / name)
-            removed.append(name)
-    for path in _created_lists():
-        match = _CREATED_RE.match(path.name)
-        assert match is not None
-        started = int(match.group(2)) or None
-        if not _owner_gone(int(match.group(1)), started):
-            continue
-        removed += CreatedSegments(path).unlink_left()
-    return removed
+    return _sweep(None)
 
 
 def sweep_segments_of(pids: Iterable[int]) -> list[str]:
     """``sweep_stale_segments`` for the given processes only, once they are gone: what a
     parent that reaped them (killed mid-run, their own teardown cut short) must not leave."""
-    owners = set(pids)
+    return _sweep(set(pids))
+
+
+def _sweep(owners: set[int] | None) -> list[str]:
+    """The stale segments of ``owners`` (None: of anyone) unlinked, and their names."""
     removed = []
     for name in live_segments():
-        if segment_owner(name) in owners and is_stale(name):
+        if (owners is None or segment_owner(name) in owners) and is_stale(name):
             with contextlib.suppress(FileNotFoundError):
                 os.unlink(SHM_DIR / name)
             removed.append(name)
     for path in _created_lists():
         match = _CREATED_RE.match(path.name)
         assert match is not None
-        if int(match.group(1)) in owners and _owner_gone(int(match.group(1)),
-                                                          int(match.group(2)) or None):
+        pid, started = int(match.group(1)), int(match.group(2)) or None
+        if (owners is None or pid in owners) and _owner_gone(pid, started):
             removed += CreatedSegments(path).unlink_left()
     return removed
 
