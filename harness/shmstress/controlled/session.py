@@ -75,6 +75,7 @@ from shmstress.controlled.progress import (
 from shmstress.controlled.strategies.base import (
     SEED_MASK,
     Delegating,
+    Kinds,
     Observing,
     ScheduleDiverged,
     ScheduleEnded,
@@ -146,22 +147,6 @@ class SessionSpec:
     pin: bool = True
 
 
-class _Kinds:
-    """Which protocols each strategy class follows, asked once per class and session: in
-    Python 3.11 an isinstance check against a runtime-checkable protocol walks the protocol's
-    members every time (10 to 50 us), and every execution asks three of them."""
-
-    def __init__(self) -> None:
-        self._known: dict[tuple[type, type], bool] = {}
-
-    def of(self, strategy: Strategy, protocol: type) -> bool:
-        key = (type(strategy), protocol)
-        known = self._known.get(key)
-        if known is None:
-            known = self._known[key] = isinstance(strategy, protocol)
-        return known
-
-
 class _View:
     """The strategy's window on the coordinator's state (``strategies.base.SchedulerView``)."""
 
@@ -202,7 +187,7 @@ class Session:
         self._pinning: contextlib.ExitStack | None = None
         self.pinned_cpu: int | None = None
         self._healthy = True
-        self._kinds = _Kinds()
+        self._kinds = Kinds()
         try:
             self._build()
         except BaseException:

@@ -32,6 +32,7 @@ from shmstress.controlled.progress import (
 )
 from shmstress.controlled.strategies.base import (
     SEED_MASK,
+    Kinds,
     Observing,
     ScheduleDiverged,
     ScheduleEnded,
@@ -153,7 +154,7 @@ class PlainSession:
         self._arena = Arena()
         self._host: BaseProcess | None = None
         self._labels: dict[int, Label] = {}  # interned strings never change: read once
-        self._observes: dict[type, bool] = {}  # strategy class: learns from footprints
+        self._kinds = Kinds()  # which strategy classes learn from footprints
         self._names = Names()  # object ids of footprints, one per object for the session
         self._stalled: ProbeResult | None = None  # the last execution's probe, if it stalled
         self._healthy = True
@@ -304,10 +305,7 @@ class PlainSession:
     def _tell(self, strategy: Strategy, outcome: PlainOutcome) -> None:
         """A strategy that learns from footprints (DPOR) hears what each step touched."""
         observer = acting(strategy)
-        observes = self._observes.get(type(observer))
-        if observes is None:  # a protocol's isinstance walks its attributes: once a class
-            observes = self._observes[type(observer)] = isinstance(observer, Observing)
-        if observes:
+        if self._kinds.of(observer, Observing):
             cast(Observing, observer).observe(
                 footprints(outcome.steps, outcome.processes, self._names))
 
