@@ -153,15 +153,11 @@ def _suite_problems(args: argparse.Namespace) -> list[str]:
     if unknown:
         problems.append(f"--program {', '.join(unknown)}: not a ported buggy program of "
                         f"{args.suite} (shmstress.bench.sctbench.programs lists them)")
-    keys = {s.key for s in STRATEGIES}
-    unknown = [key for key in args.strategy or () if key not in keys]
-    if unknown:
-        problems.append(f"--strategy {', '.join(unknown)}: choose from "
-                        f"{', '.join(s.key for s in STRATEGIES)}")
-    unknown = [key for key in args.twin_strategy or () if key not in keys]
-    if unknown:
-        problems.append(f"--twin-strategy {', '.join(unknown)}: choose from "
-                        f"{', '.join(s.key for s in STRATEGIES)}")
+    keys = [s.key for s in STRATEGIES]
+    for option, given in (("--strategy", args.strategy), ("--twin-strategy", args.twin_strategy)):
+        unknown = [key for key in given or () if key not in keys]
+        if unknown:
+            problems.append(f"{option} {', '.join(unknown)}: choose from {', '.join(keys)}")
     return problems
 
 

@@ -40,14 +40,12 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from shmstress.controlled.strategies.base import (
-    Observing,
     SchedulerView,
     Strategy,
     StrategySpec,
     seeded_rng,
 )
 from shmstress.controlled.strategies.dpor import DPOR_BOUND
-from shmstress.core.access import Footprint
 
 Build = Callable[[StrategySpec, int], Strategy]
 """Builds a member from its spec and its seed (``strategies.exploring_strategy``)."""
@@ -249,12 +247,6 @@ class Portfolio:
 
     def next_u64(self) -> int:
         return self._members[self._active].next_u64()
-
-    def observe(self, footprints: Sequence[Footprint]) -> None:
-        """``base.Observing``: the member that ran the execution learns from it."""
-        member = self._members[self._active]
-        if isinstance(member, Observing):
-            member.observe(footprints)
 
     def ran(self) -> tuple[StrategySpec, ...]:
         """The members that ran at least one execution, in the mix's order."""
