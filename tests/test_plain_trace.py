@@ -9,7 +9,8 @@ import pytest
 
 from shmstress.analysis.plain_story import plain_story
 from shmstress.controlled.strategies.base import StrategySpec
-from shmstress.core.errors import ScenarioError
+from shmstress.core.errors import PlainLimitError, ScenarioError
+from shmstress.plain.board import MAX_SEGMENTS
 from shmstress.plain.outcome import PlainEnd
 from shmstress.plain.runner import Exploration, PlainResult, explore
 from shmstress.plain.scenario import ScenarioRef
@@ -108,3 +109,18 @@ def test_segments_a_scenario_leaves_are_unlinked(tmp_path: Path) -> None:
 def test_an_unknown_trace_target_is_one_line() -> None:
     with pytest.raises(ScenarioError, match="--trace no_such_module: no such file"):
         search(NUMPY, "racy", 1, trace=("no_such_module",))
+
+
+def test_a_segment_past_the_limit_is_refused_and_not_left(tmp_path: Path) -> None:
+    many = tmp_path / "many.py"
+    many.write_text(
+        "from multiprocessing import shared_memory\n"
+        "def scenario():\n"
+        f"    for index in range({MAX_SEGMENTS + 1}):\n"
+        "        shared_memory.SharedMemory(name=f'shmstress_tests_many_{index}', create=True,\n"
+        "                                   size=8)\n")
+    _, result = search(many, "scenario", 1, trace=())
+    failing = result.failing
+    assert failing is not None and failing.failure is not None
+    assert PlainLimitError.__name__ in failing.failure.message, failing.failure.message
+    assert not [name for name in os.listdir("/dev/shm") if name.startswith("shmstress_tests_many")]

@@ -17,6 +17,7 @@ import ctypes
 from multiprocessing import shared_memory
 from typing import Any, ClassVar
 
+from shmstress.core.errors import PlainLimitError
 from shmstress.plain.board import Kind
 from shmstress.plain.runtime import PlainRuntime
 
@@ -29,6 +30,13 @@ class SharedMemory(shared_memory.SharedMemory):
     def __init__(self, name: str | None = None, create: bool = False, size: int = 0) -> None:
         super().__init__(name, create, size)
         runtime = self._runtime
+        if create:  # listed at once: a process killed from here on leaves nothing behind
+            try:
+                runtime.created_segment(self._name)  # type: ignore[attr-defined]
+            except PlainLimitError:  # not listed, so not left either
+                self.close()
+                super().unlink()
+                raise
         # a name the code chose is stable; one made up for it is random, so then its variable
         _, self._shm_label = runtime.new_object(Kind.VALUE, "segment",
                                                 self.name if name is not None else None)
@@ -36,8 +44,6 @@ class SharedMemory(shared_memory.SharedMemory):
             mapping = getattr(self, "_mmap")  # noqa: B009 - private in the stubs
             runtime.register_buffer(ctypes.addressof(ctypes.c_char.from_buffer(mapping)),
                                     self.size)
-        if create:
-            runtime.created_segment(self._name)  # type: ignore[attr-defined]
 
     def unlink(self) -> None:
         self._runtime.point(f"unlink {self._shm_label}")
