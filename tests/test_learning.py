@@ -66,29 +66,67 @@ def test_saved_tables_load_into_the_next_run_as_they_were(tmp_path: Path) -> Non
     with Arena() as arena:
         fresh = AimTables.allocate(arena, SMALL)
         fresh.preload(loaded.learnt)
-        assert fresh.export() == learnt
         stats = fresh.stats()
         # preloaded: targeted and counted as learnt, but none of its delays is this run's
         assert (stats.targeted_pairs, stats.learnt_pairs) == (len(learnt.pairs),) * 2
         assert (stats.delays, stats.productive_delays) == (0, 0)
     # a long history is kept as its yield over the last REMEMBERED_DELAYS delays
-    many = Learnt(targets=((7, 40 * REMEMBERED_DELAYS, 10 * REMEMBERED_DELAYS, 1),))
+    many = Learnt(targets=((7, 40 * REMEMBERED_DELAYS, 10 * REMEMBERED_DELAYS, 1, 2),))
     assert learning.save(CONFIG, many) is None
     assert learning.load(CONFIG).learnt.targets == ((7, REMEMBERED_DELAYS,
-                                                     REMEMBERED_DELAYS // 4, 1),)
+                                                     REMEMBERED_DELAYS // 4, 1, 2),)
     # another configuration (another worker count) learns on its own
     other = replace(CONFIG, counts={"binder": 3})
     assert learning.file(other) != learning.file(CONFIG)
     assert learning.load(other).learnt == Learnt()
 
 
+def test_a_violation_at_the_end_of_a_run_is_credited_to_the_delay_before_it() -> None:
+    """A run that stops at its first violation ends before any worker's next point, where
+    violations are credited: ``settle`` credits it after the run, so that what is saved
+    says where it came from."""
+    with Arena() as arena:
+        tables = _learnt_by_two_workers(arena)  # worker 0 delayed at A at sequence number 3
+        tables.settle([4 + SMALL.credit_window])  # too late for the delay at 3
+        assert all(t[4] == 0 for t in tables.export().targets)
+    with Arena() as arena:
+        tables = _learnt_by_two_workers(arena)
+        (a_before,) = (t for t in tables.export().targets if t[1])
+        assert a_before[4] == 0
+        tables.settle([5])  # right after it
+        settled = tables.export()
+        (a_after,) = (t for t in settled.targets if t[1])
+        assert a_after[4] == 1
+        tables.settle([5])  # credited once, not again
+        assert tables.export() == settled
+
+
+def test_the_next_run_aims_where_the_last_violation_came_from() -> None:
+    """Targets whose delays were followed by a violation start fresh (full probability)
+    and the others keep their back-off; when no delay was followed by one, every target
+    starts fresh, as in the first run, only armed sooner."""
+    kept = Learnt(targets=((11, 40, 2, 1, 0), (12, 30, 1, 2, 1)), pairs=((11, 12),))
+    unaimed = Learnt(targets=((11, 40, 2, 1, 0), (12, 30, 1, 2, 0)), pairs=((11, 12),))
+    with Arena() as arena:
+        tables = AimTables.allocate(arena, SMALL)
+        tables.preload(kept)
+        assert tables.export().targets == ((11, 40, 2, 1, 0), (12, 0, 0, 2, 1))
+        assert tables.export().pairs == kept.pairs
+    with Arena() as arena:
+        tables = AimTables.allocate(arena, SMALL)
+        tables.preload(unaimed)
+        assert tables.export().targets == ((11, 0, 0, 1, 0), (12, 0, 0, 2, 0))
+
+
 @pytest.mark.parametrize("content", [
     "{not json",
     json.dumps({"format": "something-else"}),
     json.dumps({"format": "shmstress-learning", "version": 99}),
-    json.dumps({"format": "shmstress-learning", "version": 1, "key": {"tracker": "x"}}),
     json.dumps({"format": "shmstress-learning", "version": 1, "key": learning_key(CONFIG),
-                "targets": [[1, 2, "three", 4]], "pairs": []}),
+                "targets": [[1, 2, 3, 4]], "pairs": []}),  # before violations were saved
+    json.dumps({"format": "shmstress-learning", "version": 2, "key": {"tracker": "x"}}),
+    json.dumps({"format": "shmstress-learning", "version": 2, "key": learning_key(CONFIG),
+                "targets": [[1, 2, "three", 4, 0]], "pairs": []}),
 ])
 def test_an_unusable_file_is_a_fresh_start_with_a_note(tmp_path: Path, content: str) -> None:
     learning = Learning(tmp_path)

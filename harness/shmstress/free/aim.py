@@ -97,7 +97,7 @@ import random
 import time
 import zlib
 from array import array
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 
 from shmstress.core.access import EVERY, Access
@@ -218,6 +218,21 @@ def target_slot(code: int, worker: int, params: AimParams) -> int:
     return ((code ^ salt) & (params.location_slots - 1)) * _T_STRIDE
 
 
+def _credit_passes(ring: memoryview, targets: memoryview, rmask: int, since: int,
+                   until: int) -> None:
+    """One violation for the last pass at each location in the ring between sequence
+    numbers ``since`` and ``until``: on the delayed side or on the passed one."""
+    credited: set[int] = set()
+    newest = ring[_G_NEXT]
+    for index in range(newest - 1, max(newest - rmask - 1, 0) - 1, -1):
+        cell = _RING + (index & rmask) * _G_STRIDE
+        at = ring[cell + _G_SLOT] - 1
+        if at < 0 or not since <= ring[cell + _G_SEQ] <= until or at in credited:
+            continue
+        credited.add(at)
+        targets[at + (_T_DELAY_VIOL if ring[cell + _G_DELAYED] else _T_PASS_VIOL)] += 1
+
+
 def location_code(label: str) -> int:
     """A label's code in the tables: its CRC-32 (never 0, which marks an empty slot)."""
     return (zlib.crc32(label.encode()) & 0x7FFFFFFF) or 1
@@ -227,8 +242,9 @@ def location_code(label: str) -> int:
 class Learnt:
     """The learnt part of the tables as plain data, to carry to a later run."""
 
-    targets: tuple[tuple[int, int, int, int], ...] = ()
-    """(location code, delays, productive delays, worker + 1 whose side is slowed)."""
+    targets: tuple[tuple[int, int, int, int, int], ...] = ()
+    """(location code, delays, productive delays, worker + 1 whose side is slowed,
+    violations that followed a delay there)."""
     pairs: tuple[tuple[int, int], ...] = ()
     """(earlier, later) location codes of the near-miss pairs that armed the targets."""
 
@@ -280,22 +296,38 @@ class AimTables:
         armed = targets[targets[:, _T_CODE] != 0]
         kept = pairs[pairs[:, _P_KEY] != 0]
         return Learnt(
-            targets=tuple(sorted((int(c), int(t), int(h), int(w))
-                                 for c, t, h, w in armed[:, _T_CODE : _T_WORKER + 1])),
+            targets=tuple(sorted((int(c), int(t), int(h), int(w), int(v)) for c, t, h, w, v in
+                                 armed[:, (_T_CODE, _T_TRIES, _T_HITS, _T_WORKER,
+                                           _T_DELAY_VIOL)])),
             pairs=tuple(sorted((int(a), int(b)) for a, b in kept[:, _P_A : _P_B + 1])),
         )
 
     def preload(self, learnt: Learnt) -> None:
-        """Start from what an earlier run learnt (before the fork): its targets, with their
-        yield so far, and its pairs. An entry whose slot is taken by an earlier one of
-        ``learnt`` is dropped, as a collision during a run would drop it. A target's
-        violation counts start at zero: they weigh this run's delays against its passes."""
+        """Start from what an earlier run learnt (before the fork): its targets and its
+        pairs. An entry whose slot is taken by an earlier one of ``learnt`` is dropped, as a
+        collision during a run would drop it.
+
+        What a target's history means for the next run depends on whether the earlier
+        run knew where its violations came from. Where delays at some targets were
+        followed by violations, those targets start fresh, at the full probability that
+        found them, and the others keep their back-off: the run aims where the bug was.
+        Where no violation followed a delay, the back-off only says how long the earlier
+        run went on, not where the bug is, so every target starts fresh, armed from the
+        first point: taken as it was saved, the back-off made the next run delay less
+        than the first one had, and find its violation later (issue 14's learning
+        figure). Whether a delay there was followed by a violation is carried (as one
+        violation: evidence of earlier runs must not outweigh this run's own delays for
+        ever); the passes start at zero."""
         targets, pairs = self.targets.mv, self.pairs.mv
         pmask = self.params.pair_slots - 1
-        for code, tries, hits, worker in learnt.targets:
+        aimed = any(violations for *_, violations in learnt.targets)
+        for code, saved_tries, saved_hits, worker, violations in learnt.targets:
             at = target_slot(code, worker, self.params)
             if code and not targets[at]:
-                row = (code, tries, hits, worker) + (0,) * (_T_STRIDE - _T_WORKER - 1)
+                fresh = violations or not aimed
+                tries, hits = (0, 0) if fresh else (saved_tries, saved_hits)
+                row = (code, tries, hits, worker, 0, 0, min(violations, 1)) + (0,) * (
+                    _T_STRIDE - _T_DELAY_VIOL - 1)
                 targets[at : at + _T_STRIDE] = array("q", row)
                 self.preloaded[at] = (code, tries, hits)
         for earlier, later in learnt.pairs:
@@ -304,6 +336,17 @@ class AimTables:
             if key and not pairs[slot]:
                 pairs[slot : slot + _P_STRIDE] = array("q", (key, earlier, later))
                 self.learnt_pairs += 1
+
+    def settle(self, seqs: Sequence[int]) -> None:
+        """Credit the violations no worker lived to see (read after the run: the workers
+        are gone). ``seqs``: the sequence numbers of the violations reported online. A run
+        that stops at its first violation ends before any worker's next point, where the
+        credit is given, and what it saved then never said where the violation came from."""
+        ring = self.passes.mv
+        for seq in sorted(seqs)[ring[_G_CREDITED]:]:
+            _credit_passes(ring, self.targets.mv, self.params.pass_ring - 1,
+                           seq - self.params.credit_window, seq)
+        ring[_G_CREDITED] = max(ring[_G_CREDITED], len(seqs))
 
     def stats(self) -> AimStats:
         targets = self.targets.np.reshape(-1, _T_STRIDE)
@@ -457,20 +500,10 @@ class AimedGate:
         last pass at each location in the ring within ``credit_window`` points counts one
         violation after it, on the delayed side or on the passed one. The first worker
         to see it credits it; two seeing it at once credit it twice, which is rare."""
-        ring = self._ring
-        ring[_G_CREDITED] = violations
-        since = self._seq[0] - self._params.credit_window
-        targets = self._targets
-        credited: set[int] = set()
-        newest = ring[_G_NEXT]
-        for index in range(newest - 1, max(newest - self._rmask - 1, 0) - 1, -1):
-            cell = _RING + (index & self._rmask) * _G_STRIDE
-            at = ring[cell + _G_SLOT] - 1
-            if at < 0 or ring[cell + _G_SEQ] < since or at in credited:
-                continue
-            credited.add(at)
-            delayed = ring[cell + _G_DELAYED]
-            targets[at + (_T_DELAY_VIOL if delayed else _T_PASS_VIOL)] += 1
+        self._ring[_G_CREDITED] = violations
+        now = self._seq[0]
+        _credit_passes(self._ring, self._targets, self._rmask,
+                       now - self._params.credit_window, now)
 
     def _pause(self, rng: random.Random) -> None:
         """Yield or sleep as the noise kinds say (draws alike when not acting: a replay)."""

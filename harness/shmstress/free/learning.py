@@ -3,10 +3,12 @@
 TSVD (Li et al., SOSP 2019) keeps its near-miss pairs from one test run to the
 next, so the next run delays at the dangerous locations from its first point
 instead of discovering them again. Here what a run's aimed noise learnt (its
-targets with their yield, delays and productive delays, and the pairs that armed
-them: ``aim.Learnt``) is saved after the run under the database directory
-(``.shmstress/learning/``, see ``shmstress.core.database``), one JSON file per
-configuration, and preloaded into the next run's tables before the workers fork.
+targets with their yield, delays and productive delays, the violations that followed
+their delays, and the pairs that armed them: ``aim.Learnt``) is saved after the run
+under the database directory (``.shmstress/learning/``, see
+``shmstress.core.database``), one JSON file per configuration, and preloaded into the
+next run's tables before the workers fork (``AimTables.preload`` says how: aimed where
+the last violations came from, when that is known).
 
 A configuration is its tracker, variant, scenario, worker counts and parameters:
 location codes are CRC-32s of labels and a target names the worker whose side it
@@ -35,7 +37,7 @@ from shmstress.core.files import ArtifactError, write_text_atomically
 from shmstress.free.aim import Learnt
 
 FORMAT = "shmstress-learning"
-VERSION = 1
+VERSION = 2  # 2: a target row carries the violations that followed its delays
 SUBDIRECTORY = "learning"
 REMEMBERED_DELAYS = 256
 """A location's delays are saved scaled down to at most this many, productive ones in
@@ -112,11 +114,12 @@ class Learning:
         return None
 
 
-def _recent(target: tuple[int, int, int, int]) -> tuple[int, int, int, int]:
-    code, tries, hits, worker = target
+def _recent(target: tuple[int, int, int, int, int]) -> tuple[int, int, int, int, int]:
+    code, tries, hits, worker, violations = target
     if tries <= REMEMBERED_DELAYS:
         return target
-    return code, REMEMBERED_DELAYS, round(min(hits, tries) * REMEMBERED_DELAYS / tries), worker
+    return (code, REMEMBERED_DELAYS, round(min(hits, tries) * REMEMBERED_DELAYS / tries),
+            worker, violations)
 
 
 def _problem(data: object, key: Mapping[str, Any]) -> str | None:
@@ -143,6 +146,6 @@ def _learnt(data: Mapping[str, Any]) -> Learnt:
     if not isinstance(targets, list) or not isinstance(pairs, list):
         raise ValueError("targets and pairs must be lists")
     return Learnt(
-        targets=tuple((c, t, h, w) for c, t, h, w in (_ints(row, 4) for row in targets)),
+        targets=tuple((c, t, h, w, v) for c, t, h, w, v in (_ints(row, 5) for row in targets)),
         pairs=tuple((a, b) for a, b in (_ints(row, 2) for row in pairs)),
     )

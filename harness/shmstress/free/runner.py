@@ -122,6 +122,7 @@ def run(config: RunConfig, progress: ProgressFn | None = None,
             elapsed = time.monotonic() - t0
             result = _result(config, built, started, reason, drain_timed_out, forced, elapsed)
             if aim is not None:
+                aim.settle([v.seq for v in result.violations if v.seq is not None])
                 notes = [loaded.problem] if loaded is not None and loaded.problem else []
                 if learning is not None and reason is not ExitReason.INTERRUPTED:
                     unsaved = learning.save(config, aim.export())
