@@ -418,19 +418,19 @@ class _Trace:
         other."""
         out: list[int] = []
         cover: list[Access] = []  # the writes found so far that every earlier step is under
+        accesses = self.accesses
         for step in reversed(steps):
-            theirs = self.accesses[step]
+            theirs = accesses[step]
             assert theirs is not None
             for other in theirs:
-                if cover and any(other.conflicts(write) for write in cover):
+                if cover and _under(other, cover):
                     continue  # ordered before a write that conflicts with ``access``
                 if other.conflicts(access):
                     if step not in out:
                         out.append(step)
                     if other.write and (other.id == EVERY or not whole_kind):
                         cover.append(other)
-            if cover and (cover[-1].value is None
-                          or any(write.conflicts(cover[-1]) for write in cover)):
+            if cover and (cover[-1].value is None or _under(cover[-1], cover)):
                 break  # every earlier step conflicts with one of these writes
         return out
 
@@ -502,6 +502,15 @@ class _Trace:
                    if w != worker and other < k):
                 out.append(worker)
         return out
+
+
+def _under(access: Access, writes: Sequence[Access]) -> bool:
+    """``access`` conflicts with one of ``writes`` (the scan's inner test: a loop, not
+    ``any`` over a generator, which cost as much again as the tests themselves)."""
+    for write in writes:  # noqa: SIM110 - see above
+        if access.conflicts(write):
+            return True
+    return False
 
 
 def _join(clock: list[int], other: list[int]) -> None:
