@@ -18,7 +18,7 @@ from shmstress.bench.sctbench.programs import program
 from shmstress.controlled.strategies import Exhaustive, Strategy
 from shmstress.controlled.strategies.base import UNBOUNDED, Observing, StrategySpec
 from shmstress.controlled.strategies.dpor import Dpor
-from shmstress.core.access import LOCK, Access, Footprint
+from shmstress.core.access import EVERY, LOCK, Access, Footprint
 from shmstress.plain.runner import Exploration
 from shmstress.plain.runner import explore as explore_plain
 from shmstress.repro.plain_bundle import from_json, from_outcome, to_json
@@ -276,6 +276,19 @@ def test_writes_of_one_value_commute_but_not_with_readers() -> None:
     assert one.conflicts(other) and one.conflicts(unknown) and unknown.conflicts(unknown)
     assert one.conflicts(read) and read.conflicts(one)  # the reader sees 1 after it
 
+
+
+def test_conflicts_needs_one_object_and_a_writer_and_values_of_one_type() -> None:
+    """What the inlined ``Access.conflicts`` keeps of ``overlaps`` and the value test."""
+    write = Access("var", 0, True, value=1)
+    assert not Access("var", 0, False).conflicts(Access("var", 0, False))  # two reads
+    assert not write.conflicts(Access("var", 1, True, value=2))  # another object
+    assert not write.conflicts(Access("lock", 0, True, value=2))  # another kind
+    assert write.conflicts(Access("var", EVERY, False)) and Access(
+        "var", EVERY, True).conflicts(Access("var", 5, False))  # every object of the kind
+    assert write.conflicts(Access("var", 0, True, value=True))  # 1 and True: two types
+    assert write.conflicts(Access("var", 0, True, value=1.0))
+    assert not Access("var", EVERY, True, value=3).conflicts(Access("var", 2, True, value=3))
 
 VALUED = [  # two setters of one value and a checker: reorder_bad, with the values it writes
     [("write", "a"), ("write", "b")],

@@ -45,16 +45,21 @@ class Access:
 
     def conflicts(self, other: Access) -> bool:
         """The two do not commute: one object, at least one of them writing, and not two
-        writes of one known value."""
-        if not (self.write or other.write) or not self.overlaps(other):
+        writes of one known value.
+
+        ``overlaps`` and the same-value test inlined: DPOR asks this of every pair of steps on
+        one object that its scan passes, millions of times on a long execution (two calls
+        fewer halved the time of its trace on SCTBench's ``sync02_ok``)."""
+        write = self.write
+        if not (write or other.write) or self.kind != other.kind:
             return False
-        if self.write and other.write:
-            return not _same_value(self.value, other.value)
+        ident, theirs = self.id, other.id
+        if ident != theirs and EVERY not in (ident, theirs):
+            return False
+        if write and other.write:
+            value = self.value
+            return value is None or type(value) is not type(other.value) or value != other.value
         return True
-
-
-def _same_value(first: object, second: object) -> bool:
-    return first is not None and type(first) is type(second) and first == second
 
 
 def conflicting(first: Sequence[Access] | None, second: Sequence[Access] | None) -> bool:

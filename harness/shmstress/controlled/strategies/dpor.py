@@ -418,19 +418,22 @@ class _Trace:
         other."""
         out: list[int] = []
         cover: list[Access] = []  # the writes found so far that every earlier step is under
+        seen: set[tuple[object, ...]] = set()  # ... one of each: a twin conflicts alike
+        last: Access | None = None  # the latest of them, twin or not
+        accesses = self.accesses
         for step in reversed(steps):
-            theirs = self.accesses[step]
+            theirs = accesses[step]
             assert theirs is not None
             for other in theirs:
-                if cover and any(other.conflicts(write) for write in cover):
+                if cover and _under(other, cover):
                     continue  # ordered before a write that conflicts with ``access``
                 if other.conflicts(access):
                     if step not in out:
                         out.append(step)
                     if other.write and (other.id == EVERY or not whole_kind):
-                        cover.append(other)
-            if cover and (cover[-1].value is None
-                          or any(write.conflicts(cover[-1]) for write in cover)):
+                        last = other
+                        _add_write(cover, seen, other)
+            if last is not None and (last.value is None or _under(last, cover)):
                 break  # every earlier step conflicts with one of these writes
         return out
 
@@ -502,6 +505,32 @@ class _Trace:
                    if w != worker and other < k):
                 out.append(worker)
         return out
+
+
+def _under(access: Access, writes: Sequence[Access]) -> bool:
+    """``access`` conflicts with one of ``writes`` (the scan's inner test: a loop, not
+    ``any`` over a generator, which cost as much again as the tests themselves)."""
+    for write in writes:  # noqa: SIM110 - see above
+        if access.conflicts(write):
+            return True
+    return False
+
+
+def _add_write(cover: list[Access], seen: set[tuple[object, ...]], write: Access) -> None:
+    """Put ``write`` in ``cover`` unless a write of the same object and value (of the same
+    type) is there: whether an access conflicts with a write depends on nothing else, so
+    ``_under`` answers the same without it. A scan back over a counter that alternates
+    between two values found every write of the first one, and tested each earlier step
+    against all of them (quadratic in the steps on the object)."""
+    value = write.value
+    try:
+        key = (write.kind, write.id, type(value), value)
+        if key in seen:
+            return
+        seen.add(key)
+    except TypeError:  # a value that cannot be hashed: kept, as before
+        pass
+    cover.append(write)
 
 
 def _join(clock: list[int], other: list[int]) -> None:
