@@ -23,13 +23,19 @@ class Binder:
     def __init__(self, tracker: DraTracker, index: int) -> None:
         self._t = tracker
         self._rng = tracker.runtime.rng
+        self._draw = self._rng.getrandbits
         self._steps = 0
         self._held: deque[tuple[int, int]] = deque()
 
     def step(self, phase: Phase) -> bool:
         t = self._t
         self._steps += 1
-        claim, device = t.pods.take(t.runtime.worker_id, self._rng.randrange(1 << 30))
+        # randrange(1 << 30), inlined (Random._randbelow_with_getrandbits: the same draws,
+        # hence the same trace for a seed, without two Python calls at every binder step)
+        start = self._draw(31)
+        while start >= 1 << 30:
+            start = self._draw(31)
+        claim, device = t.pods.take(t.runtime.worker_id, start)
         if claim != NO_ID:
             self._bind(claim, device)
             return True

@@ -8,8 +8,6 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-import numpy as np
-
 from shmstress.api import Phase
 
 if TYPE_CHECKING:
@@ -26,12 +24,16 @@ class Gatherer:
             return False
         t = self._t
         with t.scheduling_lock.held("Start scheduling cycle"):
-            candidates = np.flatnonzero(t.pods.waiting() & t.cache.unallocated())
-            if candidates.size:
-                claim = int(candidates[self._rng.randrange(candidates.size)])
-                free = np.flatnonzero(~t.claims.gather_allocated_state())
-                if free.size:
-                    device = int(free[self._rng.randrange(free.size)])
+            waiting = t.pods.waiting()
+            unallocated = t.cache.unallocated()
+            candidates = [claim for claim, free in enumerate(unallocated)
+                          if free and waiting[claim]]
+            if candidates:
+                claim = candidates[self._rng.randrange(len(candidates))]
+                gathered = t.claims.gather_allocated_state()
+                free = [device for device, taken in enumerate(gathered) if not taken]
+                if free:
+                    device = free[self._rng.randrange(len(free))]
                     t.claims.signal_claim_pending_allocation(claim, device)
                     t.pods.hand_to_binder(claim, device)
                     return True
