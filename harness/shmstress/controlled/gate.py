@@ -64,7 +64,11 @@ class ControlledGate:
 
     def before_acquire(self, label: str, lock: int) -> None:
         """The point's decision (``lock``: the instrumented lock it acquires, or -1). Most
-        points are acquires: this is the method itself, not a call more per point."""
+        points are acquires: this is the method itself, not a call more per point. It is
+        also the runtime's ``acquire_hook``, so it checks for an aborted run first, as the
+        runtime's ``before_acquire`` would have."""
+        if self._control[ABORT]:
+            raise StopRun
         if self.noise is not None:
             self.noise.before_point(label)
         ident = self._ids.get(label)
