@@ -44,7 +44,7 @@ class PodQueue:
 
     def hand_to_binder(self, claim: int, device: int) -> None:
         with self.lock.held("hand pod to binder", claim=claim, device=device):
-            self.state.mv[claim] = PodState.TO_BIND
+            self.state.mv[claim] = _TO_BIND
             self.device.mv[claim] = device
 
     def take(self, binder: int, start: int) -> tuple[int, int]:
@@ -54,14 +54,14 @@ class PodQueue:
             if not waiting:
                 return NO_ID, NO_ID
             claim = waiting[start % len(waiting)]
-            self.state.mv[claim] = PodState.BINDING
+            self.state.mv[claim] = _BINDING
             self.binder.mv[claim] = binder
             return claim, self.device.mv[claim]
 
     def finish(self, claim: int, state: PodState) -> None:
         with self.lock.held("pod state", claim=claim, state=int(state)):
             self.state.mv[claim] = state
-            if state == PodState.WAITING:
+            if state == _WAITING:
                 self.device.mv[claim] = NO_ID
                 self.binder.mv[claim] = NO_ID
 
