@@ -68,6 +68,7 @@ def test_fresh_copies_share_shared_state_but_not_local_state(picklable: bool) ->
         if not picklable:
             whole.key = lambda value: -value
         pristine = Pristine(whole)
+        assert pristine.in_place is None  # a list and a deque change in place: copied
         assert (pristine.image is not None) == picklable
         first = pristine.fresh()
         first.cursor = 5
@@ -80,6 +81,34 @@ def test_fresh_copies_share_shared_state_but_not_local_state(picklable: bool) ->
         assert second.part.lock is whole.part.lock and second.runtime is runtime
         assert second.part.callback.__self__ is second.part  # bound methods follow the copy
         assert lock_names(whole) == {0: "part lock"}
+
+
+class _Plain:
+    def __init__(self, runtime: Runtime, arena: Arena) -> None:
+        self.lock = runtime.lock("plain lock")
+        self.shared = arena.array("plain.shared", 1)
+        self.cursor = 0
+        self.callback = self.bump
+
+    def bump(self) -> None:
+        self.cursor += 1
+
+
+def test_a_graph_of_plain_objects_is_restored_in_place() -> None:
+    with Arena() as arena:
+        runtime = Runtime(ControlBlock(arena, 1, 1, 4))
+        plain = _Plain(runtime, arena)
+        pristine = Pristine(plain)
+        assert pristine.in_place is not None and pristine.image is None
+        first = pristine.fresh()
+        first.callback()
+        first.extra = 1  # type: ignore[attr-defined]
+        first.shared.np[0] = 7
+        second = pristine.fresh()
+        assert second.cursor == 0 and not hasattr(second, "extra")
+        assert second.shared.np[0] == 7 and second.lock is plain.lock
+        second.callback()
+        assert second.cursor == 1  # the bound method still reaches the restored object
 
 
 def test_phase_changes_note_where_drain_and_stop_began() -> None:

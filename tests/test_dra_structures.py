@@ -102,7 +102,7 @@ def test_allocated_devices_revision_counts_mutations(fixed: SequentialRun) -> No
     assert allocated.revision() == r0 + 2
     seen, revision = allocated.get()
     assert revision == r0 + 2
-    assert not seen.any()
+    assert not any(seen)
 
 
 def test_in_flight_store_remove_and_range(fixed: SequentialRun) -> None:
@@ -110,10 +110,10 @@ def test_in_flight_store_remove_and_range(fixed: SequentialRun) -> None:
     in_flight.store(2, 7)
     in_flight.store(4, 1)
     assert in_flight.has(2)
-    assert sorted(in_flight.devices().tolist()) == [1, 7]
+    assert sorted(in_flight.devices()) == [1, 7]
     assert in_flight.remove(2)
     assert not in_flight.remove(2)
-    assert in_flight.devices().tolist() == [1]
+    assert in_flight.devices() == [1]
 
 
 def test_gather_sees_cache_and_in_flight(fixed: SequentialRun) -> None:

@@ -64,7 +64,11 @@ class ControlledGate:
 
     def before_acquire(self, label: str, lock: int) -> None:
         """The point's decision (``lock``: the instrumented lock it acquires, or -1). Most
-        points are acquires: this is the method itself, not a call more per point."""
+        points are acquires: this is the method itself, not a call more per point. It is
+        also the runtime's ``acquire_hook``, so it checks for an aborted run first, as the
+        runtime's ``before_acquire`` would have."""
+        if self._control[ABORT]:
+            raise StopRun
         if self.noise is not None:
             self.noise.before_point(label)
         ident = self._ids.get(label)
@@ -87,7 +91,23 @@ class ControlledGate:
         globals_ = self._globals
         step = globals_[G_STEP]
         successor = -1
-        if step < globals_[G_SCRIPT_END] and self._script_holds(lock):
+        locks = self._locks
+        took = self._took
+        # May the script decide this step? Only while the set of runnable workers is the one
+        # it was drawn for. Only the step just taken can have changed it, and it was this
+        # worker's: it would block here, or the lock its previous step took is one another
+        # parked worker waits at, or it freed a lock a blocked worker waits for. A worker
+        # parking at a held lock ends the script itself (the first test), so no other change
+        # is possible. Nothing here looks at the script's entry for this step: whether the
+        # script goes on must not depend on the choice it would make (strategies/random_walk).
+        # Inline, not a method: every point of a scripted walk asks.
+        if (
+            step < globals_[G_SCRIPT_END]
+            and (lock < 0 or locks[lock * L_STRIDE + L_OWNER] == NO_OWNER)
+            and (took < 0 or locks[took * L_STRIDE + L_OWNER] == NO_OWNER
+                 or not self._awaited_by_another(took))
+            and not (globals_[G_AWAITED_N] and self._frees_awaited_lock())
+        ):
             successor = self._script[step]
             if successor == self._me:  # the script goes on with this worker
                 self.yielded = 0
@@ -119,27 +139,15 @@ class ControlledGate:
         self._took = lock
         self.lease = slots[base + S_LEASE]
 
-    def _script_holds(self, lock: int) -> bool:
-        """May the script decide this step? Only while the set of runnable workers is the one
-        it was drawn for. Only the step just taken can have changed it, and it was this
-        worker's: it would block here, or it freed a lock a blocked worker waits for, or the
-        lock its previous step took is one another parked worker waits at. A worker parking
-        at a held lock ends the script itself (the first test), so no other change is
-        possible. Nothing here looks at the script's entry for this step: whether the script
-        goes on must not depend on the choice it would make (``strategies/random_walk``)."""
-        locks = self._locks
-        if lock >= 0 and locks[lock * L_STRIDE + L_OWNER] != NO_OWNER:
-            return False
-        took = self._took
-        if took >= 0 and locks[took * L_STRIDE + L_OWNER] != NO_OWNER:
-            slots = self._slots
-            me = self._me
-            for other in range(self._workers):
-                base = other * S_STRIDE
-                if (other != me and slots[base + S_STATE] == PARKED
-                        and slots[base + S_LOCK] == took):
-                    return False
-        return not (self._globals[G_AWAITED_N] and self._frees_awaited_lock())
+    def _awaited_by_another(self, lock: int) -> bool:
+        """Is another worker parked at an acquire of ``lock``?"""
+        slots = self._slots
+        me = self._me
+        for other in range(self._workers):
+            base = other * S_STRIDE
+            if other != me and slots[base + S_STATE] == PARKED and slots[base + S_LOCK] == lock:
+                return True
+        return False
 
     def _frees_awaited_lock(self) -> bool:
         """Has this worker released a lock that a parked worker is blocked on?"""

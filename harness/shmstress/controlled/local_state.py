@@ -16,6 +16,17 @@ the DRA tracker (30-35 us against 65-100 us with warm caches; the gap narrows
 when the caches are cold, as they are between executions).
 Where the graph cannot be pickled, or holds an object whose own
 ``__deepcopy__`` might copy it otherwise than pickle would, deepcopy stays.
+
+Cheaper still, where the graph allows it (the DRA tracker's does): when every
+object of its local state is a plain Python object (attributes in its
+``__dict__``, no slots, no copying or pickling hooks of its own) and every
+value in it is such an object, a shared one, an immutable atom (a number, a
+string, None, an enum member), a tuple of these or a method bound to one,
+nothing but those ``__dict__``s can change during an execution. Each is then
+restored in place from a copy made once, and the same graph is handed out
+again: a few microseconds where unpickling took 30-100 per worker and
+execution. It is the graph a fresh copy would be, with the same identities
+every time.
 """
 
 from __future__ import annotations
@@ -29,7 +40,7 @@ import types
 from collections.abc import Iterator
 from multiprocessing.connection import Connection
 from multiprocessing.synchronize import SemLock
-from typing import Generic, TypeVar
+from typing import Any, Generic, TypeVar
 
 import numpy as np
 
@@ -93,22 +104,64 @@ def lock_names(obj: object) -> dict[int, str]:
 
 
 class Pristine(Generic[_T]):
-    """Hands out fresh copies of ``obj`` that share its shared memory but not its local state."""
+    """Hands out fresh copies of ``obj`` that share its shared memory but not its local state.
+
+    A copy is good until the next ``fresh()``: restored in place, the next one is the same
+    objects again."""
 
     def __init__(self, obj: _T) -> None:
         self._obj = obj
         reachable = list(_reachable(obj))
         self._keep = {id(item): item for item in reachable if _is_shared(item)}
-        self.image = _image(obj, self._keep) if _picklable_alike(reachable) else None
-        """The pickled local state every copy is loaded from (None: deepcopy makes them)."""
+        self.in_place = _attributes(reachable)
+        """Each object of the local state with its attributes as they were at the start
+        (None: the graph holds something that must be copied, see the module docstring)."""
+        self.image = (None if self.in_place is not None
+                      else _image(obj, self._keep) if _picklable_alike(reachable) else None)
+        """The pickled local state every copy is loaded from (None: restored in place, or
+        deepcopy makes the copies)."""
 
     def fresh(self) -> _T:
+        if self.in_place is not None:
+            for item, attributes in self.in_place:
+                state = item.__dict__
+                state.clear()
+                state.update(attributes)
+            return self._obj
         if self.image is not None:
             loader = pickle.Unpickler(io.BytesIO(self.image))
             loader.persistent_load = self._keep.__getitem__  # type: ignore[method-assign]
             fresh: _T = loader.load()  # a C call per shared object, no Python frame
             return fresh
         return copy.deepcopy(self._obj, dict(self._keep))
+
+
+_ATOMS = (int, float, complex, str, bytes, type(None), enum.Enum, types.MethodType, tuple,
+          frozenset)
+"""Values a run cannot change (a tuple's, a frozenset's items and a bound method's object are
+reachable objects of their own, checked in turn)."""
+_PLAIN_OBJECT = 1 << 9  # Py_TPFLAGS_HEAPTYPE: a class statement's, not a C type's
+_HOOKS = ("__slots__", "__deepcopy__", "__copy__", "__reduce__", "__reduce_ex__",
+          "__getstate__", "__setstate__", "__getnewargs__", "__getnewargs_ex__")
+
+
+def _attributes(reachable: list[object]) -> list[tuple[Any, dict[str, object]]] | None:
+    """Every plain object of the local state with a copy of its ``__dict__``, if nothing else
+    in it can change: shared objects and atoms aside, only plain objects (a class statement's,
+    no slots, no hooks that copy or pickle it its own way, nor a C base but ``object``)."""
+    restored: list[tuple[Any, dict[str, object]]] = []
+    for item in reachable:
+        if _is_shared(item) or isinstance(item, _ATOMS):
+            continue
+        if not all(cls is object or (cls.__flags__ & _PLAIN_OBJECT
+                                     and not any(hook in cls.__dict__ for hook in _HOOKS))
+                   for cls in type(item).__mro__):
+            return None
+        attributes = getattr(item, "__dict__", None)
+        if type(attributes) is not dict:
+            return None
+        restored.append((item, dict(attributes)))
+    return restored
 
 
 _SAME_COPY = (enum.Enum, np.ndarray)

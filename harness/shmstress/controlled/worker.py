@@ -74,6 +74,7 @@ def controlled_worker_main(setup: WorkerSetup, info: WorkerInfo, crash_report: C
         runtime.gate = gate
         runtime.one_at_a_time = True
         runtime.acquire_gate = gate
+        runtime.acquire_hook = gate.before_acquire
         recording = bool(globals_[G_RECORD])
         runtime.sink = setup.recorder.record if recording else None
         runtime.log_sink = setup.recorder.log if recording else None
@@ -82,6 +83,7 @@ def controlled_worker_main(setup: WorkerSetup, info: WorkerInfo, crash_report: C
             noting = LockNoting(gate, setup.step_locks)
             runtime.acquire_gate = noting
             runtime.observer = noting.after_point
+            runtime.acquire_hook = noting.before_acquire
         gate.lease = 0
         gate.yielded = 0
         gate.noise = NoiseGate(setup.noise_draws, rng, act=False) if setup.noise_draws else None

@@ -101,7 +101,11 @@ class _Held:
                 log(runtime.last_seq, runtime.worker_id, self._label, 0, self._fields)
             return runtime.last_seq
         label = self._label or lock.label
-        runtime.before_acquire(label, lock.slot)
+        hook = runtime.acquire_hook
+        if hook is None:
+            runtime.before_acquire(label, lock.slot)
+        else:
+            hook(label, lock.slot)
         if not runtime.one_at_a_time:  # else the gate let this worker on only if it is free
             lock._lock.acquire()
         table[lock._owner] = runtime.worker_id
@@ -114,4 +118,11 @@ class _Held:
         exc: BaseException | None,
         tb: TracebackType | None,
     ) -> None:
-        self._lock.release()
+        lock = self._lock  # ``lock.release()``, inlined: every point of a tracker ends here
+        table = lock._table
+        depth = table[lock._depth] - 1
+        table[lock._depth] = depth
+        if depth == 0:
+            table[lock._owner] = NO_OWNER
+            if not lock._runtime.one_at_a_time:
+                lock._lock.release()

@@ -7,6 +7,7 @@ so they live apart from either.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Protocol
 
 
@@ -57,6 +58,11 @@ class PointTaker(Protocol):
     def one_at_a_time(self) -> bool:
         """Only one worker runs at a time (controlled mode): a lock the gate let a worker
         take is free, so the process-shared lock under it is not needed."""
+        ...
+
+    @property
+    def acquire_hook(self) -> Callable[[str, int], None] | None:
+        """Replaces ``before_acquire`` where set (controlled mode's gate)."""
         ...
 
     def before_acquire(self, label: str, lock: int) -> None: ...

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import os
 import random
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from multiprocessing import util
 from multiprocessing.synchronize import Lock as MpLock
 
@@ -63,6 +63,10 @@ class Runtime:
         self.rng = random.Random(0)
         self.gate: PointGate = _NoGate()
         self.acquire_gate: AcquireGate | None = None
+        self.acquire_hook: Callable[[str, int], None] | None = None
+        """Set, it replaces ``before_acquire`` whole, its abort check included: controlled
+        mode's gate, which runs one worker at a time and holds no step lock, so nothing else
+        of ``before_acquire`` applies, and an outer acquire saves a call."""
         self.sink: PointSink | None = None
         self.log_sink: LogSink | None = None
         self.observer: PointSink | None = None  # free mode's aimed noise: sees every point
@@ -99,6 +103,7 @@ class Runtime:
         self.gate = NoiseGate(noise, self.rng) if noise and noise.draws_from_worker_rng else (
             _NoGate())
         self.acquire_gate = None
+        self.acquire_hook = None
         self.observer = None
         if alone and self._step_lock is None:
             self._step_lock = self.control.step_lock
@@ -204,7 +209,8 @@ class Runtime:
         ``os.sched_yield``. The step must still have made a point (the read that
         found nothing to do).
         """
-        self.end_step()  # free mode: the others may go while this one waits
+        if self._holding:  # free mode: the others may go while this one waits
+            self.end_step()
         os.sched_yield()  # looked up at call time: controlled workers replace it with a hint
         return True
 

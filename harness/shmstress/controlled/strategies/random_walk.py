@@ -48,6 +48,9 @@ up, and shrinks to twice what was used when one ends early.
 
 from __future__ import annotations
 
+import sys
+from array import array
+
 from shmstress.controlled.strategies.base import SchedulerView, StrategySpec, seeded_rng
 
 FIRST_SCRIPT = 8
@@ -87,17 +90,25 @@ class RandomWalk:
         runnable = view.runnable
         if len(runnable) == 1:  # nothing to draw: the walk has no other choice
             return [runnable[0]] * count
-        # randrange(choices), inlined (Random._randbelow_with_getrandbits: the same draws,
-        # hence the same trace for a seed, at a fraction of the calls per step)
+        # randrange(choices) per step, as Random._randbelow_with_getrandbits draws it: a
+        # getrandbits(bits) per try, rejected while >= choices. getrandbits(k <= 32) is the top
+        # k bits of the generator's next 32-bit output, and getrandbits(32 * n) is its next n
+        # outputs, the first in the lowest bits: so the outputs are fetched n at a time, never
+        # more than the entries still to fill (each takes at least one), and the generator
+        # ends where the call-per-try loop left it. The same draws, hence the same trace for
+        # a seed, for a few C calls per script instead of one or two Python-level calls per
+        # step.
         choices = len(runnable)
-        bits = choices.bit_length()
+        shift = 32 - choices.bit_length()
         draw = self._rng.getrandbits
-        script = []
-        for _ in range(count):
-            pick = draw(bits)
-            while pick >= choices:
-                pick = draw(bits)
-            script.append(runnable[pick])
+        script: list[int] = []
+        while len(script) < count:
+            wanted = count - len(script)
+            outputs = array("I", draw(32 * wanted).to_bytes(4 * wanted, "little"))
+            if sys.byteorder == "big":
+                outputs.byteswap()
+            script += [runnable[pick] for pick in (output >> shift for output in outputs)
+                       if pick < choices]
         return script
 
     def next_u64(self) -> int:

@@ -6,9 +6,8 @@ that it raced with an update (upstream ``allocateddevices.go``).
 
 from __future__ import annotations
 
-import numpy as np
-
 from shmstress.api import Lock, Setup
+from shmstress.trackers.common import mask_at_least
 from shmstress.trackers.dra.names import NO_ID
 
 
@@ -30,10 +29,10 @@ class AllocatedDevices:
                 claim_of[new] = claim
             self.revision_cell.mv[0] += 1
 
-    def get(self) -> tuple[np.ndarray, int]:
+    def get(self) -> tuple[list[bool], int]:
         """A copy of the allocated set (bool per device) and the revision it belongs to."""
         with self.lock.held("copy allocated devices"):
-            return self.claim_of.np >= 0, self.revision_cell.mv[0]
+            return mask_at_least(self.claim_of, 0), self.revision_cell.mv[0]
 
     def revision(self) -> int:
         with self.lock.held("check revision"):

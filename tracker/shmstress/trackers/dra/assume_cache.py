@@ -24,9 +24,8 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-import numpy as np
-
 from shmstress.api import Lock, Runtime, Setup
+from shmstress.trackers.common import mask_equal
 from shmstress.trackers.dra.coverage import Coverage
 from shmstress.trackers.dra.names import NO_ID
 
@@ -149,11 +148,10 @@ class AssumeCache:
                 handler(claim, old, new)
 
     # -- reads ----------------------------------------------------------------------------
-    def unallocated(self) -> np.ndarray:
+    def unallocated(self) -> list[bool]:
         """Bool per claim: not allocated in the latest object (the claim lister's view)."""
         with self.lock.held("list assumed claims"):
-            unallocated: np.ndarray = self.latest_device.np == NO_ID
-            return unallocated
+            return mask_equal(self.latest_device, NO_ID)
 
     def get(self, claim: int) -> tuple[int, int]:
         with self.lock.held("get assumed claim", claim=claim):

@@ -11,8 +11,6 @@ from __future__ import annotations
 
 from contextlib import AbstractContextManager, nullcontext
 
-import numpy as np
-
 from shmstress.api import LIMITS, Lock, Runtime
 from shmstress.trackers.dra.allocated_devices import AllocatedDevices
 from shmstress.trackers.dra.assume_cache import AssumeCache
@@ -56,7 +54,7 @@ class ClaimTracker:
             return nullcontext()
         return self._single_lock.held(label)
 
-    def gather_allocated_state(self) -> np.ndarray:
+    def gather_allocated_state(self) -> list[bool]:
         """Bool per device: allocated per the informers or in flight. Retries on conflict."""
         while True:
             try:
@@ -64,7 +62,7 @@ class ClaimTracker:
             except ConcurrentModification:
                 self._runtime.point("conflicting concurrent modification, retrying")
 
-    def _gather_once(self) -> np.ndarray:
+    def _gather_once(self) -> list[bool]:
         runtime = self._runtime
         with self._atomically("lock claim tracker for GatherAllocatedState"):
             start = runtime.point("Starting GatherAllocatedState")
@@ -74,10 +72,11 @@ class ClaimTracker:
                     "revision-monotonic", kind=0, previous=self._last_revision, current=revision
                 )
             self._last_revision = revision
-            allocated[self.in_flight.devices()] = True
+            for device in self.in_flight.devices():
+                allocated[device] = True
             if self._checked and self.allocated.revision() != revision:
                 raise ConcurrentModification
-            held = np.flatnonzero(allocated)
+            held = [device for device, taken in enumerate(allocated) if taken]
             shown = ({"allocatedDevices": held} if len(held) <= LIMITS.sequence_items
                      else {"allocatedDeviceCount": len(held)})  # too many for one record
             runtime.point("Finished GatherAllocatedState", **shown)

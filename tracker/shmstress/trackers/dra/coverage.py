@@ -13,9 +13,12 @@ covered with ``since <= start`` missed a device allocated for its whole run.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 import numpy as np
 
 from shmstress.api import NO_ID, Ghost
+from shmstress.trackers.common import SMALL_ARRAY
 
 
 class Coverage:
@@ -46,9 +49,15 @@ class Coverage:
         if old != NO_ID:
             self.uncover(old)
 
-    def missed(self, seen: np.ndarray, start_seq: int) -> list[tuple[int, int]]:
-        """(device, claim) pairs covered since before ``start_seq`` yet absent from ``seen``."""
+    def missed(self, seen: Sequence[bool], start_seq: int) -> list[tuple[int, int]]:
+        """(device, claim) pairs covered since before ``start_seq`` yet absent from ``seen``
+        (bool per device), lowest device first."""
         with self._ghost.lock:
-            missing = (~seen) & (self.count.np > 0) & (self.since.np <= start_seq)
+            count = self.count.mv
+            if len(count) <= SMALL_ARRAY:  # at every gather: a Python scan beats numpy's calls
+                since, claim = self.since.mv, self.claim.mv
+                return [(device, claim[device]) for device, held in enumerate(count)
+                        if held > 0 and not seen[device] and since[device] <= start_seq]
+            missing = ~np.asarray(seen) & (self.count.np > 0) & (self.since.np <= start_seq)
             devices = np.flatnonzero(missing)
             return [(int(d), int(self.claim.np[d])) for d in devices]

@@ -8,9 +8,8 @@ finds in flight (a log call, not a point).
 
 from __future__ import annotations
 
-import numpy as np
-
 from shmstress.api import Lock, Runtime, Setup
+from shmstress.trackers.common import where_at_least
 from shmstress.trackers.dra.coverage import Coverage
 from shmstress.trackers.dra.names import NO_ID
 
@@ -48,13 +47,13 @@ class InFlightClaims:
         with self.lock.held("check pending allocation", claim=claim):
             return self.device.mv[claim] != NO_ID
 
-    def devices(self) -> np.ndarray:
-        """Devices of every in-flight claim (the Range of upstream's gather)."""
+    def devices(self) -> list[int]:
+        """Devices of every in-flight claim, in claim order (the Range of upstream's gather)."""
         with self.lock.held("check in-flight claims"):
-            held = self.device.np
-            claims = np.flatnonzero(held >= 0)
-            for claim in claims:
-                self._runtime.log(
-                    "Device is in flight for allocation", device=int(held[claim]), claim=int(claim)
-                )
-            return held[claims].copy()
+            held = self.device.mv
+            devices = []
+            for claim in where_at_least(self.device, 0):
+                device = held[claim]
+                self._runtime.log("Device is in flight for allocation", device=device, claim=claim)
+                devices.append(device)
+            return devices

@@ -9,9 +9,8 @@ from __future__ import annotations
 
 import enum
 
-import numpy as np
-
 from shmstress.api import Lock, Setup
+from shmstress.trackers.common import mask_equal, where_equal
 from shmstress.trackers.dra.names import NO_ID
 
 
@@ -22,9 +21,9 @@ class PodState(enum.IntEnum):
     BOUND = 3
 
 
-# Arrays are compared with plain ints: numpy compares an IntEnum member several times slower
-# (it looks for ``__array_ufunc__`` on the enum class, a failing lookup through EnumType), and
-# every binder and gatherer step compares once.
+# Arrays are compared with plain ints: an IntEnum member compares several times slower (numpy
+# looks for ``__array_ufunc__`` on the enum class, and Python's == goes through the enum's
+# type), and every binder and gatherer step compares.
 _WAITING = int(PodState.WAITING)
 _TO_BIND = int(PodState.TO_BIND)
 _BINDING = int(PodState.BINDING)
@@ -38,38 +37,40 @@ class PodQueue:
         self.device = setup.array("dra.pods.device", claims, NO_ID)
         self.binder = setup.array("dra.pods.binder", claims, NO_ID)
 
-    def waiting(self) -> np.ndarray:
+    def waiting(self) -> list[bool]:
+        """Bool per claim: its pod waits for a scheduling cycle."""
         with self.lock.held("pick pod"):
-            waiting: np.ndarray = self.state.np == _WAITING
-            return waiting
+            return mask_equal(self.state, _WAITING)
 
     def hand_to_binder(self, claim: int, device: int) -> None:
         with self.lock.held("hand pod to binder", claim=claim, device=device):
-            self.state.mv[claim] = PodState.TO_BIND
+            self.state.mv[claim] = _TO_BIND
             self.device.mv[claim] = device
 
     def take(self, binder: int, start: int) -> tuple[int, int]:
         """(claim, device) of a pod waiting for a binder, or (NO_ID, NO_ID)."""
         with self.lock.held("take pod to bind"):
-            waiting = (self.state.np == _TO_BIND).nonzero()[0]  # 1-D: flatnonzero without its ravel
-            if waiting.size == 0:
+            waiting = where_equal(self.state, _TO_BIND)
+            if not waiting:
                 return NO_ID, NO_ID
-            claim = int(waiting[start % waiting.size])
-            self.state.mv[claim] = PodState.BINDING
+            claim = waiting[start % len(waiting)]
+            self.state.mv[claim] = _BINDING
             self.binder.mv[claim] = binder
             return claim, self.device.mv[claim]
 
     def finish(self, claim: int, state: PodState) -> None:
         with self.lock.held("pod state", claim=claim, state=int(state)):
             self.state.mv[claim] = state
-            if state == PodState.WAITING:
+            if state == _WAITING:
                 self.device.mv[claim] = NO_ID
                 self.binder.mv[claim] = NO_ID
 
     def outstanding(self) -> bool:
         """Pods handed to binders and not yet bound or returned (read without a point)."""
-        states = self.state.np
-        return bool(np.any((states == _TO_BIND) | (states == _BINDING)))
+        states = self.state.mv.tolist()
+        return _TO_BIND in states or _BINDING in states
 
     def all_bound(self) -> bool:
-        return bool(np.all(self.state.np == _BOUND))
+        """Asked by the coordinator before every grant of a controlled drain."""
+        states = self.state.mv.tolist()
+        return states.count(_BOUND) == len(states)

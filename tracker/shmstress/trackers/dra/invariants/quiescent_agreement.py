@@ -11,8 +11,6 @@ import enum
 from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING
 
-import numpy as np
-
 from shmstress.api import Found, Invariant, Scope, Subject, Workers
 from shmstress.trackers.dra.invariants.common import naming
 from shmstress.trackers.dra.names import NO_ID
@@ -76,25 +74,29 @@ class QuiescentAgreement(Invariant):
                 self.name, {"kind": kind, "claim": claim, "device": device, "a": a, "b": b}
             ))
 
-        api_device = tracker.api.device.np
-        for claim in np.flatnonzero(tracker.in_flight.device.np != NO_ID):
-            add(Disagreement.IN_FLIGHT, int(claim), int(tracker.in_flight.device.np[claim]))
-        cache_device = tracker.cache.latest_device.np
-        for claim in np.flatnonzero(cache_device != api_device):
-            add(Disagreement.CACHE, int(claim), a=int(cache_device[claim]),
-                b=int(api_device[claim]))
-        api_owner = np.full(tracker.devices, NO_ID, dtype=np.int64)
-        for claim in np.flatnonzero(api_device != NO_ID):
-            dev = int(api_device[claim])
-            if api_owner[dev] != NO_ID:
-                add(Disagreement.SHARED_DEVICE, int(claim), dev, a=int(api_owner[dev]))
-            api_owner[dev] = claim
-        held = tracker.allocated.claim_of.np
-        for device in np.flatnonzero(held != api_owner):
-            add(Disagreement.ALLOCATED, device=int(device), a=int(held[device]),
-                b=int(api_owner[device]))
-        for claim in np.flatnonzero(api_device == NO_ID):
-            add(Disagreement.UNALLOCATED, int(claim))
+        # Plain lists: the coordinator checks after every controlled execution, and on the
+        # DRA tracker's small arrays a numpy call costs more than a Python pass over them.
+        api_device = tracker.api.device.mv.tolist()
+        for claim, device in enumerate(tracker.in_flight.device.mv.tolist()):
+            if device != NO_ID:
+                add(Disagreement.IN_FLIGHT, claim, device)
+        cache_device = tracker.cache.latest_device.mv.tolist()
+        for claim, (cached, api) in enumerate(zip(cache_device, api_device, strict=True)):
+            if cached != api:
+                add(Disagreement.CACHE, claim, a=cached, b=api)
+        api_owner = [NO_ID] * tracker.devices
+        for claim, dev in enumerate(api_device):
+            if dev != NO_ID:
+                if api_owner[dev] != NO_ID:
+                    add(Disagreement.SHARED_DEVICE, claim, dev, a=api_owner[dev])
+                api_owner[dev] = claim
+        held = tracker.allocated.claim_of.mv.tolist()
+        for device, (holder, owner) in enumerate(zip(held, api_owner, strict=True)):
+            if holder != owner:
+                add(Disagreement.ALLOCATED, device=device, a=holder, b=owner)
+        for claim, dev in enumerate(api_device):
+            if dev == NO_ID:
+                add(Disagreement.UNALLOCATED, claim)
         return found
 
 
