@@ -13,8 +13,6 @@ from dataclasses import dataclass
 from multiprocessing.synchronize import Lock as MpLock
 from multiprocessing.synchronize import Semaphore as MpSemaphore
 
-import numpy as np
-
 from shmstress.core.control import FORK
 from shmstress.core.shm import Arena, SharedArray
 
@@ -192,12 +190,12 @@ class Board:
 
     def write_failure(self, text: str) -> None:
         data = text.encode("utf-8", "replace")[:FAILURE_BYTES]
-        self.failure.np.view(np.uint8)[: len(data)] = np.frombuffer(data, dtype=np.uint8)
+        self.failure.mv.cast("B")[: len(data)] = data
         self.globals.mv[G_FAIL_LEN] = len(data)
 
     def failure_text(self) -> str:
         length = int(self.globals.mv[G_FAIL_LEN])
-        return bytes(self.failure.np.view(np.uint8)[:length]).decode("utf-8", "replace")
+        return bytes(self.failure.mv.cast("B")[:length]).decode("utf-8", "replace")
 
 
 class ValueKind(enum.IntEnum):

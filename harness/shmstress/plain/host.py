@@ -29,7 +29,6 @@ from shmstress.plain.patch import install
 from shmstress.plain.runtime import PlainRuntime
 from shmstress.plain.scenario import ScenarioRef
 from shmstress.plain.sync.process import run_main
-from shmstress.plain.trace import Tracer, trace_roots
 
 _PR_SET_CHILD_SUBREAPER = 36
 _SHM_UNLINK: Callable[[str], None] = importlib.import_module("_posixshmem").shm_unlink
@@ -51,7 +50,9 @@ def host_main(
         install(runtime)
         for module in _WARM:  # imported once here, not again in every execution
             importlib.import_module(module)
-        if trace:
+        if trace:  # --trace's module is imported only here: it needs numpy, a host may not
+            from shmstress.plain.trace import Tracer, trace_roots
+
             runtime.tracer = Tracer(runtime, trace_roots(trace)).install
         function = scenario.load()
         _read_source(function)
