@@ -33,6 +33,12 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from shmstress.core.errors import ArenaFrozenError, SegmentError
+from shmstress.core.semaphores import (
+    ForkSemaphores,
+    NamedSemaphores,
+    OpenedSemaphores,
+    Semaphores,
+)
 
 if TYPE_CHECKING:
     import numpy as np
@@ -159,6 +165,7 @@ class ArenaLayout:
     owner_started: int | None
     segments: tuple[tuple[str, int], ...]  # (name, size) of each segment, in order
     places: tuple[tuple[str, int, int, int], ...]  # (array, segment index, offset, bytes)
+    semaphores: tuple[str, ...]  # names, in the order they were made
 
 
 @dataclass(frozen=True)
@@ -181,23 +188,44 @@ class Arena:
     _offset: int = 0
     _frozen: bool = False
     _attached: bool = False  # mapped from another process's layout: not ours to unlink
+    semaphores: Semaphores = field(default_factory=ForkSemaphores)
+    """Where the semaphores of the arena's users come from (``named`` / ``attach``)."""
+
+    @classmethod
+    def named(cls) -> Arena:
+        """An arena a fresh interpreter can attach (``layout``): its semaphores have names."""
+        arena = cls()
+        arena.owner_started = start_time(arena.owner_pid)
+        arena.semaphores = NamedSemaphores(arena.owner_pid, arena.owner_started)
+        return arena
 
     @classmethod
     def attach(cls, layout: ArenaLayout) -> Arena:
         """Another process's arena, its segments mapped here; ``array`` then hands out the
-        arrays it allocated, by name and length, with their contents as they are."""
+        arrays it allocated, by name and length, with their contents as they are, and
+        ``semaphores`` its semaphores, asked for in the order they were made."""
         arena = cls(owner_pid=layout.owner_pid, owner_started=layout.owner_started,
-                    _attached=True)
+                    _attached=True, semaphores=OpenedSemaphores(layout.semaphores))
         arena.segments = [Segment.attach(name, size) for name, size in layout.segments]
         arena._places = {name: (segment, start, nbytes)
                          for name, segment, start, nbytes in layout.places}
         return arena
 
+    @property
+    def attached(self) -> bool:
+        """Mapped from another process's layout (its arrays' contents are that process's)."""
+        return self._attached
+
     def layout(self) -> ArenaLayout:
+        """What ``attach`` needs (an arena made by ``named``, once every user has built)."""
+        semaphores = self.semaphores
+        if not isinstance(semaphores, NamedSemaphores):
+            raise SegmentError("only an arena made by Arena.named can be attached elsewhere")
         return ArenaLayout(
             self.owner_pid, self.owner_started,
             tuple((segment.name, segment.size) for segment in self.segments),
-            tuple((name, *place) for name, place in self._places.items()))
+            tuple((name, *place) for name, place in self._places.items()),
+            tuple(semaphores.names))
 
     def array(self, name: str, length: int, fill: int = 0) -> SharedArray:
         """Allocate ``length`` int64 values named ``name`` (names are unique per arena)."""
@@ -283,6 +311,7 @@ class Arena:
         if not self._attached:
             for segment in self.segments:
                 segment.unlink()
+            self.semaphores.unlink()
         for shared in self.arrays.values():
             shared.close()
         self.arrays.clear()
@@ -345,6 +374,7 @@ def _owner_gone(pid: int, started: int | None) -> bool:
 POSIX_SHM_DIR = Path("/dev/shm")
 """Where ``shm_open`` names live on Linux (the code under test's segments, not ours)."""
 _CREATED_RE = re.compile(r"^shmstress-(\d+)-(\d+)-created$")
+_SEMAPHORE_RE = re.compile(r"^sem\.shmstress-(\d+)-(\d+)-sem-")  # core.semaphores' names
 
 
 @dataclass(frozen=True)
@@ -430,7 +460,22 @@ def _sweep(owners: set[int] | None) -> list[str]:
         pid, started = int(match.group(1)), int(match.group(2)) or None
         if (owners is None or pid in owners) and _owner_gone(pid, started):
             removed += CreatedSegments(path).unlink_left()
+    for path in _semaphore_names():  # named for a fresh host, left by a killed coordinator
+        match = _SEMAPHORE_RE.match(path.name)
+        assert match is not None
+        pid, started = int(match.group(1)), int(match.group(2)) or None
+        if (owners is None or pid in owners) and _owner_gone(pid, started):
+            with contextlib.suppress(FileNotFoundError):
+                os.unlink(path)
+            removed.append(path.name)
     return removed
+
+
+def _semaphore_names() -> list[Path]:
+    try:
+        return sorted(p for p in POSIX_SHM_DIR.iterdir() if _SEMAPHORE_RE.match(p.name))
+    except FileNotFoundError:
+        return []
 
 
 def _created_lists() -> list[Path]:

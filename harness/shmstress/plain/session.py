@@ -15,6 +15,7 @@ import contextlib
 import os
 import signal
 import struct
+import sys
 import time
 from collections.abc import Hashable, Sequence
 from dataclasses import dataclass
@@ -41,6 +42,7 @@ from shmstress.controlled.strategies.base import (
 )
 from shmstress.core.control import FORK
 from shmstress.core.errors import ConfigError, HostLostError, ScenarioError
+from shmstress.core.fresh import HASH_SEED, FreshProcess
 from shmstress.core.processes import reap
 from shmstress.core.shm import Arena, CreatedSegments
 from shmstress.core.signals import shielded
@@ -78,13 +80,12 @@ from shmstress.plain.board import (
     Wait,
 )
 from shmstress.plain.footprints import Names, footprints
-from shmstress.plain.host import host_main
+from shmstress.plain.host import BOOT, BoardSize, HostPlan
 from shmstress.plain.outcome import PlainEnd, PlainFailure, PlainOutcome, PlainStep, Waiting
 from shmstress.plain.progress import inert
 from shmstress.plain.runtime import FreeNoise, PlainRuntime
 from shmstress.plain.scenario import ScenarioRef
 from shmstress.plain.waits import can_go
-from shmstress.record.recorder import Recorder
 
 _WAIT_SLICE_S = 0.1
 _POLL_S = 0.0005  # free mode: how often the coordinator looks
@@ -151,7 +152,7 @@ class PlainSession:
 
     def __init__(self, spec: PlainSpec) -> None:
         self.spec = spec
-        self._arena = Arena()
+        self._arena = Arena.named()  # the host, a fresh interpreter, attaches it by name
         self._host: BaseProcess | None = None
         self._labels: dict[int, Label] = {}  # interned strings never change: read once
         self._kinds = Kinds()  # which strategy classes learn from footprints
@@ -170,9 +171,9 @@ class PlainSession:
         spec = self.spec
         if spec.max_processes < 2:
             raise ScenarioError(f"--max-processes must be at least 2, got {spec.max_processes}")
-        self.board = Board.build(self._arena, spec.max_processes, spec.max_objects,
-                                 spec.max_steps, room=probe_capacity(spec.max_processes))
-        self.recorder = Recorder(self._arena, 1, 16, 1, max_strings=16384)
+        size = BoardSize(spec.max_processes, spec.max_objects, spec.max_steps,
+                         probe_capacity(spec.max_processes))
+        self.board, self.recorder = size.build(self._arena)
         self.created = CreatedSegments.of(self._arena.owner_pid, self._arena.owner_started)
         self.runtime = PlainRuntime(self.board, self.recorder, self.created)
         if spec.free is not None:
@@ -181,14 +182,16 @@ class PlainSession:
         self._arena.freeze()
         if spec.free is None:  # one process runs at a time: nothing is lost on one CPU
             self._pinning.enter_context(pinned(spec.pin))
-        receive, send = FORK.Pipe(duplex=False)
-        self._host = FORK.Process(
-            target=host_main, name="shmstress-plain-host",
-            args=(self.runtime, spec.scenario, spec.trace, send, os.getpid()),
-        )
+        receive, send = FORK.Pipe()
+        env = dict(os.environ)
+        env.setdefault(HASH_SEED, "0")  # the host's string hashes: the same in every run
+        self._host = FreshProcess(BOOT, send.fileno(), "shmstress-plain-host", env)
         self._host.start()
         send.close()
         with receive:
+            receive.send(HostPlan(
+                self._arena.layout(), size, self.created, self.runtime.free, spec.scenario,
+                spec.trace, os.getpid(), tuple(sys.path), tuple(sys.argv)))
             if not receive.poll(spec.load_timeout):
                 raise ScenarioError(f"importing {spec.scenario.describe()} did not finish within "
                                     f"{spec.load_timeout:g} s")

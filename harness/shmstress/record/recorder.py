@@ -58,7 +58,6 @@ from multiprocessing.synchronize import Lock as MpLock
 from types import FrameType
 from typing import Any
 
-from shmstress.core.control import FORK
 from shmstress.core.errors import RecordFieldError
 from shmstress.core.shm import Arena, SharedArray
 from shmstress.core.trace import Label, Record, Recording, Step
@@ -136,9 +135,10 @@ class Recorder:
         # entry + 1 per sequence number, so that 0 (a fresh page) means "not written"
         self.tape: SharedArray = arena.array("recording.tape", tape_size)
         self.clock: SharedArray = arena.array("recording.clock", 2)
-        self.clock.mv[0] = time.monotonic_ns()
-        self.clock.mv[1] = time.time_ns()
-        self._lock: MpLock = FORK.Lock()
+        if not arena.attached:  # the maker's clock, not reset by a process that attaches
+            self.clock.mv[0] = time.monotonic_ns()
+            self.clock.mv[1] = time.time_ns()
+        self._lock: MpLock = arena.semaphores.lock()
         self._table: dict[tuple[str, str, int], int] = {}  # this process's copy of the table
         self._synced = 0  # entries of the shared table copied into ``_table``
         self._strings: dict[str, int] = {}  # field names and values
