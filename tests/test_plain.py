@@ -297,3 +297,12 @@ def test_the_pytest_decorator_fails_with_the_interleaving_and_the_replay_command
     assert "lost update of counter.value" in out
     assert "replay it: shmstress replay " in out
     assert "harness/shmstress" not in out.split("ConcurrencyFailure", 1)[1]
+
+
+def test_the_execution_processes_do_not_carry_what_the_coordinator_imported() -> None:
+    import numpy  # noqa: F401 - the coordinator has it; a forked host would have had it too
+
+    result = search(Path(__file__).resolve().parent / "scenarios" / "lean.py",
+                    "processes_without_numpy", 3)
+    assert result.failing is None, result.failing and result.failing.failure
+    assert result.ends == {"finished": 3}
