@@ -21,7 +21,7 @@ from shmstress.core.shm import sweep_stale_segments
 from shmstress.core.signals import interruptible
 from shmstress.core.trace import Step
 from shmstress.plain.outcome import PlainEnd, PlainOutcome
-from shmstress.plain.session import PlainSession, PlainSpec
+from shmstress.plain.session import FRESH_HOST_EXECUTIONS, PlainSession, PlainSpec
 
 Progress = Callable[[int, dict[str, int]], None]
 """Called after each execution with (executions so far, ends so far)."""
@@ -90,7 +90,8 @@ def explore(spec: PlainSpec, exploration: Exploration,
     count = CoverageCount()
     exhausted = False
     executions = 0
-    with interruptible(), PlainSession(spec) as session:
+    fresh = exploration.executions >= FRESH_HOST_EXECUTIONS  # a long search: a lean host
+    with interruptible(), PlainSession(spec, fresh) as session:
         while executions < exploration.executions:
             if strategy is not None and not strategy.new_execution():
                 exhausted = True
