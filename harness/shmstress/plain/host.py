@@ -86,6 +86,7 @@ class HostPlan:
     coordinator: int
     path: tuple[str, ...]  # the coordinator's sys.path and sys.argv
     argv: tuple[str, ...]
+    unset: tuple[str, ...] = ()  # variables set for the interpreter's start alone
 
 
 def boot() -> None:
@@ -98,6 +99,8 @@ def boot() -> None:
         plan: HostPlan = channel.recv()
         sys.path[:] = plan.path
         sys.argv[:] = plan.argv
+        for name in plan.unset:  # the scenario sees the coordinator's environment
+            os.environ.pop(name, None)
         arena = Arena.attach(plan.layout)
         board, recorder = plan.size.build(arena)
         arena.semaphores.unlink()  # every one is open here and in the coordinator

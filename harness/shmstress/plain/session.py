@@ -224,13 +224,14 @@ class PlainSession:
             return self._host, receive
         receive, send = FORK.Pipe()
         env = dict(os.environ)
+        unset = () if HASH_SEED in env else (HASH_SEED,)
         env.setdefault(HASH_SEED, "0")  # the host's string hashes: the same in every run
         self._host = FreshProcess(BOOT, send.fileno(), "shmstress-plain-host", env)
         self._host.start()
         send.close()
         receive.send(HostPlan(
             self._arena.layout(), size, self.created, self.runtime.free, spec.scenario,
-            spec.trace, os.getpid(), tuple(sys.path), tuple(sys.argv)))
+            spec.trace, os.getpid(), tuple(sys.path), tuple(sys.argv), unset))
         return self._host, receive
 
     def close(self) -> None:
