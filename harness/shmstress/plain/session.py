@@ -163,9 +163,11 @@ class PlainSession:
 
     def __init__(self, spec: PlainSpec, fresh_host: bool = False) -> None:
         self.spec = spec
-        self._fresh = fresh_host
+        # a fresh interpreter has a __main__ of its own: a scenario defined in this one's
+        # is there only in a fork
+        self._fresh = fresh_host and spec.scenario.module != "__main__"
         # a fresh host attaches the board by name; a forked one inherits it
-        self._arena = Arena.named() if fresh_host else Arena()
+        self._arena = Arena.named() if self._fresh else Arena()
         self._host: BaseProcess | None = None
         self._labels: dict[int, Label] = {}  # interned strings never change: read once
         self._kinds = Kinds()  # which strategy classes learn from footprints
