@@ -1,0 +1,151 @@
+"""A long exploration saved and resumed: the resumed one runs exactly the executions an
+uninterrupted one would, a checkpoint of another exploration is refused, and the suite
+keeps the trials that finished.
+
+The exploration is ``stack_ok`` under the default (the portfolio), long enough that the
+portfolio changes stage on both sides of the cut and that DPOR, whose search is still
+going at the cut, takes turns on both sides: what a resume must carry over is every
+member's RNG and what DPOR learnt. The second half runs in a fresh interpreter, as a
+real resume does (other addresses, another hash seed, a new session).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import signal
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from shmstress.bench.sctbench.programs import program
+from shmstress.cli.main import main
+from shmstress.controlled.strategies import PLAIN_MIX, Portfolio, StrategySpec
+from shmstress.controlled.strategies.portfolio import DPOR, member_name
+from shmstress.plain.checkpoint import CheckpointError, Checkpointing, Identity
+from shmstress.plain.outcome import PlainOutcome
+from shmstress.plain.runner import Exploration, PlainResult, explore
+
+PROGRAM = "stack_ok"
+EXECUTIONS = 250  # past the stage at 240: the smallest run with a stage change on both sides
+HALF = EXECUTIONS // 2
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def _exploration(executions: int = EXECUTIONS) -> Exploration:
+    return Exploration(StrategySpec("portfolio"), 0, executions)
+
+
+def _fingerprint(outcome: PlainOutcome) -> str:
+    """The execution's seed and schedule: who took which point, with what value."""
+    steps = [(s.worker, s.label, s.index, repr(s.value)) for s in outcome.steps]
+    return hashlib.sha256(repr((outcome.execution_seed, outcome.end.value,
+                                steps)).encode()).hexdigest()
+
+
+def _summary(result: PlainResult) -> dict[str, object]:
+    coverage = result.coverage
+    assert coverage is not None
+    return {"executions": result.executions, "ends": result.ends, "steps": result.steps,
+            "members": [list(m) for m in coverage.members],
+            "max_preemptions": coverage.max_preemptions, "failing": result.failing_index}
+
+
+def resume_in_this_process(path: str, out: str) -> None:
+    """The fresh interpreter's half: resume from ``path``, write what it ran to ``out``."""
+    ran: list[str] = []
+    lines: list[str] = []
+    result = explore(program(PROGRAM).spec(), _exploration(), witness=lambda o: ran.append(
+        _fingerprint(o)), checkpoint=Checkpointing(Path(path), log=lines.append))
+    Path(out).write_text(json.dumps({"ran": ran, "lines": lines,
+                                     "summary": _summary(result)}))
+
+
+def test_a_resumed_exploration_runs_exactly_the_executions_of_an_uninterrupted_one(
+        tmp_path: Path) -> None:
+    stages = [stage.start for stage in PLAIN_MIX.stages]
+    assert any(0 < s < HALF for s in stages) and any(HALF < s < EXECUTIONS for s in stages)
+    spec = program(PROGRAM).spec()
+    whole: list[str] = []
+    uninterrupted = explore(spec, _exploration(), witness=lambda o: whole.append(
+        _fingerprint(o)))
+    assert uninterrupted.executions == EXECUTIONS and uninterrupted.failing is None
+
+    path = tmp_path / "trial.ckpt"
+    first: list[str] = []
+
+    def stop_half_way(done: int, ends: dict[str, int]) -> None:
+        if done == HALF:
+            os.kill(os.getpid(), signal.SIGINT)  # as Ctrl-C: lands inside the search
+
+    with pytest.raises(KeyboardInterrupt):
+        explore(spec, _exploration(), stop_half_way, Checkpointing(path),
+                witness=lambda o: first.append(_fingerprint(o)))
+    assert len(first) == HALF
+    saved = Checkpointing(path).load(Identity.of(spec, _exploration().strategy, 0, EXECUTIONS))
+    assert saved is not None and saved.ending is None and saved.tally.executions == HALF
+    assert isinstance(saved.strategy, Portfolio)
+    dpor_at_cut = dict(saved.strategy.coverage())[member_name(DPOR)]
+
+    out = tmp_path / "second.json"
+    done = subprocess.run(
+        [sys.executable, "-c", "from tests.test_checkpoint import resume_in_this_process; "
+         f"resume_in_this_process({str(path)!r}, {str(out)!r})"],
+        cwd=ROOT, capture_output=True, text=True, timeout=300, check=False)
+    assert done.returncode == 0, done.stderr
+    second = json.loads(out.read_text())
+    assert second["lines"] == [f"resumed from checkpoint {path} at execution {HALF + 1:,} "
+                               f"({HALF:,} done)"]
+    assert len(second["ran"]) == EXECUTIONS - HALF
+    assert first + second["ran"] == whole
+    assert second["summary"] == json.loads(json.dumps(_summary(uninterrupted)))
+    dpor_at_end = dict(uninterrupted.coverage.members)[member_name(DPOR)]  # type: ignore[union-attr]
+    assert 0 < dpor_at_cut < dpor_at_end  # DPOR's search ran on both sides of the cut
+
+
+def test_a_checkpoint_of_another_exploration_is_refused_and_an_ended_one_answers(
+        tmp_path: Path) -> None:
+    spec = program(PROGRAM).spec()
+    path = tmp_path / "trial.ckpt"
+    ran: list[str] = []
+    ended = explore(spec, _exploration(3), checkpoint=Checkpointing(path),
+                    witness=lambda o: ran.append(_fingerprint(o)))
+    assert len(ran) == 3
+    lines: list[str] = []
+    again = explore(spec, _exploration(3), checkpoint=Checkpointing(path, log=lines.append),
+                    witness=lambda o: ran.append(_fingerprint(o)))
+    assert len(ran) == 3 and len(lines) == 1 and "ended before" in lines[0]  # nothing ran
+    assert _summary(again) == _summary(ended)
+    with pytest.raises(CheckpointError, match=r"executions 3 in the checkpoint, 4 here") as err:
+        explore(spec, _exploration(4), checkpoint=Checkpointing(path))
+    assert "\n" not in str(err.value)
+    other = program("queue_ok").spec()
+    with pytest.raises(CheckpointError, match="queue_ok"):
+        explore(other, _exploration(3), checkpoint=Checkpointing(path))
+    path.write_bytes(b"not a checkpoint")
+    with pytest.raises(CheckpointError, match="cannot be read"):
+        explore(spec, _exploration(3), checkpoint=Checkpointing(path))
+
+
+SUITE = ["bench", "--suite", "sctbench", "--program", "stack_bad", "--strategy", "dpor",
+         "--twin-strategy", "dpor", "--seeds", "1", "--executions", "4", "--jobs", "1"]
+
+
+def test_the_suite_keeps_finished_trials_and_refuses_another_command(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    directory = tmp_path / "ckpt"
+    first, second = tmp_path / "first.json", tmp_path / "second.json"
+    assert main([*SUITE, "--checkpoint", str(directory), "--json", str(first)]) == 0
+    capsys.readouterr()
+    assert main([*SUITE, "--checkpoint", str(directory), "--json", str(second)]) == 0
+    captured = capsys.readouterr()
+    assert captured.err.count("finished in an earlier run") == 2, captured.err  # none ran
+    assert json.loads(second.read_text()) == json.loads(first.read_text())
+    changed = [*SUITE[:-4], "--executions", "5", "--jobs", "1"]
+    assert main([*changed, "--checkpoint", str(directory)]) == 2
+    captured = capsys.readouterr()
+    assert captured.out == "" and len(captured.err.strip().splitlines()) == 1, captured.err
+    assert "--executions" in captured.err or "executions" in captured.err
