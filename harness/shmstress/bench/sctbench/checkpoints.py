@@ -18,11 +18,13 @@ leaves a result and a stale checkpoint, never neither.
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any, Protocol
 
 from shmstress.core.files import write_text_atomically
+from shmstress.core.provenance import git_commit, package_version
 from shmstress.plain.checkpoint import CheckpointError
 
 FORMAT = 1
@@ -61,10 +63,12 @@ class SuiteDirectory:
 
     path: Path
 
-    def claim(self, options: object) -> None:
-        """Make the directory this command's, or refuse it if it is another's."""
+    def claim(self, options: object, log: Callable[[str], None]) -> None:
+        """Make the directory this command's, or refuse it if it is another's; say so if
+        another shmstress wrote it (its checkpoints may then take other executions)."""
         manifest = self.path / MANIFEST
-        mine = {"format": FORMAT, "options": _plain(asdict(options))}  # type: ignore[call-overload]
+        mine = {"format": FORMAT, "options": _plain(asdict(options)),  # type: ignore[call-overload]
+                "code": _code()}
         try:
             theirs = json.loads(manifest.read_text())
         except FileNotFoundError:
@@ -84,6 +88,10 @@ class SuiteDirectory:
             raise CheckpointError(f"checkpoint directory {self.path} belongs to another "
                                   f"command ({'; '.join(changed)}): rerun that command, or "
                                   "use another directory")
+        if theirs.get("code") != mine["code"]:
+            log(f"checkpoint directory {self.path} was written by shmstress "
+                f"{theirs.get('code')}, this is {mine['code']}: its trials resume, but may take "
+                "other executions than an uninterrupted run would (delete it to start over)")
 
     @staticmethod
     def _name(task: Task) -> str:
@@ -120,6 +128,12 @@ class SuiteDirectory:
             raise CheckpointError(f"trial result {path} is not this trial's: delete it to "
                                   "run the trial again")
         return data["kind"], data["result"]
+
+
+def _code() -> str:
+    """This shmstress: its version, and its git commit when it runs from a checkout."""
+    commit = git_commit(Path(__file__).parent)
+    return package_version() + (f" ({commit[:12]})" if commit else "")
 
 
 def _task(task: Task) -> dict[str, Any]:

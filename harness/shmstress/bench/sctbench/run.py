@@ -447,7 +447,7 @@ def _kept(options: SuiteOptions, tasks: list[TrialTask], directory: SuiteDirecto
     """The results of the trials that finished in an earlier run of this command; every
     other trial's checkpoint is checked, so that a wrong one stops the suite before it
     starts (``CheckpointError``, one line)."""
-    directory.claim(options)
+    directory.claim(options, lambda line: log(f"{SUITE}: {line}"))
     results: dict[int, Trial | TwinFigures] = {}
     for index, task in enumerate(tasks):
         kept = directory.kept(task)
