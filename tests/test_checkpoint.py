@@ -149,3 +149,20 @@ def test_the_suite_keeps_finished_trials_and_refuses_another_command(
     captured = capsys.readouterr()
     assert captured.out == "" and len(captured.err.strip().splitlines()) == 1, captured.err
     assert "--executions" in captured.err or "executions" in captured.err
+
+
+def test_shmstress_test_resumes_from_its_checkpoint_with_the_seed_it_saved(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    path = tmp_path / "search.ckpt"
+    command = ["test", str(ROOT / "examples" / "plain" / "counter.py") + ":locked",
+               "--executions", "3", "--quiet", "--checkpoint", str(path)]
+    assert main(command) == 0  # no --seed: a random one, saved
+    first = capsys.readouterr()
+    assert main(command) == 0
+    again = capsys.readouterr()
+    assert again.out.splitlines()[0] == first.out.splitlines()[0]  # the same seed
+    assert "ended before (3 executions)" in again.err
+    assert main([*command[:2], "--executions", "4", *command[4:]]) == 2
+    refused = capsys.readouterr()
+    assert refused.out == "" and len(refused.err.strip().splitlines()) == 1, refused.err
+    assert "executions 3 in the checkpoint, 4 here" in refused.err

@@ -36,7 +36,6 @@ import time
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any
 
 from shmstress.controlled.coverage import CoverageCount
 from shmstress.controlled.strategies.base import Strategy, StrategySpec
@@ -225,9 +224,3 @@ class Saver:
         self._checkpointing.save(self._identity, saved)
         self._last_s = time.monotonic()
         self._last = saved.tally.executions
-
-
-def describe(saved: Saved) -> dict[str, Any]:
-    """A checkpoint in a few figures, for progress lines and tests."""
-    return {"executions": saved.tally.executions, "ends": dict(saved.tally.ends),
-            "ended": saved.ending is not None}
