@@ -82,8 +82,8 @@ def test_a_resumed_exploration_runs_exactly_the_executions_of_an_uninterrupted_o
             os.kill(os.getpid(), signal.SIGINT)  # as Ctrl-C: lands inside the search
 
     with pytest.raises(KeyboardInterrupt):
-        explore(spec, _exploration(), stop_half_way, Checkpointing(path),
-                witness=lambda o: first.append(_fingerprint(o)))
+        explore(spec, _exploration(), stop_half_way, Checkpointing(path, every=HALF // 3),
+                witness=lambda o: first.append(_fingerprint(o)))  # saved on the way too
     assert len(first) == HALF
     saved = Checkpointing(path).load(Identity.of(spec, _exploration().strategy, 0, EXECUTIONS))
     assert saved is not None and saved.ending is None and saved.tally.executions == HALF

@@ -194,7 +194,7 @@ def _cmd_test(args: argparse.Namespace) -> int:
         checkpoint = Checkpointing(Path(args.checkpoint), log=lambda line: print(
             f"shmstress test: {line}", file=sys.stderr, flush=True))
     saved = checkpoint.read_header() if checkpoint is not None else None
-    seed = (args.seed if args.seed is not None else saved[1].seed if saved is not None
+    seed = (args.seed if args.seed is not None else saved.identity.seed if saved is not None
             else random.SystemRandom().randrange(1 << 31))
     exploration = Exploration(strategy, seed, args.executions)
     try:

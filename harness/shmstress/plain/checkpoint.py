@@ -24,8 +24,8 @@ budget) and carries a format version; one that does not match the command is ref
 in one line, before anything runs. The file is written to a temporary name and renamed:
 a kill while saving leaves the previous checkpoint.
 
-The file is two pickles, the header (version and identity) and the state, so that a
-caller can check a directory of them without loading every search.
+The file is two pickles, the header (version, identity, executions done) and the state,
+so that a caller can check a directory of them without loading every search.
 """
 
 from __future__ import annotations
@@ -87,6 +87,15 @@ class Identity:
                 for name in mine if mine[name] != theirs[name]]
 
 
+@dataclass(frozen=True)
+class Header:
+    """The file's first pickle: enough to check it and to say how far it got."""
+
+    format: int
+    identity: Identity
+    executions: int
+
+
 @dataclass
 class Tally:
     """What the executions so far came to."""
@@ -137,8 +146,9 @@ class Checkpointing:
     every: int = 0
     log: Log = _quiet  # says it resumed, and from which execution
 
-    def read_header(self) -> tuple[int, Identity] | None:
-        """The file's format and identity; None if there is no checkpoint yet."""
+    def read_header(self) -> Header | None:
+        """The file's format, identity and executions done; None if there is no checkpoint
+        yet."""
         try:
             with self.path.open("rb") as stream:
                 header = pickle.load(stream)
@@ -148,11 +158,10 @@ class Checkpointing:
                 TypeError, ValueError) as exc:
             raise CheckpointError(f"checkpoint {self.path} cannot be read ({exc}): delete it "
                                   "to start over") from exc
-        if not (isinstance(header, tuple) and len(header) == 2
-                and isinstance(header[1], Identity)):
+        if not isinstance(header, Header):
             raise CheckpointError(f"checkpoint {self.path} is not a shmstress checkpoint: "
                                   "delete it to start over")
-        return header[0], header[1]
+        return header
 
     def check(self, identity: Identity) -> bool:
         """Whether a checkpoint of this exploration is there; ``CheckpointError`` if one
@@ -160,7 +169,7 @@ class Checkpointing:
         header = self.read_header()
         if header is None:
             return False
-        version, theirs = header
+        version, theirs = header.format, header.identity
         if version != FORMAT:
             raise CheckpointError(f"checkpoint {self.path} has format {version}, this "
                                   f"shmstress reads {FORMAT}: delete it to start over")
@@ -197,12 +206,18 @@ class Checkpointing:
             raise CheckpointError(f"the exploration cannot be checkpointed: its {what} does "
                                   f"not pickle ({exc})") from exc
         with replaced_atomically(self.path, "the checkpoint") as stream:
-            pickle.dump((FORMAT, identity), stream.buffer, pickle.HIGHEST_PROTOCOL)
+            pickle.dump(Header(FORMAT, identity, saved.tally.executions), stream.buffer,
+                        pickle.HIGHEST_PROTOCOL)
             stream.buffer.write(state)
 
     def discard(self) -> None:
         """Remove the checkpoint (its exploration's result is kept elsewhere)."""
         self.path.unlink(missing_ok=True)
+
+
+SAVING_SHARE = 0.05
+"""At most this share of the time goes to saving: a search whose state takes long to pickle
+(DPOR's grows by about a kilobyte an execution) is saved less often than every minute."""
 
 
 class Saver:
@@ -214,13 +229,17 @@ class Saver:
         self._identity = identity
         self._last_s = time.monotonic()
         self._last = executions
+        self._interval_s = checkpointing.seconds
 
     def due(self, executions: int) -> bool:
         every = self._checkpointing.every
         return ((every > 0 and executions - self._last >= every)
-                or time.monotonic() - self._last_s >= self._checkpointing.seconds)
+                or time.monotonic() - self._last_s >= self._interval_s)
 
     def save(self, saved: Saved) -> None:
+        started = time.monotonic()
         self._checkpointing.save(self._identity, saved)
         self._last_s = time.monotonic()
         self._last = saved.tally.executions
+        self._interval_s = max(self._checkpointing.seconds,
+                               (self._last_s - started) / SAVING_SHARE)

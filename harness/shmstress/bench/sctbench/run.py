@@ -324,9 +324,13 @@ def _explore(task: TrialTask, log: Log) -> PlainResult:
         return explore(_spec(task), Exploration(strategy.spec, task.seed, task.budget),
                        progress, checkpoint)
     except KeyboardInterrupt:  # how far it got is all a long trial cut short leaves
-        saved = ("" if checkpoint is None else f"; saved in {checkpoint.path}: the same "
-                 "command resumes it")
-        log(f"{SUITE}: {task.what}: cut short after {ran[0]:,} executions without a "
+        done, saved = ran[0], ""
+        header = None if checkpoint is None else checkpoint.read_header()
+        if checkpoint is not None and header is not None:
+            done = header.executions
+            saved = (f"; saved in {checkpoint.path} at execution {done:,}: the same command "
+                     "resumes it")
+        log(f"{SUITE}: {task.what}: cut short after {done:,} executions without a "
             f"failure, {time.monotonic() - started:.2f} s{saved}")
         raise
 
