@@ -43,7 +43,7 @@ from shmstress.controlled.strategies.base import StrategySpec
 from shmstress.controlled.strategies.dpor import DPOR_BOUND
 from shmstress.core.config import DEFAULT_NOISE
 from shmstress.core.signals import InterruptFlag, interruptible
-from shmstress.plain.checkpoint import Checkpointing, Identity
+from shmstress.plain.checkpoint import CheckpointError, Checkpointing, Identity
 from shmstress.plain.runner import Exploration, PlainResult, explore
 from shmstress.plain.session import FreeSpec, PlainSpec
 
@@ -441,9 +441,13 @@ def run_suite(options: SuiteOptions, log: Log, jobs: int = 1,
     return report
 
 
-def _figures(kind: str, data: dict[str, Any]) -> Trial | TwinFigures:
+def _figures(kind: str, data: dict[str, Any], path: Path) -> Trial | TwinFigures:
     """A trial's result as ``SuiteDirectory.keep`` wrote it (JSON: ``ends`` a dict)."""
-    return TwinFigures(**data) if kind == TwinFigures.__name__ else Trial(**data)
+    try:
+        return TwinFigures(**data) if kind == TwinFigures.__name__ else Trial(**data)
+    except TypeError as exc:  # written by another version of these classes
+        raise CheckpointError(f"trial result {path} does not fit this shmstress ({exc}): "
+                              "delete it to run the trial again") from exc
 
 
 def _kept(options: SuiteOptions, tasks: list[TrialTask], directory: SuiteDirectory,
@@ -458,7 +462,7 @@ def _kept(options: SuiteOptions, tasks: list[TrialTask], directory: SuiteDirecto
         if kept is None:
             Checkpointing(directory.checkpoint_of(task)).check(_identity(task))
             continue
-        found = results[index] = _figures(*kept)
+        found = results[index] = _figures(*kept, directory.result_of(task))
         outcome = (_twin_outcome(found) if isinstance(found, TwinFigures)
                    else _outcome(found))
         log(f"{SUITE}: {task.what}: finished in an earlier run: {outcome}, "
