@@ -22,6 +22,7 @@ from pathlib import Path
 import pytest
 
 from shmstress.bench.sctbench.programs import program
+from shmstress.bench.sctbench.run import STRATEGIES
 from shmstress.cli.main import main
 from shmstress.controlled.strategies import PLAIN_MIX, Portfolio, StrategySpec
 from shmstress.controlled.strategies.portfolio import DPOR, member_name
@@ -134,12 +135,35 @@ SUITE = ["bench", "--suite", "sctbench", "--program", "stack_bad", "--strategy",
          "--twin-strategy", "dpor", "--seeds", "1", "--executions", "4", "--jobs", "1"]
 
 
-def test_the_suite_keeps_finished_trials_and_refuses_another_command(
+def _figures(path: Path) -> object:
+    """A suite's JSON without its wall times."""
+    def strip(data: object) -> object:
+        if isinstance(data, dict):
+            return {k: strip(v) for k, v in data.items() if "seconds" not in k
+                    and k not in ("median_s", "median_s_sum")}
+        return [strip(item) for item in data] if isinstance(data, list) else data
+    return strip(json.loads(path.read_text()))
+
+
+def test_the_suite_resumes_a_cut_trial_keeps_finished_ones_and_refuses_another_command(
         tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    reference, first, second = (tmp_path / f"{n}.json" for n in ("whole", "first", "second"))
+    assert main([*SUITE, "--json", str(reference)]) == 0
     directory = tmp_path / "ckpt"
-    first, second = tmp_path / "first.json", tmp_path / "second.json"
-    assert main([*SUITE, "--checkpoint", str(directory), "--json", str(first)]) == 0
+    dpor = next(s for s in STRATEGIES if s.key == "dpor").spec
+    cut = directory / "stack_ok.dpor.seed0.ckpt"  # the twin's trial, cut at its 2nd execution
+
+    def stop(done: int, ends: dict[str, int]) -> None:
+        if done == 2:
+            os.kill(os.getpid(), signal.SIGINT)
+
+    with pytest.raises(KeyboardInterrupt):
+        explore(program("stack_ok").spec(), Exploration(dpor, 0, 4), stop, Checkpointing(cut))
     capsys.readouterr()
+    assert main([*SUITE, "--checkpoint", str(directory), "--json", str(first)]) == 0
+    captured = capsys.readouterr()
+    assert f"resumed from checkpoint {cut} at execution 3 (2 done)" in captured.err
+    assert _figures(first) == _figures(reference)
     assert main([*SUITE, "--checkpoint", str(directory), "--json", str(second)]) == 0
     captured = capsys.readouterr()
     assert captured.err.count("finished in an earlier run") == 2, captured.err  # none ran
@@ -148,7 +172,7 @@ def test_the_suite_keeps_finished_trials_and_refuses_another_command(
     assert main([*changed, "--checkpoint", str(directory)]) == 2
     captured = capsys.readouterr()
     assert captured.out == "" and len(captured.err.strip().splitlines()) == 1, captured.err
-    assert "--executions" in captured.err or "executions" in captured.err
+    assert "--executions 4 there, 5 here" in captured.err
 
 
 def test_shmstress_test_resumes_from_its_checkpoint_with_the_seed_it_saved(
