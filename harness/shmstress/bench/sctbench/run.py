@@ -28,6 +28,7 @@ is one schedule.
 
 from __future__ import annotations
 
+import shlex
 import statistics
 import time
 from collections.abc import Callable
@@ -41,11 +42,12 @@ from shmstress.bench.sctbench.programs import BUGGY, Program, program
 from shmstress.controlled.strategies import DEFAULT
 from shmstress.controlled.strategies.base import StrategySpec
 from shmstress.controlled.strategies.dpor import DPOR_BOUND
-from shmstress.core.config import DEFAULT_NOISE
+from shmstress.core.config import DEFAULT_NOISE, default_out
 from shmstress.core.signals import InterruptFlag, interruptible
 from shmstress.plain.checkpoint import CheckpointError, Checkpointing, Identity
 from shmstress.plain.runner import Exploration, PlainResult, explore
 from shmstress.plain.session import FreeSpec, PlainSpec
+from shmstress.repro.plain_bundle import from_outcome, write_plain_bundle
 
 PAPER_EXECUTIONS = 100_000
 PAPER_HEADLINE = (
@@ -125,6 +127,7 @@ class Trial:
     message: str = ""  # its one-line failure
     expected: bool = True  # the failure is one the program is expected to show
     exhausted: bool = False  # the strategy ran out of schedules (exhaustive search)
+    replay: str = ""  # an unexpected failure's replay command (its bundle is written)
 
 
 @dataclass(frozen=True)
@@ -160,7 +163,8 @@ class StrategyFigures:
 
     @property
     def unexpected(self) -> tuple[str, ...]:
-        return tuple(t.message for t in self.trials if t.found and not t.expected)
+        return tuple(t.message + (f" (replay: {t.replay})" if t.replay else "")
+                     for t in self.trials if t.found and not t.expected)
 
 
 @dataclass(frozen=True)
@@ -176,6 +180,7 @@ class TwinFigures:
     end: str = ""  # how the first failing execution ended, "" if none failed
     message: str = ""
     allowed: bool = True  # no failure, or one the twin may show (din_phil*_unsat: deadlock)
+    replay: str = ""  # a failure it may not show: its replay command (its bundle is written)
 
     @property
     def clean(self) -> bool:
@@ -356,28 +361,45 @@ def _run_task(task: TrialTask, log: Log) -> Trial | TwinFigures:
     result = _explore(task, log)
     end, message = _describe(result)
     subject = program(task.program)
+    expected = not end or subject.expected(end)
+    replay = "" if expected else _bundle(task, result)
     if task.twin:
         twin = TwinFigures(task.program, task.strategy, task.seed, result.executions,
-                           result.elapsed_s, dict(result.ends), end, message,
-                           not end or subject.expected(end))
+                           result.elapsed_s, dict(result.ends), end, message, expected, replay)
         log(f"{SUITE}: {task.what}: {_twin_outcome(twin)}, {twin.seconds:.2f} s")
         return twin
     trial = Trial(task.seed, bool(end), result.executions, result.elapsed_s, end, message,
-                  subject.expected(end) if end else True, result.exhausted)
+                  expected, result.exhausted, replay)
     log(f"{SUITE}: {task.what}: {_outcome(trial)}, {trial.seconds:.2f} s")
     return trial
 
 
+def _bundle(task: TrialTask, result: PlainResult) -> str:
+    """A failure the program should not show, written as a bundle (in ``$SHMSTRESS_OUT``
+    or ``shmstress-out``): the command that replays it, or "" for a process that hung
+    outside control (nothing to replay)."""
+    failing = result.failing
+    if failing is None or not failing.failed:
+        return ""
+    spec = _spec(task)
+    bundle = from_outcome(spec.scenario.describe(), spec, result.strategy, task.seed,
+                          result.failing_index, failing)
+    return f"shmstress replay {shlex.quote(str(write_plain_bundle(bundle, Path(default_out()))))}"
+
+
 def _outcome(trial: Trial) -> str:
     if trial.end:
-        return f"{trial.end} after {trial.executions:,} executions ({trial.message})"
+        return (f"{trial.end} after {trial.executions:,} executions ({trial.message})"
+                + (f"; replay: {trial.replay}" if trial.replay else ""))
     return (f"nothing in {trial.executions:,} executions"
             + (" (search complete)" if trial.exhausted else ""))
 
 
 def _twin_outcome(twin: TwinFigures) -> str:
-    return (f"{twin.end} after {twin.executions:,} executions ({twin.message})" if twin.end
-            else f"clean over {twin.executions:,} executions")
+    if not twin.end:
+        return f"clean over {twin.executions:,} executions"
+    return (f"{twin.end} after {twin.executions:,} executions ({twin.message})"
+            + (f"; replay: {twin.replay}" if twin.replay else ""))
 
 
 def _run_serial(tasks: list[TrialTask], log: Log,
@@ -567,7 +589,8 @@ def render_suite(report: SuiteReport) -> str:
         lines.append("twins (must run clean; din_phil*_unsat may only deadlock):")
         for t in twins:
             verdict = ("clean" if t.clean else
-                       f"{t.end} after {t.executions:,}" + ("" if t.allowed else " UNEXPECTED"))
+                       f"{t.end} after {t.executions:,}" + ("" if t.allowed else " UNEXPECTED")
+                       + (f" (replay: {t.replay})" if t.replay else ""))
             lines.append(f"  {t.twin:{name_width}} {t.strategy:12} {t.executions:>9,} "
                          f"executions in {t.seconds:8.2f} s: {verdict}")
         clean = sum(t.clean for t in twins)
