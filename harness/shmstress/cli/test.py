@@ -48,8 +48,7 @@ _DESCRIPTION = textwrap.dedent("""\
       shmstress test mymodule:scenario --seed 7
       shmstress test examples/plain/counter.py:racy --mode free --noise 0.2
       shmstress test examples/plain/numpy_counts.py:racy --trace examples/plain/numpy_counts.py
-      shmstress test examples/plain/counter.py:locked --executions 100000 --checkpoint c.ckpt
-          # Ctrl-C, then the same command again resumes at the execution where it stopped
+      shmstress test examples/plain/counter.py:locked --executions 10000 --checkpoint c.ckpt
     """)
 
 
