@@ -149,15 +149,10 @@ class Checkpointing:
     def read_header(self) -> Header | None:
         """The file's format, identity and executions done; None if there is no checkpoint
         yet."""
-        try:
-            with self.path.open("rb") as stream:
-                header = pickle.load(stream)
-        except FileNotFoundError:
+        read = self._read(1)
+        if read is None:
             return None
-        except (OSError, pickle.UnpicklingError, EOFError, AttributeError, ImportError,
-                TypeError, ValueError) as exc:
-            raise CheckpointError(f"checkpoint {self.path} cannot be read ({exc}): delete it "
-                                  "to start over") from exc
+        header = read[0]
         if not isinstance(header, Header):
             raise CheckpointError(f"checkpoint {self.path} is not a shmstress checkpoint: "
                                   "delete it to start over")
@@ -184,18 +179,24 @@ class Checkpointing:
         """The saved state of this exploration, or None if there is none yet."""
         if not self.check(identity):
             return None
-        try:
-            with self.path.open("rb") as stream:
-                pickle.load(stream)  # the header, checked
-                saved = pickle.load(stream)
-        except (OSError, pickle.UnpicklingError, EOFError, AttributeError, ImportError,
-                TypeError, ValueError) as exc:
-            raise CheckpointError(f"checkpoint {self.path} cannot be read ({exc}): delete it "
-                                  "to start over") from exc
+        read = self._read(2)  # the header, checked, and the state
+        saved = read[1] if read is not None else None
         if not isinstance(saved, Saved):
             raise CheckpointError(f"checkpoint {self.path} holds no exploration: delete it "
                                   "to start over")
         return saved
+
+    def _read(self, pickles: int) -> list[object] | None:
+        """The file's first ``pickles`` pickles; None if there is no file."""
+        try:
+            with self.path.open("rb") as stream:
+                return [pickle.load(stream) for _ in range(pickles)]
+        except FileNotFoundError:
+            return None
+        except (OSError, pickle.UnpicklingError, EOFError, AttributeError, ImportError,
+                TypeError, ValueError) as exc:
+            raise CheckpointError(f"checkpoint {self.path} cannot be read ({exc}): delete it "
+                                  "to start over") from exc
 
     def save(self, identity: Identity, saved: Saved) -> None:
         """Write the checkpoint whole (temporary file, renamed), or raise in one line."""
