@@ -149,13 +149,16 @@ class _View:
 class PlainSession:
     """A host with the scenario imported; ``execute`` runs one execution under a strategy."""
 
-    def __init__(self, spec: PlainSpec) -> None:
+    def __init__(self, spec: PlainSpec, names: Names | None = None) -> None:
+        """``names``: the object ids of an earlier session of this exploration, which a
+        search resumed from a checkpoint must keep (``plain/checkpoint.py``)."""
         self.spec = spec
         self._arena = Arena()
         self._host: BaseProcess | None = None
         self._labels: dict[int, Label] = {}  # interned strings never change: read once
         self._kinds = Kinds()  # which strategy classes learn from footprints
-        self._names = Names()  # object ids of footprints, one per object for the session
+        # object ids of footprints, one per object for the session
+        self._names = names if names is not None else Names()
         self._stalled: ProbeResult | None = None  # the last execution's probe, if it stalled
         self._healthy = True
         self._pinning = contextlib.ExitStack()

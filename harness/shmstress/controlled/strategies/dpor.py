@@ -73,7 +73,6 @@ threads written in Rust; nothing of it is used here, only the published algorith
 from __future__ import annotations
 
 import heapq
-import itertools
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
@@ -148,9 +147,16 @@ class Dpor:
         # choices a pass cut for its bound: (step, the prefix's choices, the worker taken at
         # each, the worker cut), tried when the next pass allows them
         self._deferred: list[tuple[int, list[_Choice | None], list[int], int]] = []
-        self._order = itertools.count()
+        self._filings = 0  # untried choices filed so far: their order (an int pickles)
         self.stats = DporStats()
         self.spec = StrategySpec("dpor", bound=UNBOUNDED if bound is None else bound)
+
+    def _file(self) -> int:
+        """The filing order of the next untried choice (ties on a step go first-filed first).
+        A plain count rather than ``itertools.count``, which no longer pickles from Python
+        3.14 on: a checkpoint pickles the whole search (``plain/checkpoint.py``)."""
+        self._filings += 1
+        return self._filings - 1
 
     # -- the Strategy protocol ----------------------------------------------------------
     def new_execution(self) -> bool:
@@ -206,7 +212,7 @@ class Dpor:
                     continue
                 choice.backtrack.add(worker)
                 self._filed[id(choice), worker] = choice
-                heapq.heappush(self._pending, (index, next(self._order), prefix, took, worker))
+                heapq.heappush(self._pending, (index, self._file(), prefix, took, worker))
             if self._pending:
                 return True
         return False
@@ -223,7 +229,7 @@ class Dpor:
             for chosen in sorted(choice.backtrack - choice.done.keys()):
                 if (id(choice), chosen) not in self._filed:
                     self._filed[id(choice), chosen] = choice  # held: its id is not reused
-                    heapq.heappush(self._pending, (index, next(self._order),
+                    heapq.heappush(self._pending, (index, self._file(),
                                                    trail[:index + 1], taken[:index + 1], chosen))
 
     def next_task(self, view: SchedulerView) -> tuple[int, int]:
