@@ -357,3 +357,22 @@ def test_dpor_finds_reorder_10_bad_with_one_preemption() -> None:
                           Exploration(StrategySpec("dpor", bound=1), 0, 30))
     assert found.failing is not None and found.failing.failure is not None
     assert "half-written" in found.failing.failure.message
+
+
+def test_choices_filed_from_one_execution_share_its_lists() -> None:
+    """Every untried choice keeps the execution it was found in, so that it can replay its
+    prefix: kept as one copy per execution, cut after its deepest choice, not a copy of the
+    prefix per choice, which grew by megabytes an execution where a worker spins."""
+    spinning = [[("read", "x"), ("write", "x")] * 6 for _ in range(3)]
+    strategy, executions = Dpor(1), 0
+    while executions < 60 and strategy.new_execution():
+        run_once(strategy, spinning)
+        executions += 1
+    kept = [(entry[2], entry[3]) for entry in strategy._pending]
+    kept += [(entry[1], entry[2]) for entry in strategy._deferred]
+    assert len(kept) > executions  # more choices than executions: sharing matters here
+    lists = {id(choices): (choices, taken) for choices, taken in kept}
+    assert len(lists) <= executions
+    steps = sum(len(program) for program in spinning)
+    for choices, taken in lists.values():
+        assert len(choices) == len(taken) <= steps

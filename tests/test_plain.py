@@ -304,7 +304,7 @@ def _schedules(the_spec: PlainSpec, fresh_host: bool, executions: int) -> list[o
     strategy = exploring_strategy(StrategySpec("random_walk"), 0, the_spec.max_processes,
                                   the_spec.max_steps, "plain")
     runs: list[object] = []
-    with PlainSession(the_spec, fresh_host) as session:
+    with PlainSession(the_spec, fresh_host=fresh_host) as session:
         for _ in range(executions):
             assert strategy.new_execution()
             outcome = session.execute(strategy, strategy.next_u64())

@@ -233,6 +233,23 @@ def test_the_cli_runs_the_suite_on_a_tiny_budget(
     assert {t["twin"] for t in data["programs"][0]["twins"]} == {"stack_ok"}
 
 
+def test_a_failure_a_program_should_not_show_comes_with_a_bundle_that_replays(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A twin that fails over a long run must say how to rerun that execution: here
+    ``stack_bad``'s assert is made unexpected, as a twin's failure is."""
+    monkeypatch.setattr(Program, "expected", lambda self, end: False)
+    code = main(["bench", "--suite", "sctbench", "--program", "stack_bad", "--strategy",
+                 "dpor", "--executions", "10", "--seeds", "1", "--twin-executions", "1",
+                 "--twin-strategy", "dpor", "--jobs", "1"])
+    captured = capsys.readouterr()
+    assert code == 0, captured.err
+    (line,) = [x for x in captured.out.splitlines() if "unexpected failure: stack_bad" in x]
+    command = line.split("(replay: ")[1].rstrip(")")
+    assert command.startswith("shmstress replay ")
+    assert main(["replay", command.removeprefix("shmstress replay ")]) == 1  # reproduced
+
+
 @pytest.mark.parametrize("extra", [
     ["--executions", "0"],
     ["--seeds", "0"],

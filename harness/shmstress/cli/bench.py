@@ -54,6 +54,9 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
             "shmstress bench --section learning --trials 10   # a second run with saved learning",
             "shmstress bench --json bench.json   # the figures as JSON too",
             "shmstress bench --suite sctbench --executions 1000 --jobs 2   # two trials at once",
+            "shmstress bench --suite sctbench --program fsbench_bad --strategy default "
+            "--twin-strategy default --seeds 1 --checkpoint ckpt/   # Ctrl-C, then the same "
+            "command again resumes",
         ),
     )
     bench.add_argument("--trials", type=int, default=20,
@@ -107,6 +110,12 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
                        help="trials run at once, each in a process of its own on a CPU of its "
                        "own (default: the usable CPUs, here %(default)s; 1: one after the "
                        "other, in this process); the figures do not depend on it")
+    suite.add_argument("--checkpoint", metavar="DIR",
+                       help="keep each trial's progress in DIR (saved every minute and on "
+                       "Ctrl-C or SIGTERM) and each finished trial's result: the same command "
+                       "run again with the same DIR skips the finished trials and resumes "
+                       "the others at the execution where they stopped, with the figures of "
+                       "an uninterrupted run; DIR belongs to one command, another is refused")
     bench.set_defaults(handler=_cmd_bench)
 
 
@@ -133,10 +142,14 @@ def _validate(args: argparse.Namespace) -> None:
                         f"{', '.join(n for n in target_names() if n not in RACY_DRA)}")
     if args.suite:
         problems.extend(_suite_problems(args))
+    elif args.checkpoint:
+        problems.append("--checkpoint keeps a suite's trials: it needs --suite")
     if problems:
         raise ConfigError("; ".join(problems))
     if args.json:
         require_writable(Path(args.json), "the --json file")
+    if args.checkpoint:
+        require_writable(Path(args.checkpoint), "the --checkpoint directory", directory=True)
 
 
 def _suite_problems(args: argparse.Namespace) -> list[str]:
@@ -168,10 +181,14 @@ def _cmd_suite(args: argparse.Namespace) -> int:
         twin_executions=args.twin_executions,
         twin_strategies=tuple(args.twin_strategy or TWIN_STRATEGIES),
     )
+    checkpoint = Path(args.checkpoint) if args.checkpoint else None
     report = run_suite(options, log=lambda line: print(line, file=sys.stderr, flush=True),
-                       jobs=args.jobs)
+                       jobs=args.jobs, checkpoint=checkpoint)
     print(render_suite(report))
     code = int(ExitCode.INTERRUPTED) if report.cut is not None else int(ExitCode.CLEAN)
+    if report.cut is not None and checkpoint is not None:
+        print(f"{SUITE}: progress kept in {checkpoint}: run the same command again to resume",
+              file=sys.stderr, flush=True)
     if args.json:
         try:
             write_text_atomically(Path(args.json), json.dumps(report_json(report), indent=2)

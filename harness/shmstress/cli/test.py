@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import random
 import shlex
+import sys
 import textwrap
 from pathlib import Path
 
@@ -19,8 +20,9 @@ from shmstress.controlled.strategies import (
 from shmstress.core.config import OUT_ENV, default_out
 from shmstress.core.errors import ReplayDivergedError
 from shmstress.core.exit_reason import ExitCode
-from shmstress.core.files import write_text_atomically
+from shmstress.core.files import require_writable, write_text_atomically
 from shmstress.core.signals import interruptible
+from shmstress.plain.checkpoint import Checkpointing
 from shmstress.plain.runner import Exploration, explore
 from shmstress.plain.scenario import ScenarioRef
 from shmstress.plain.session import FreeSpec, PlainSpec
@@ -46,6 +48,7 @@ _DESCRIPTION = textwrap.dedent("""\
       shmstress test mymodule:scenario --seed 7
       shmstress test examples/plain/counter.py:racy --mode free --noise 0.2
       shmstress test examples/plain/numpy_counts.py:racy --trace examples/plain/numpy_counts.py
+      shmstress test examples/plain/counter.py:locked --executions 10000 --checkpoint c.ckpt
     """)
 
 
@@ -99,6 +102,12 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
                         help="controlled: a clean search whose coverage was thin (every "
                         "execution cut at --max-steps, a bounded search cut short) exits 5")
     parser.add_argument("--quiet", action="store_true", help="no progress line")
+    parser.add_argument("--checkpoint", metavar="FILE",
+                        help="save the search in FILE every minute and on Ctrl-C or SIGTERM: "
+                        "the same command again resumes it at the execution where it stopped "
+                        "(without --seed, with the seed it saved) and takes the executions an "
+                        "uninterrupted search takes; after its end it gives its result again; "
+                        "a checkpoint of another search is refused")
     parser.set_defaults(handler=_cmd_test)
 
 
@@ -178,9 +187,22 @@ def _cmd_test(args: argparse.Namespace) -> int:
     spec = PlainSpec(ScenarioRef.parse(args.scenario), max_processes=args.max_processes + 1,
                      max_steps=args.max_steps, stop_timeout=args.stop_timeout, trace=trace,
                      free=free_spec if free else None)
-    seed = args.seed if args.seed is not None else random.SystemRandom().randrange(1 << 31)
+    checkpoint = None
+    if args.checkpoint:
+        require_writable(Path(args.checkpoint), "the --checkpoint file")
+        checkpoint = Checkpointing(Path(args.checkpoint), log=lambda line: print(
+            f"shmstress test: {line}", file=sys.stderr, flush=True))
+    saved = checkpoint.read_header() if checkpoint is not None else None
+    seed = (args.seed if args.seed is not None else saved.identity.seed if saved is not None
+            else random.SystemRandom().randrange(1 << 31))
     exploration = Exploration(strategy, seed, args.executions)
-    result = explore(spec, exploration)
+    try:
+        result = explore(spec, exploration, checkpoint=checkpoint)
+    except KeyboardInterrupt:
+        if checkpoint is not None:
+            print(f"shmstress test: interrupted; the search is saved in {checkpoint.path}: "
+                  "the same command resumes it", file=sys.stderr, flush=True)
+        raise
     bundle_path = None
     lines: list[str] = []
     if result.failing is not None and result.failing.failed:

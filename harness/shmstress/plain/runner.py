@@ -8,23 +8,35 @@ caller writes its bundle, and a replay of that bundle follows its steps.
 
 from __future__ import annotations
 
+import contextlib
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
-from shmstress.controlled.coverage import Coverage, CoverageCount
+from shmstress.controlled.coverage import Coverage
 from shmstress.controlled.strategies import DEFAULT, Replay, exploring_strategy
 from shmstress.controlled.strategies.base import StrategySpec, current_spec, seeded_rng
 from shmstress.core.errors import ConfigError
 from shmstress.core.exit_reason import ExitCode
 from shmstress.core.shm import sweep_stale_segments
-from shmstress.core.signals import interruptible
+from shmstress.core.signals import Interrupted, interruptible, shielded
 from shmstress.core.trace import Step
+from shmstress.plain.checkpoint import (
+    Checkpointing,
+    Ending,
+    Identity,
+    Saved,
+    Saver,
+    Tally,
+)
+from shmstress.plain.footprints import Names
 from shmstress.plain.outcome import PlainEnd, PlainOutcome
 from shmstress.plain.session import FRESH_HOST_EXECUTIONS, PlainSession, PlainSpec
 
 Progress = Callable[[int, dict[str, int]], None]
 """Called after each execution with (executions so far, ends so far)."""
+Witness = Callable[[PlainOutcome], None]
+"""Called after each execution with its outcome (a test records the schedules taken)."""
 
 
 @dataclass(frozen=True)
@@ -74,45 +86,100 @@ class PlainResult:
         return self.executions / self.elapsed_s if self.elapsed_s > 0 else 0.0
 
 
-def explore(spec: PlainSpec, exploration: Exploration,
-            progress: Progress | None = None) -> PlainResult:
-    """Run executions until one fails, the budget is spent or the strategy runs out."""
+def explore(spec: PlainSpec, exploration: Exploration, progress: Progress | None = None,
+            checkpoint: Checkpointing | None = None,
+            witness: Witness | None = None) -> PlainResult:
+    """Run executions until one fails, the budget is spent or the strategy runs out.
+
+    With ``checkpoint``, the exploration starts from the checkpoint its file holds (one of
+    another exploration is refused), saves itself there as it goes, and when a signal
+    stops it (``plain/checkpoint.py``); a rerun with the same file then goes on exactly
+    where it stopped, and one after its end gives its result again."""
     exploration.validate()
-    strategy = None if spec.free is not None else exploring_strategy(
-        exploration.strategy, exploration.seed, spec.max_processes, spec.max_steps, "plain")
-    seeds = seeded_rng(exploration.seed, "free")
+    identity = Identity.of(spec, exploration.strategy, exploration.seed,
+                           exploration.executions)
+    saved = None if checkpoint is None else checkpoint.load(identity)
+    if saved is None:
+        strategy = None if spec.free is not None else exploring_strategy(
+            exploration.strategy, exploration.seed, spec.max_processes, spec.max_steps,
+            "plain")
+        saved = Saved(Tally(), strategy, seeded_rng(exploration.seed, "free"), Names())
+    elif checkpoint is not None:
+        checkpoint.log(f"resumed from checkpoint {checkpoint.path} at execution "
+                       f"{saved.tally.executions + 1:,} ({saved.tally.executions:,} done)"
+                       if saved.ending is None else
+                       f"ended before ({saved.tally.executions:,} executions): result read "
+                       f"from checkpoint {checkpoint.path}")
+    if saved.ending is None:
+        _search(spec, exploration, saved, (progress, witness), checkpoint, identity)
+    return _result(spec, exploration, saved)
+
+
+def _search(spec: PlainSpec, exploration: Exploration, saved: Saved,
+            hooks: tuple[Progress | None, Witness | None], checkpoint: Checkpointing | None,
+            identity: Identity) -> None:
+    """The executions, from where ``saved`` stands to the end: ``saved`` is updated after
+    each one, so it is whole at every execution boundary."""
+    strategy, tally = saved.strategy, saved.tally
+    seeds = saved.seeds
+    progress, witness = hooks
+    ends, count = tally.ends, tally.coverage
+    saver = None if checkpoint is None else Saver(checkpoint, identity, tally.executions)
     sweep_stale_segments()
-    ends: dict[str, int] = {}
-    steps = 0
-    started = time.monotonic()
-    failing: PlainOutcome | None = None
-    found_by: StrategySpec | None = None
-    count = CoverageCount()
-    exhausted = False
-    executions = 0
+    started = time.monotonic() - tally.elapsed_s
+    ending = Ending(False, None, None)
+    # checkpointing: the loop runs shielded, so a signal lets the execution finish, and
+    # the exploration saves and stops at the next boundary
+    guard = shielded if saver is not None else contextlib.nullcontext
     fresh = exploration.executions >= FRESH_HOST_EXECUTIONS  # a long search: a lean host
-    with interruptible(), PlainSession(spec, fresh) as session:
-        while executions < exploration.executions:
+    with interruptible() as interrupt, PlainSession(spec, saved.names, fresh) as session, \
+            guard():
+        while tally.executions < exploration.executions:
+            if saver is not None:
+                if interrupt.fired:
+                    break
+                if saver.due(tally.executions):
+                    tally.elapsed_s = time.monotonic() - started
+                    saver.save(saved)
             if strategy is not None and not strategy.new_execution():
-                exhausted = True
+                ending.exhausted = True
                 break
             seed = strategy.next_u64() if strategy is not None else seeds.getrandbits(63)
             outcome = session.execute(strategy, seed)
-            executions += 1
+            tally.executions += 1
             ends[outcome.end.value] = ends.get(outcome.end.value, 0) + 1
-            steps += len(outcome.steps)
+            tally.steps += len(outcome.steps)
             count.add(outcome.preemptions, outcome.end is PlainEnd.STEP_BOUND, None)
+            if witness is not None:
+                witness(outcome)
             if progress is not None:
-                progress(executions, ends)
+                progress(tally.executions, ends)
             if outcome.failed or outcome.end is PlainEnd.HUNG:
-                failing = outcome
+                ending.failing = outcome
                 if strategy is not None:
-                    found_by = current_spec(strategy)
+                    ending.found_by = current_spec(strategy)
                 break
-    return PlainResult(spec, exploration, executions, ends, steps,
-                       time.monotonic() - started, exhausted, failing,
-                       executions - 1 if failing is not None else -1, found_by,
-                       None if strategy is None else count.result(strategy, exhausted))
+        tally.elapsed_s = time.monotonic() - started
+        stopped = (saver is not None and interrupt.fired and ending.failing is None
+                   and not ending.exhausted and tally.executions < exploration.executions)
+        if not stopped:
+            saved.ending = ending
+        if saver is not None:
+            saver.save(saved)
+    if stopped:  # the signal, delivered at the boundary it was saved at
+        interrupt.acknowledge()
+        raise Interrupted
+
+
+def _result(spec: PlainSpec, exploration: Exploration, saved: Saved) -> PlainResult:
+    tally, ending, strategy = saved.tally, saved.ending, saved.strategy
+    assert ending is not None
+    failing = ending.failing
+    return PlainResult(spec, exploration, tally.executions, tally.ends, tally.steps,
+                       tally.elapsed_s, ending.exhausted, failing,
+                       tally.executions - 1 if failing is not None else -1, ending.found_by,
+                       None if strategy is None else tally.coverage.result(strategy,
+                                                                           ending.exhausted))
 
 
 def replay(spec: PlainSpec, steps: Sequence[Step], execution_seed: int) -> PlainOutcome:

@@ -161,7 +161,10 @@ class PlainSession:
     """A host with the scenario imported; ``execute`` runs one execution under a strategy.
     ``fresh_host``: the host is a new interpreter, not a fork (``FRESH_HOST_EXECUTIONS``)."""
 
-    def __init__(self, spec: PlainSpec, fresh_host: bool = False) -> None:
+    def __init__(self, spec: PlainSpec, names: Names | None = None,
+                 fresh_host: bool = False) -> None:
+        """``names``: the object ids of an earlier session of this exploration, which a
+        search resumed from a checkpoint must keep (``plain/checkpoint.py``)."""
         self.spec = spec
         # a fresh interpreter has a __main__ of its own: a scenario defined in this one's
         # is there only in a fork
@@ -171,7 +174,8 @@ class PlainSession:
         self._host: BaseProcess | None = None
         self._labels: dict[int, Label] = {}  # interned strings never change: read once
         self._kinds = Kinds()  # which strategy classes learn from footprints
-        self._names = Names()  # object ids of footprints, one per object for the session
+        # object ids of footprints, one per object for the session
+        self._names = names if names is not None else Names()
         self._stalled: ProbeResult | None = None  # the last execution's probe, if it stalled
         self._healthy = True
         self._pinning = contextlib.ExitStack()

@@ -28,21 +28,26 @@ is one schedule.
 
 from __future__ import annotations
 
+import shlex
 import statistics
 import time
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field, replace
+from pathlib import Path
 from typing import Any
 
 from shmstress.bench.pool import run_pool
+from shmstress.bench.sctbench.checkpoints import SuiteDirectory
 from shmstress.bench.sctbench.programs import BUGGY, Program, program
 from shmstress.controlled.strategies import DEFAULT
 from shmstress.controlled.strategies.base import StrategySpec
 from shmstress.controlled.strategies.dpor import DPOR_BOUND
-from shmstress.core.config import DEFAULT_NOISE
+from shmstress.core.config import DEFAULT_NOISE, default_out
 from shmstress.core.signals import InterruptFlag, interruptible
+from shmstress.plain.checkpoint import CheckpointError, Checkpointing, Identity
 from shmstress.plain.runner import Exploration, PlainResult, explore
-from shmstress.plain.session import FreeSpec
+from shmstress.plain.session import FreeSpec, PlainSpec
+from shmstress.repro.plain_bundle import from_outcome, write_plain_bundle
 
 PAPER_EXECUTIONS = 100_000
 PAPER_HEADLINE = (
@@ -122,6 +127,7 @@ class Trial:
     message: str = ""  # its one-line failure
     expected: bool = True  # the failure is one the program is expected to show
     exhausted: bool = False  # the strategy ran out of schedules (exhaustive search)
+    replay: str = ""  # an unexpected failure's replay command (its bundle is written)
 
 
 @dataclass(frozen=True)
@@ -157,7 +163,8 @@ class StrategyFigures:
 
     @property
     def unexpected(self) -> tuple[str, ...]:
-        return tuple(t.message for t in self.trials if t.found and not t.expected)
+        return tuple(t.message + (f" (replay: {t.replay})" if t.replay else "")
+                     for t in self.trials if t.found and not t.expected)
 
 
 @dataclass(frozen=True)
@@ -173,6 +180,7 @@ class TwinFigures:
     end: str = ""  # how the first failing execution ended, "" if none failed
     message: str = ""
     allowed: bool = True  # no failure, or one the twin may show (din_phil*_unsat: deadlock)
+    replay: str = ""  # a failure it may not show: its replay command (its bundle is written)
 
     @property
     def clean(self) -> bool:
@@ -259,6 +267,7 @@ class TrialTask:
     seed: int
     budget: int  # executions
     owner: str  # the buggy program whose row it belongs to (a twin's, or itself)
+    checkpoint: str = ""  # the suite's checkpoint directory (``checkpoints.py``), or none
 
     @property
     def twin(self) -> bool:
@@ -270,23 +279,39 @@ class TrialTask:
         return f"{self.program}{twin} {self.strategy} seed {self.seed}"
 
 
-def suite_tasks(options: SuiteOptions) -> list[TrialTask]:
+def suite_tasks(options: SuiteOptions, checkpoint: Path | None = None) -> list[TrialTask]:
     """Every trial of the suite, in the order a serial run takes them: per program, each
     strategy's seeds, then its twins under each of ``options.twin_strategies``."""
     tasks: list[TrialTask] = []
     twin_budget = options.twin_executions or options.executions
+    directory = "" if checkpoint is None else str(checkpoint)
     for subject in options.selected_programs():
         for strategy in options.selected_strategies():
             seeds = range(options.seed, options.seed + (options.seeds if strategy.seeded else 1))
             tasks.extend(TrialTask(subject.name, strategy.key, seed, options.executions,
-                                   subject.name) for seed in seeds)
-        tasks.extend(TrialTask(name, key, options.seed, twin_budget, subject.name)
+                                   subject.name, directory) for seed in seeds)
+        tasks.extend(TrialTask(name, key, options.seed, twin_budget, subject.name, directory)
                      for name in subject.twins for key in options.twin_strategies)
     return tasks
 
 
 def _strategy(key: str) -> SuiteStrategy:
     return next(s for s in STRATEGIES if s.key == key)
+
+
+def _spec(task: TrialTask) -> PlainSpec:
+    return replace(program(task.program).spec(), free=_strategy(task.strategy).free)
+
+
+def _checkpointing(task: TrialTask, log: Log) -> Checkpointing | None:
+    if not task.checkpoint:
+        return None
+    return Checkpointing(SuiteDirectory(Path(task.checkpoint)).checkpoint_of(task),
+                         log=lambda line: log(f"{SUITE}: {task.what}: {line}"))
+
+
+def _identity(task: TrialTask) -> Identity:
+    return Identity.of(_spec(task), _strategy(task.strategy).spec, task.seed, task.budget)
 
 
 def _explore(task: TrialTask, log: Log) -> PlainResult:
@@ -298,13 +323,20 @@ def _explore(task: TrialTask, log: Log) -> PlainResult:
             log(f"{SUITE}: {task.what}: {done:,} executions, {ends}")
 
     strategy = _strategy(task.strategy)
-    spec = replace(program(task.program).spec(), free=strategy.free)
+    checkpoint = _checkpointing(task, log)
     started = time.monotonic()
     try:
-        return explore(spec, Exploration(strategy.spec, task.seed, task.budget), progress)
+        return explore(_spec(task), Exploration(strategy.spec, task.seed, task.budget),
+                       progress, checkpoint)
     except KeyboardInterrupt:  # how far it got is all a long trial cut short leaves
-        log(f"{SUITE}: {task.what}: cut short after {ran[0]:,} executions without a "
-            f"failure, {time.monotonic() - started:.2f} s")
+        done, saved = ran[0], ""
+        header = None if checkpoint is None else checkpoint.read_header()
+        if checkpoint is not None and header is not None:
+            done = header.executions
+            saved = (f"; saved in {checkpoint.path} at execution {done:,}: the same command "
+                     "resumes it")
+        log(f"{SUITE}: {task.what}: cut short after {done:,} executions without a "
+            f"failure, {time.monotonic() - started:.2f} s{saved}")
         raise
 
 
@@ -317,25 +349,57 @@ def _describe(result: PlainResult) -> tuple[str, str]:
 
 
 def run_task(task: TrialTask, log: Log) -> Trial | TwinFigures:
-    """Run one trial (in this process) and log its outcome line."""
+    """Run one trial (in this process), log its outcome line, and keep its result in the
+    checkpoint directory if there is one."""
+    figures = _run_task(task, log)
+    if task.checkpoint:
+        SuiteDirectory(Path(task.checkpoint)).keep(task, figures)
+    return figures
+
+
+def _run_task(task: TrialTask, log: Log) -> Trial | TwinFigures:
     result = _explore(task, log)
     end, message = _describe(result)
     subject = program(task.program)
+    expected = not end or subject.expected(end)
+    replay = "" if expected else _bundle(task, result)
     if task.twin:
-        log(f"{SUITE}: {task.what}: " + (f"{end} after {result.executions:,} executions "
-                                          f"({message})" if end
-                                          else f"clean over {result.executions:,} executions")
-            + f", {result.elapsed_s:.2f} s")
-        return TwinFigures(task.program, task.strategy, task.seed, result.executions,
-                           result.elapsed_s, dict(result.ends), end, message,
-                           not end or subject.expected(end))
+        twin = TwinFigures(task.program, task.strategy, task.seed, result.executions,
+                           result.elapsed_s, dict(result.ends), end, message, expected, replay)
+        log(f"{SUITE}: {task.what}: {_twin_outcome(twin)}, {twin.seconds:.2f} s")
+        return twin
     trial = Trial(task.seed, bool(end), result.executions, result.elapsed_s, end, message,
-                  subject.expected(end) if end else True, result.exhausted)
-    outcome = (f"{end} after {trial.executions:,} executions ({message})" if end
-               else f"nothing in {trial.executions:,} executions"
-               + (" (search complete)" if trial.exhausted else ""))
-    log(f"{SUITE}: {task.what}: {outcome}, {trial.seconds:.2f} s")
+                  expected, result.exhausted, replay)
+    log(f"{SUITE}: {task.what}: {_outcome(trial)}, {trial.seconds:.2f} s")
     return trial
+
+
+def _bundle(task: TrialTask, result: PlainResult) -> str:
+    """A failure the program should not show, written as a bundle (in ``$SHMSTRESS_OUT``
+    or ``shmstress-out``): the command that replays it, or "" for a process that hung
+    outside control (nothing to replay)."""
+    failing = result.failing
+    if failing is None or not failing.failed:
+        return ""
+    spec = _spec(task)
+    bundle = from_outcome(spec.scenario.describe(), spec, result.strategy, task.seed,
+                          result.failing_index, failing)
+    return f"shmstress replay {shlex.quote(str(write_plain_bundle(bundle, Path(default_out()))))}"
+
+
+def _outcome(trial: Trial) -> str:
+    if trial.end:
+        return (f"{trial.end} after {trial.executions:,} executions ({trial.message})"
+                + (f"; replay: {trial.replay}" if trial.replay else ""))
+    return (f"nothing in {trial.executions:,} executions"
+            + (" (search complete)" if trial.exhausted else ""))
+
+
+def _twin_outcome(twin: TwinFigures) -> str:
+    if not twin.end:
+        return f"clean over {twin.executions:,} executions"
+    return (f"{twin.end} after {twin.executions:,} executions ({twin.message})"
+            + (f"; replay: {twin.replay}" if twin.replay else ""))
 
 
 def _run_serial(tasks: list[TrialTask], log: Log,
@@ -373,23 +437,59 @@ def _assemble(options: SuiteOptions, tasks: list[TrialTask],
     return programs, None
 
 
-def run_suite(options: SuiteOptions, log: Log, jobs: int = 1) -> SuiteReport:
+def run_suite(options: SuiteOptions, log: Log, jobs: int = 1,
+              checkpoint: Path | None = None) -> SuiteReport:
     """Every selected trial, ``jobs`` at a time (1: one after the other, in this process;
     more: each in a process of its own, ``bench.pool``), with the same figures either way:
     a trial's executions depend on its seed alone. A SIGINT or SIGTERM stops the suite: the
     programs whose every trial ran are kept, in order up to the first one it cut, which is
-    named in ``cut``."""
+    named in ``cut``. With a ``checkpoint`` directory (``checkpoints.py``) the trials that
+    finished in an earlier run of the same command are not run again, and the others
+    resume where they stopped."""
     report = SuiteReport(options)
-    tasks = suite_tasks(options)
+    tasks = suite_tasks(options, checkpoint)
+    results = {} if checkpoint is None else _kept(options, tasks, SuiteDirectory(checkpoint),
+                                                  log)
+    todo = [index for index in range(len(tasks)) if index not in results]
     with interruptible() as interrupt:
         if jobs <= 1:
-            results = _run_serial(tasks, log, interrupt)
+            ran = _run_serial([tasks[i] for i in todo], log, interrupt)
         else:
-            results = run_pool(tasks, run_task, jobs, log, interrupt)
+            ran = run_pool([tasks[i] for i in todo], run_task, jobs, log, interrupt)
         if interrupt.fired:
             interrupt.acknowledge()
+    results.update((todo[index], result) for index, result in ran.items())
     report.programs, report.cut = _assemble(options, tasks, results)
     return report
+
+
+def _figures(kind: str, data: dict[str, Any], path: Path) -> Trial | TwinFigures:
+    """A trial's result as ``SuiteDirectory.keep`` wrote it (JSON: ``ends`` a dict)."""
+    try:
+        return TwinFigures(**data) if kind == TwinFigures.__name__ else Trial(**data)
+    except TypeError as exc:  # written by another version of these classes
+        raise CheckpointError(f"trial result {path} does not fit this shmstress ({exc}): "
+                              "delete it to run the trial again") from exc
+
+
+def _kept(options: SuiteOptions, tasks: list[TrialTask], directory: SuiteDirectory,
+          log: Log) -> dict[int, Trial | TwinFigures]:
+    """The results of the trials that finished in an earlier run of this command; every
+    other trial's checkpoint is checked, so that a wrong one stops the suite before it
+    starts (``CheckpointError``, one line)."""
+    directory.claim(options, lambda line: log(f"{SUITE}: {line}"))
+    results: dict[int, Trial | TwinFigures] = {}
+    for index, task in enumerate(tasks):
+        kept = directory.kept(task)
+        if kept is None:
+            Checkpointing(directory.checkpoint_of(task)).check(_identity(task))
+            continue
+        found = results[index] = _figures(*kept, directory.result_of(task))
+        outcome = (_twin_outcome(found) if isinstance(found, TwinFigures)
+                   else _outcome(found))
+        log(f"{SUITE}: {task.what}: finished in an earlier run: {outcome}, "
+            f"{found.seconds:.2f} s")
+    return results
 
 
 def report_json(report: SuiteReport) -> dict[str, Any]:
@@ -489,7 +589,8 @@ def render_suite(report: SuiteReport) -> str:
         lines.append("twins (must run clean; din_phil*_unsat may only deadlock):")
         for t in twins:
             verdict = ("clean" if t.clean else
-                       f"{t.end} after {t.executions:,}" + ("" if t.allowed else " UNEXPECTED"))
+                       f"{t.end} after {t.executions:,}" + ("" if t.allowed else " UNEXPECTED")
+                       + (f" (replay: {t.replay})" if t.replay else ""))
             lines.append(f"  {t.twin:{name_width}} {t.strategy:12} {t.executions:>9,} "
                          f"executions in {t.seconds:8.2f} s: {verdict}")
         clean = sum(t.clean for t in twins)

@@ -73,7 +73,6 @@ threads written in Rust; nothing of it is used here, only the published algorith
 from __future__ import annotations
 
 import heapq
-import itertools
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
@@ -97,7 +96,7 @@ WIDE_RACE = 400
 second step's worker, or every worker that could run) instead of computing its initials."""
 
 
-@dataclass
+@dataclass(slots=True)  # one per step of every execution a pending choice keeps: slots halve it
 class _Choice:
     """One step of the current execution at which the strategy chose among runnable workers."""
 
@@ -141,16 +140,28 @@ class Dpor:
         self._avoid: frozenset[int] = frozenset()  # explored at the varied step
         self._observed = True
         self._started = False
-        # untried choices, the earliest step first: (step, filing order, the prefix's
-        # choices, the worker taken at each, the worker to try); each filed once
+        # untried choices, the earliest step first: (step, filing order, the choices of the
+        # execution it was found in, the worker taken at each, the worker to try); each filed
+        # once. The two lists are the execution's own, shared by every choice filed from it
+        # (a copy of the prefix per choice grew by megabytes an execution where a spinning
+        # worker races at every step), cut after the deepest step filed (``_share``).
         self._pending: list[tuple[int, int, list[_Choice | None], list[int], int]] = []
         self._filed: dict[tuple[int, int], _Choice] = {}
-        # choices a pass cut for its bound: (step, the prefix's choices, the worker taken at
-        # each, the worker cut), tried when the next pass allows them
+        # choices a pass cut for its bound: (step, the execution's choices, the worker taken
+        # at each, the worker cut), tried when the next pass allows them
         self._deferred: list[tuple[int, list[_Choice | None], list[int], int]] = []
-        self._order = itertools.count()
+        self._filings = 0  # untried choices filed so far: their order (an int pickles)
+        self._taken: list[int] | None = None  # the worker taken at each step of ``_trail``
+        self._deepest = -1  # the deepest step of ``_trail`` a choice was filed at
         self.stats = DporStats()
         self.spec = StrategySpec("dpor", bound=UNBOUNDED if bound is None else bound)
+
+    def _file(self) -> int:
+        """The filing order of the next untried choice (ties on a step go first-filed first).
+        A plain count rather than ``itertools.count``, which no longer pickles from Python
+        3.14 on: a checkpoint pickles the whole search (``plain/checkpoint.py``)."""
+        self._filings += 1
+        return self._filings - 1
 
     # -- the Strategy protocol ----------------------------------------------------------
     def new_execution(self) -> bool:
@@ -174,17 +185,20 @@ class Dpor:
                 assert choice is not None
                 if chosen in choice.done:
                     continue
-                for step, on_prefix in enumerate(prefix):
+                for step in range(index + 1):
+                    on_prefix = prefix[step]
                     if on_prefix is not None:
                         on_prefix.chosen = took[step]
                 choice.chosen = chosen
-                self._trail = list(prefix)
+                self._trail = prefix[:index + 1]
+                self._taken = None
                 self._replay = index + 1
                 self._avoid = frozenset(choice.done)
                 self._observed = False
                 return True
             if not self._next_level():
                 self._trail = []
+                self._taken = None
                 return False
 
     def _next_level(self) -> bool:
@@ -206,7 +220,7 @@ class Dpor:
                     continue
                 choice.backtrack.add(worker)
                 self._filed[id(choice), worker] = choice
-                heapq.heappush(self._pending, (index, next(self._order), prefix, took, worker))
+                heapq.heappush(self._pending, (index, self._file(), prefix, took, worker))
             if self._pending:
                 return True
         return False
@@ -215,16 +229,26 @@ class Dpor:
         """File every untried choice of the execution just run with its prefix (the choices
         up to it, shared with every execution that took the same prefix, and the worker taken
         at each), so that trying one does not drop the others further down."""
-        trail = self._trail
-        taken = [choice.chosen if choice is not None else -1 for choice in trail]
+        trail, taken = self._share()
         for index, choice in enumerate(trail):
             if choice is None:
                 continue
             for chosen in sorted(choice.backtrack - choice.done.keys()):
                 if (id(choice), chosen) not in self._filed:
                     self._filed[id(choice), chosen] = choice  # held: its id is not reused
-                    heapq.heappush(self._pending, (index, next(self._order),
-                                                   trail[:index + 1], taken[:index + 1], chosen))
+                    self._deepest = max(self._deepest, index)
+                    heapq.heappush(self._pending, (index, self._file(), trail, taken, chosen))
+        del trail[self._deepest + 1:]  # no choice filed from it looks further
+        del taken[self._deepest + 1:]
+        self._deepest = -1
+
+    def _share(self) -> tuple[list[_Choice | None], list[int]]:
+        """The execution just run, as every choice filed from it keeps it: its choices and the
+        worker taken at each (later executions change ``chosen`` on the prefix they share)."""
+        if self._taken is None:
+            self._taken = [choice.chosen if choice is not None else -1
+                           for choice in self._trail]
+        return self._trail, self._taken
 
     def next_task(self, view: SchedulerView) -> tuple[int, int]:
         step = view.step
@@ -344,13 +368,12 @@ class Dpor:
             self.stats.added += 1
             if first_only:
                 return
-        if cut:  # kept for the next pass, with the prefix they were found on
-            trail = self._trail
+        if cut:  # kept for the next pass, with the execution they were found in
+            trail, took = self._share()
             index = next(at for at, c in enumerate(trail) if c is choice)
-            prefix = trail[:index + 1]
-            took = [c.chosen if c is not None else -1 for c in prefix]
+            self._deepest = max(self._deepest, index)
             for worker in cut[:1] if first_only else cut:
-                self._deferred.append((index, prefix, took, worker))
+                self._deferred.append((index, trail, took, worker))
 
 
 class _Trace:
