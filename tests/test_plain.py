@@ -10,12 +10,13 @@ from pathlib import Path
 import pytest
 
 from shmstress.analysis.plain_story import plain_story
+from shmstress.controlled.strategies import exploring_strategy
 from shmstress.controlled.strategies.base import StrategySpec
 from shmstress.core.errors import ScenarioError
 from shmstress.plain.outcome import PlainEnd
 from shmstress.plain.runner import Exploration, explore
 from shmstress.plain.scenario import ScenarioRef
-from shmstress.plain.session import PlainSpec
+from shmstress.plain.session import PlainSession, PlainSpec
 from shmstress.render.plain_report import result_lines
 from shmstress.repro.plain_bundle import from_json, from_outcome, to_json
 from shmstress.repro.plain_replay import replay_plain
@@ -297,3 +298,34 @@ def test_the_pytest_decorator_fails_with_the_interleaving_and_the_replay_command
     assert "lost update of counter.value" in out
     assert "replay it: shmstress replay " in out
     assert "harness/shmstress" not in out.split("ConcurrencyFailure", 1)[1]
+
+
+def _schedules(the_spec: PlainSpec, fresh_host: bool, executions: int) -> list[object]:
+    strategy = exploring_strategy(StrategySpec("random_walk"), 0, the_spec.max_processes,
+                                  the_spec.max_steps, "plain")
+    runs: list[object] = []
+    with PlainSession(the_spec, fresh_host=fresh_host) as session:
+        for _ in range(executions):
+            assert strategy.new_execution()
+            outcome = session.execute(strategy, strategy.next_u64())
+            runs.append((outcome.end, outcome.processes, outcome.steps,
+                         outcome.failure and outcome.failure.message))
+    return runs
+
+
+def test_a_fresh_host_runs_the_schedules_a_forked_one_runs() -> None:
+    """A long search starts its host as a new interpreter (no numpy, none of the
+    coordinator's modules: cheaper forks); the executions must not notice."""
+    the_spec = spec(EXAMPLES / "counter.py", "racy")
+    forked = _schedules(the_spec, False, 6)
+    assert _schedules(the_spec, True, 6) == forked
+    assert len({run[0] for run in forked}) == 2  # some fail, some finish: both compared
+
+
+def test_the_execution_processes_do_not_carry_what_the_coordinator_imported() -> None:
+    import numpy  # noqa: F401 - the coordinator has it; a forked host would have it too
+
+    the_spec = spec(Path(__file__).resolve().parent / "scenarios" / "lean.py",
+                    "processes_without_numpy")
+    runs = _schedules(the_spec, True, 2)
+    assert [run[0] for run in runs] == [PlainEnd.FINISHED] * 2, runs

@@ -1,13 +1,16 @@
 from __future__ import annotations
 
 import os
+import signal
 import subprocess
 import sys
 
 import pytest
 
+from shmstress.core.control import FORK
 from shmstress.core.errors import ArenaFrozenError, SegmentError
 from shmstress.core.shm import (
+    POSIX_SHM_DIR,
     SHM_DIR,
     Arena,
     live_segments,
@@ -129,3 +132,48 @@ def test_close_unmaps_unless_a_view_is_held_outside_the_arena() -> None:
     held = arena.array("b", 10, fill=5).np
     assert arena.close() == 1  # the caller's numpy view keeps the mapping alive
     assert list(held) == [5] * 10
+
+
+def test_a_named_arena_is_attached_by_name_with_its_semaphores() -> None:
+    """What a fresh host does: map the arrays and open the semaphores from the layout; the
+    names are gone once unlinked, and the semaphores still work between the two."""
+    with Arena.named() as arena:
+        data = arena.array("data", 4, fill=3)
+        made = arena.semaphores.semaphore()
+        arena.semaphores.lock()
+        layout = arena.layout()
+        names = [POSIX_SHM_DIR / f"sem.{name.lstrip('/')}" for name in layout.semaphores]
+        assert len(names) == 2 and all(path.exists() for path in names)
+        attached = Arena.attach(layout)
+        seen = attached.array("data", 4)
+        opened = attached.semaphores.semaphore()
+        attached.semaphores.lock()
+        attached.semaphores.unlink()
+        assert not any(path.exists() for path in names)
+        assert list(seen.mv) == [3] * 4  # as they are: not filled again
+        seen.mv[1] = 9
+        assert data.mv[1] == 9
+        made.release()
+        assert opened.acquire(timeout=1)
+        attached.close()
+        assert all((SHM_DIR / s.name).exists() for s in arena.segments)  # not the attacher's
+    assert not any((SHM_DIR / s.name).exists() for s in arena.segments)
+
+
+def _named_then_killed() -> None:
+    arena = Arena.named()
+    arena.array("x", 1)
+    arena.semaphores.semaphore()
+    os.kill(os.getpid(), signal.SIGKILL)
+
+
+def test_the_sweeper_removes_the_semaphore_names_of_a_killed_owner() -> None:
+    child = FORK.Process(target=_named_then_killed)
+    child.start()
+    child.join()
+    assert child.pid is not None
+    left = sorted(path.name for path in POSIX_SHM_DIR.glob(f"sem.shmstress-{child.pid}-*"))
+    assert len(left) == 1
+    removed = sweep_segments_of([child.pid])
+    assert set(left) < set(removed)
+    assert not list(POSIX_SHM_DIR.glob(f"sem.shmstress-{child.pid}-*"))

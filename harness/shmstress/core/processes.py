@@ -20,8 +20,10 @@ import time
 from collections.abc import Sequence
 from multiprocessing.process import BaseProcess
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-import psutil
+if TYPE_CHECKING:
+    import psutil
 
 _PR_SET_PDEATHSIG = 1
 _LIBC = ctypes.CDLL(None, use_errno=True)  # loaded once: a forked process reuses it
@@ -112,6 +114,8 @@ def dump_stacks(processes: Sequence[BaseProcess]) -> dict[int, str]:
 
 def process_state(pid: int) -> str:
     """``stopped``, ``sleeping``, ``running``...: what the kernel says the process is doing."""
+    import psutil  # in the coordinator alone: a fresh host and its forks need not load it
+
     try:
         return str(psutil.Process(pid).status())
     except psutil.Error:
@@ -125,6 +129,8 @@ def reap(processes: Sequence[BaseProcess], grace: float = 2.0) -> list[int]:
     own bookkeeping sees every exit status (reaping behind its back would
     leave it polling a pid that is gone).
     """
+    import psutil
+
     forced = []
     _join_all(processes, grace)
     for sig_method in ("terminate", "kill"):
@@ -148,6 +154,8 @@ def _join_all(processes: Sequence[BaseProcess], grace: float) -> None:
 
 def live_children() -> list[psutil.Process]:
     """Child processes of this process still alive (zombies excluded)."""
+    import psutil
+
     alive = []
     for child in psutil.Process().children(recursive=True):
         with contextlib.suppress(psutil.NoSuchProcess):

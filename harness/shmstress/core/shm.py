@@ -10,23 +10,38 @@ segment whose pid now belongs to an unrelated process, started later, is stale t
 Names of earlier releases, ``shmstress-<ownerpid>-<n>``, are still read (by pid alone).
 
 Workers are forked after every array is allocated, so they inherit the
-mappings; nothing is attached by name on the hot path.
+mappings; nothing is attached by name on the hot path. A process started afresh
+(the plain-code host, a new interpreter so that its forks copy few page tables)
+attaches a whole arena once from its ``layout``.
+
+numpy is imported only when an array's ``np`` view is first asked for: a process
+that only reads and writes words (the plain-code host and every process it forks)
+stays without its ~9 MB, which each fork would copy the page tables of.
 """
 
 from __future__ import annotations
 
+import array
 import contextlib
+import functools
 import mmap
 import os
 import re
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
-
-import numpy as np
-import psutil
+from typing import TYPE_CHECKING
 
 from shmstress.core.errors import ArenaFrozenError, SegmentError
+from shmstress.core.semaphores import (
+    ForkSemaphores,
+    NamedSemaphores,
+    OpenedSemaphores,
+    Semaphores,
+)
+
+if TYPE_CHECKING:
+    import numpy as np
 
 SHM_DIR_ENV = "SHMSTRESS_SHM_DIR"
 SHM_DIR = Path(os.environ.get(SHM_DIR_ENV) or "/dev/shm")
@@ -36,9 +51,8 @@ SEGMENT_PREFIX = "shmstress-"
 _SEGMENT_RE = re.compile(r"^shmstress-(\d+)(?:-(\d+))?-(\d+)$")  # pid, [start,] index
 _ALIGN = 64
 _DEFAULT_SEGMENT_BYTES = 1 << 20
-_CLOSED = np.zeros(0, dtype=np.int64)
-_CLOSED.flags.writeable = False
 _CLOSED_VIEW = memoryview(b"").cast("q")
+_CLOSED_BYTES = memoryview(b"")
 
 
 def start_time(pid: int) -> int | None:
@@ -88,25 +102,70 @@ class Segment:
         os.close(fd)
         return cls(name=name, size=size, mapping=mapping)
 
+    @classmethod
+    def attach(cls, name: str, size: int) -> Segment:
+        """Map an existing segment (another process created it and still owns it)."""
+        path = SHM_DIR / name
+        try:
+            fd = os.open(path, os.O_RDWR)
+        except OSError as exc:
+            raise SegmentError(f"cannot open shared memory segment {path}: {exc}") from exc
+        try:
+            mapping = mmap.mmap(fd, size)
+        except (OSError, ValueError) as exc:
+            raise SegmentError(f"cannot map segment {path} ({size} bytes): {exc}") from exc
+        finally:
+            os.close(fd)
+        return cls(name=name, size=size, mapping=mapping)
+
     def unlink(self) -> None:
         with contextlib.suppress(FileNotFoundError):
             os.unlink(SHM_DIR / self.name)
 
 
-@dataclass
 class SharedArray:
     """An int64 array in shared memory, seen both as numpy (bulk checks) and memoryview (hot path).
 
     Single-element access through ``mv`` is about twice as fast as numpy
     indexing, which matters at every point; numpy serves whole-array checks.
+    The numpy view is made on first use (then an attribute like any other), so a
+    process that never asks for it never imports numpy.
     """
 
-    name: str
-    np: np.ndarray
-    mv: memoryview
+    def __init__(self, name: str, data: memoryview) -> None:
+        self.name = name
+        self._bytes = data  # numpy's array is made over these bytes, if ever asked for
+        self.mv = data.cast("q")
+
+    @functools.cached_property
+    def np(self) -> np.ndarray:
+        import numpy  # on first use only: see the class's docstring
+
+        return numpy.frombuffer(self._bytes, dtype=numpy.int64)  # closed: empty, read-only
+
+    def close(self) -> None:
+        """Drop the views: ``mv`` and ``np`` are empty afterwards, not freed memory."""
+        self.mv.release()
+        self.mv = _CLOSED_VIEW
+        self._bytes = _CLOSED_BYTES
+        self.__dict__.pop("np", None)
 
     def __len__(self) -> int:
         return len(self.mv)
+
+    def __repr__(self) -> str:
+        return f"SharedArray({self.name!r}, {len(self.mv)} values)"
+
+
+@dataclass(frozen=True)
+class ArenaLayout:
+    """Where an arena's arrays are: enough for another process to map the same ones by name."""
+
+    owner_pid: int
+    owner_started: int | None
+    segments: tuple[tuple[str, int], ...]  # (name, size) of each segment, in order
+    places: tuple[tuple[str, int, int, int], ...]  # (array, segment index, offset, bytes)
+    semaphores: tuple[str, ...]  # names, in the order they were made
 
 
 @dataclass(frozen=True)
@@ -128,9 +187,50 @@ class Arena:
     _places: dict[str, tuple[int, int, int]] = field(default_factory=dict)
     _offset: int = 0
     _frozen: bool = False
+    _attached: bool = False  # mapped from another process's layout: not ours to unlink
+    semaphores: Semaphores = field(default_factory=ForkSemaphores)
+    """Where the semaphores of the arena's users come from (``named`` / ``attach``)."""
+
+    @classmethod
+    def named(cls) -> Arena:
+        """An arena a fresh interpreter can attach (``layout``): its semaphores have names."""
+        arena = cls()
+        arena.owner_started = start_time(arena.owner_pid)
+        arena.semaphores = NamedSemaphores(arena.owner_pid, arena.owner_started)
+        return arena
+
+    @classmethod
+    def attach(cls, layout: ArenaLayout) -> Arena:
+        """Another process's arena, its segments mapped here; ``array`` then hands out the
+        arrays it allocated, by name and length, with their contents as they are, and
+        ``semaphores`` its semaphores, asked for in the order they were made."""
+        arena = cls(owner_pid=layout.owner_pid, owner_started=layout.owner_started,
+                    _attached=True, semaphores=OpenedSemaphores(layout.semaphores))
+        arena.segments = [Segment.attach(name, size) for name, size in layout.segments]
+        arena._places = {name: (segment, start, nbytes)
+                         for name, segment, start, nbytes in layout.places}
+        return arena
+
+    @property
+    def attached(self) -> bool:
+        """Mapped from another process's layout (its arrays' contents are that process's)."""
+        return self._attached
+
+    def layout(self) -> ArenaLayout:
+        """What ``attach`` needs (an arena made by ``named``, once every user has built)."""
+        semaphores = self.semaphores
+        if not isinstance(semaphores, NamedSemaphores):
+            raise SegmentError("only an arena made by Arena.named can be attached elsewhere")
+        return ArenaLayout(
+            self.owner_pid, self.owner_started,
+            tuple((segment.name, segment.size) for segment in self.segments),
+            tuple((name, *place) for name, place in self._places.items()),
+            tuple(semaphores.names))
 
     def array(self, name: str, length: int, fill: int = 0) -> SharedArray:
         """Allocate ``length`` int64 values named ``name`` (names are unique per arena)."""
+        if self._attached:
+            return self._attached_array(name, length)
         if self._frozen:
             raise ArenaFrozenError(f"array {name!r} allocated after workers were started")
         if name in self.arrays:
@@ -142,11 +242,20 @@ class Arena:
         start = self._offset
         self._offset = start + (nbytes + _ALIGN - 1) // _ALIGN * _ALIGN
         self._places[name] = (len(self.segments) - 1, start, nbytes)
-        view = memoryview(segment.mapping)[start : start + nbytes]
-        arr = np.frombuffer(view, dtype=np.int64, count=length)
+        shared = SharedArray(name, memoryview(segment.mapping)[start : start + nbytes])
         if fill:  # new segments are zero-filled by ftruncate; skip touching every page
-            arr[:] = fill
-        shared = SharedArray(name=name, np=arr, mv=view.cast("q"))
+            shared.mv[:] = array.array("q", [fill]) * length
+        self.arrays[name] = shared
+        return shared
+
+    def _attached_array(self, name: str, length: int) -> SharedArray:
+        place = self._places.get(name)
+        if place is None or place[2] != length * 8:
+            raise SegmentError(f"shared array {name!r} of {length} values is not in the "
+                               "arena attached")
+        segment, start, nbytes = place
+        mapping = self.segments[segment].mapping
+        shared = SharedArray(name, memoryview(mapping)[start : start + nbytes])
         self.arrays[name] = shared
         return shared
 
@@ -199,12 +308,12 @@ class Arena:
         Each ``SharedArray`` is left pointing at an empty array, so a tracker that
         touches shared state after the run gets an IndexError, not freed memory.
         """
-        for segment in self.segments:
-            segment.unlink()
+        if not self._attached:
+            for segment in self.segments:
+                segment.unlink()
+            self.semaphores.unlink()
         for shared in self.arrays.values():
-            shared.mv.release()
-            shared.np = _CLOSED
-            shared.mv = _CLOSED_VIEW
+            shared.close()
         self.arrays.clear()
         still_mapped = 0
         for segment in self.segments:
@@ -253,6 +362,8 @@ def is_stale(name: str) -> bool:
 
 
 def _owner_gone(pid: int, started: int | None) -> bool:
+    import psutil  # the sweeper's alone: a fresh host need not load it
+
     if not psutil.pid_exists(pid):
         return True
     if started is None:  # an old name: the pid is all it says
@@ -263,6 +374,7 @@ def _owner_gone(pid: int, started: int | None) -> bool:
 POSIX_SHM_DIR = Path("/dev/shm")
 """Where ``shm_open`` names live on Linux (the code under test's segments, not ours)."""
 _CREATED_RE = re.compile(r"^shmstress-(\d+)-(\d+)-created$")
+_SEMAPHORE_RE = re.compile(r"^sem\.shmstress-(\d+)-(\d+)-sem-")  # core.semaphores' names
 
 
 @dataclass(frozen=True)
@@ -348,7 +460,22 @@ def _sweep(owners: set[int] | None) -> list[str]:
         pid, started = int(match.group(1)), int(match.group(2)) or None
         if (owners is None or pid in owners) and _owner_gone(pid, started):
             removed += CreatedSegments(path).unlink_left()
+    for path in _semaphore_names():  # named for a fresh host, left by a killed coordinator
+        match = _SEMAPHORE_RE.match(path.name)
+        assert match is not None
+        pid, started = int(match.group(1)), int(match.group(2)) or None
+        if (owners is None or pid in owners) and _owner_gone(pid, started):
+            with contextlib.suppress(FileNotFoundError):
+                os.unlink(path)
+            removed.append(path.name)
     return removed
+
+
+def _semaphore_names() -> list[Path]:
+    try:
+        return sorted(p for p in POSIX_SHM_DIR.iterdir() if _SEMAPHORE_RE.match(p.name))
+    except FileNotFoundError:
+        return []
 
 
 def _created_lists() -> list[Path]:

@@ -13,9 +13,6 @@ from dataclasses import dataclass
 from multiprocessing.synchronize import Lock as MpLock
 from multiprocessing.synchronize import Semaphore as MpSemaphore
 
-import numpy as np
-
-from shmstress.core.control import FORK
 from shmstress.core.shm import Arena, SharedArray
 
 ARRAY_PREFIX = "plain."
@@ -144,6 +141,7 @@ class Board:
             return arena.array(ARRAY_PREFIX + name, length, fill)
 
         steps = max_steps + room + 1
+        sync = arena.semaphores
 
         return cls(
             slots=array("slots", max_slots * P_STRIDE),
@@ -157,11 +155,11 @@ class Board:
             step_time=array("step_time", steps),
             failure=array("failure", FAILURE_BYTES // 8),
             segments=array("segments", MAX_SEGMENTS * S_STRIDE),
-            grants=[FORK.Semaphore(0) for _ in range(max_slots)],
-            step_lock=FORK.Lock(),
-            report=FORK.Semaphore(0),
-            host_go=FORK.Semaphore(0),
-            host_done=FORK.Semaphore(0),
+            grants=[sync.semaphore() for _ in range(max_slots)],
+            step_lock=sync.lock(),
+            report=sync.semaphore(),
+            host_go=sync.semaphore(),
+            host_done=sync.semaphore(),
             max_slots=max_slots,
             max_objects=max_objects,
             max_steps=max_steps,
@@ -192,12 +190,12 @@ class Board:
 
     def write_failure(self, text: str) -> None:
         data = text.encode("utf-8", "replace")[:FAILURE_BYTES]
-        self.failure.np.view(np.uint8)[: len(data)] = np.frombuffer(data, dtype=np.uint8)
+        self.failure.mv.cast("B")[: len(data)] = data
         self.globals.mv[G_FAIL_LEN] = len(data)
 
     def failure_text(self) -> str:
         length = int(self.globals.mv[G_FAIL_LEN])
-        return bytes(self.failure.np.view(np.uint8)[:length]).decode("utf-8", "replace")
+        return bytes(self.failure.mv.cast("B")[:length]).decode("utf-8", "replace")
 
 
 class ValueKind(enum.IntEnum):

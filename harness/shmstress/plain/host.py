@@ -6,6 +6,14 @@ import), and objects made at import keep their identity in every execution.
 Their shared bytes are the one thing a fork does not reset: the host restores
 them from its manifest before each fork. The host is the subreaper of the
 execution's processes, so when it reports an execution done, none is left.
+
+The host is a fresh interpreter (``core.fresh``), not a fork of the coordinator:
+each of its forks copies the page tables of what it maps, and the coordinator
+maps numpy and every module of the command line. It imports this module, the
+instrumented primitives and the scenario, and no numpy. ``boot`` receives over
+its socket what the coordinator built (``HostPlan``): it maps the same board by
+name, opens the same semaphores, and takes the coordinator's ``sys.path`` and
+``sys.argv``, so the scenario imports as it would have there.
 """
 
 from __future__ import annotations
@@ -18,23 +26,99 @@ import importlib
 import linecache
 import os
 import signal
+import sys
 import traceback
 from collections.abc import Callable
+from dataclasses import dataclass
+from multiprocessing import util
 from multiprocessing.connection import Connection
 
 from shmstress.core.errors import ScenarioError
 from shmstress.core.processes import become_worker
-from shmstress.plain.board import G_HOST_EXIT, G_HOST_SEGMENTS
+from shmstress.core.shm import Arena, ArenaLayout, CreatedSegments
+from shmstress.plain.board import G_HOST_EXIT, G_HOST_SEGMENTS, Board
 from shmstress.plain.patch import install
-from shmstress.plain.runtime import PlainRuntime
+from shmstress.plain.runtime import FreeNoise, PlainRuntime
 from shmstress.plain.scenario import ScenarioRef
 from shmstress.plain.sync.process import run_main
-from shmstress.plain.trace import Tracer, trace_roots
+from shmstress.record.recorder import Recorder
 
 _PR_SET_CHILD_SUBREAPER = 36
 _SHM_UNLINK: Callable[[str], None] = importlib.import_module("_posixshmem").shm_unlink
 _WARM = ("multiprocessing.heap", "multiprocessing.connection", "multiprocessing.queues",
          "tempfile", "traceback", "linecache", "threading")
+
+
+BOOT = "from shmstress.plain.host import boot; boot()"
+"""What the fresh interpreter runs (``python -c``; its argument: its socket's descriptor)."""
+_EXIT_FUNCTION: Callable[[], None] = getattr(util, "_exit_function")  # noqa: B009 - not
+_FLUSH: Callable[[], None] = getattr(util, "_flush_std_streams")  # noqa: B009 - in the stubs
+
+
+@dataclass(frozen=True)
+class BoardSize:
+    """The bounds the board and the string table are built with, in coordinator and host."""
+
+    max_slots: int
+    max_objects: int
+    max_steps: int
+    room: int  # steps the step log keeps past max_steps
+    max_strings: int = 16384
+
+    def build(self, arena: Arena) -> tuple[Board, Recorder]:
+        """The board and the recorder, always in this order: an attached arena hands out
+        arrays by name and semaphores in the order they were made."""
+        board = Board.build(arena, self.max_slots, self.max_objects, self.max_steps,
+                            room=self.room)
+        return board, Recorder(arena, 1, 16, 1, max_strings=self.max_strings)
+
+
+@dataclass(frozen=True)
+class HostPlan:
+    """What the coordinator tells a fresh host: where the board is, and what to import."""
+
+    layout: ArenaLayout
+    size: BoardSize
+    created: CreatedSegments
+    free: FreeNoise | None
+    scenario: ScenarioRef
+    trace: tuple[str, ...]
+    coordinator: int
+    path: tuple[str, ...]  # the coordinator's sys.path and sys.argv
+    argv: tuple[str, ...]
+    unset: tuple[str, ...] = ()  # variables set for the interpreter's start alone
+
+
+def boot() -> None:
+    """The fresh host: map the coordinator's board, then ``host_main``; exits, never
+    returns (as a multiprocessing child does: its exit handlers, then ``os._exit``)."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the coordinator's
+    code = 1
+    channel = Connection(int(sys.argv[1]))
+    try:
+        plan: HostPlan = channel.recv()
+        sys.path[:] = plan.path
+        sys.argv[:] = plan.argv
+        for name in plan.unset:  # the scenario sees the coordinator's environment
+            os.environ.pop(name, None)
+        arena = Arena.attach(plan.layout)
+        board, recorder = plan.size.build(arena)
+        arena.semaphores.unlink()  # every one is open here and in the coordinator
+        runtime = PlainRuntime(board, recorder, plan.created)
+        runtime.free = plan.free
+    except EOFError:  # the coordinator went away first
+        os._exit(code)
+    except BaseException as exc:
+        channel.send(("error", f"the scenario's host could not start: {type(exc).__name__}: "
+                      f"{exc}\n{traceback.format_exc()}"))
+        os._exit(code)
+    try:
+        host_main(runtime, plan.scenario, plan.trace, channel, plan.coordinator)
+        code = 0
+    finally:
+        _EXIT_FUNCTION()
+        _FLUSH()
+        os._exit(code)
 
 
 def host_main(
@@ -51,7 +135,9 @@ def host_main(
         install(runtime)
         for module in _WARM:  # imported once here, not again in every execution
             importlib.import_module(module)
-        if trace:
+        if trace:  # --trace's module is imported only here: it needs numpy, a host may not
+            from shmstress.plain.trace import Tracer, trace_roots
+
             runtime.tracer = Tracer(runtime, trace_roots(trace)).install
         function = scenario.load()
         _read_source(function)

@@ -31,7 +31,7 @@ from shmstress.plain.checkpoint import (
 )
 from shmstress.plain.footprints import Names
 from shmstress.plain.outcome import PlainEnd, PlainOutcome
-from shmstress.plain.session import PlainSession, PlainSpec
+from shmstress.plain.session import FRESH_HOST_EXECUTIONS, PlainSession, PlainSpec
 
 Progress = Callable[[int, dict[str, int]], None]
 """Called after each execution with (executions so far, ends so far)."""
@@ -131,7 +131,9 @@ def _search(spec: PlainSpec, exploration: Exploration, saved: Saved,
     # checkpointing: the loop runs shielded, so a signal lets the execution finish, and
     # the exploration saves and stops at the next boundary
     guard = shielded if saver is not None else contextlib.nullcontext
-    with interruptible() as interrupt, PlainSession(spec, saved.names) as session, guard():
+    fresh = exploration.executions >= FRESH_HOST_EXECUTIONS  # a long search: a lean host
+    with interruptible() as interrupt, PlainSession(spec, saved.names, fresh) as session, \
+            guard():
         while tally.executions < exploration.executions:
             if saver is not None:
                 if interrupt.fired:

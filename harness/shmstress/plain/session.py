@@ -15,9 +15,11 @@ import contextlib
 import os
 import signal
 import struct
+import sys
 import time
 from collections.abc import Hashable, Sequence
 from dataclasses import dataclass
+from multiprocessing.connection import Connection
 from multiprocessing.process import BaseProcess
 from types import TracebackType
 from typing import cast
@@ -41,6 +43,7 @@ from shmstress.controlled.strategies.base import (
 )
 from shmstress.core.control import FORK
 from shmstress.core.errors import ConfigError, HostLostError, ScenarioError
+from shmstress.core.fresh import HASH_SEED, FreshProcess
 from shmstress.core.processes import reap
 from shmstress.core.shm import Arena, CreatedSegments
 from shmstress.core.signals import shielded
@@ -78,13 +81,12 @@ from shmstress.plain.board import (
     Wait,
 )
 from shmstress.plain.footprints import Names, footprints
-from shmstress.plain.host import host_main
+from shmstress.plain.host import BOOT, BoardSize, HostPlan, host_main
 from shmstress.plain.outcome import PlainEnd, PlainFailure, PlainOutcome, PlainStep, Waiting
 from shmstress.plain.progress import inert
 from shmstress.plain.runtime import FreeNoise, PlainRuntime
 from shmstress.plain.scenario import ScenarioRef
 from shmstress.plain.waits import can_go
-from shmstress.record.recorder import Recorder
 
 _WAIT_SLICE_S = 0.1
 _POLL_S = 0.0005  # free mode: how often the coordinator looks
@@ -146,14 +148,29 @@ class _View:
         return self._session.describe(worker)
 
 
-class PlainSession:
-    """A host with the scenario imported; ``execute`` runs one execution under a strategy."""
+FRESH_HOST_EXECUTIONS = 1000
+"""An exploration with at least this budget starts its host as a fresh interpreter
+(``plain.host``, ``core.fresh``) rather than a fork of the coordinator: that costs about
+0.1 s of CPU more per session (an interpreter and its imports, more without cached
+bytecode), and saves at every process start of every execution the copy of the page
+tables of numpy and the coordinator's other modules (fsbench_ok: 27 starts an execution).
+Both hosts run the same schedules (traces hash identically)."""
 
-    def __init__(self, spec: PlainSpec, names: Names | None = None) -> None:
+
+class PlainSession:
+    """A host with the scenario imported; ``execute`` runs one execution under a strategy.
+    ``fresh_host``: the host is a new interpreter, not a fork (``FRESH_HOST_EXECUTIONS``)."""
+
+    def __init__(self, spec: PlainSpec, names: Names | None = None,
+                 fresh_host: bool = False) -> None:
         """``names``: the object ids of an earlier session of this exploration, which a
         search resumed from a checkpoint must keep (``plain/checkpoint.py``)."""
         self.spec = spec
-        self._arena = Arena()
+        # a fresh interpreter has a __main__ of its own: a scenario defined in this one's
+        # is there only in a fork
+        self._fresh = fresh_host and spec.scenario.module != "__main__"
+        # a fresh host attaches the board by name; a forked one inherits it
+        self._arena = Arena.named() if self._fresh else Arena()
         self._host: BaseProcess | None = None
         self._labels: dict[int, Label] = {}  # interned strings never change: read once
         self._kinds = Kinds()  # which strategy classes learn from footprints
@@ -173,9 +190,9 @@ class PlainSession:
         spec = self.spec
         if spec.max_processes < 2:
             raise ScenarioError(f"--max-processes must be at least 2, got {spec.max_processes}")
-        self.board = Board.build(self._arena, spec.max_processes, spec.max_objects,
-                                 spec.max_steps, room=probe_capacity(spec.max_processes))
-        self.recorder = Recorder(self._arena, 1, 16, 1, max_strings=16384)
+        size = BoardSize(spec.max_processes, spec.max_objects, spec.max_steps,
+                         probe_capacity(spec.max_processes))
+        self.board, self.recorder = size.build(self._arena)
         self.created = CreatedSegments.of(self._arena.owner_pid, self._arena.owner_started)
         self.runtime = PlainRuntime(self.board, self.recorder, self.created)
         if spec.free is not None:
@@ -184,13 +201,7 @@ class PlainSession:
         self._arena.freeze()
         if spec.free is None:  # one process runs at a time: nothing is lost on one CPU
             self._pinning.enter_context(pinned(spec.pin))
-        receive, send = FORK.Pipe(duplex=False)
-        self._host = FORK.Process(
-            target=host_main, name="shmstress-plain-host",
-            args=(self.runtime, spec.scenario, spec.trace, send, os.getpid()),
-        )
-        self._host.start()
-        send.close()
+        host, receive = self._start_host(size)
         with receive:
             if not receive.poll(spec.load_timeout):
                 raise ScenarioError(f"importing {spec.scenario.describe()} did not finish within "
@@ -199,11 +210,35 @@ class PlainSession:
                 kind, text = receive.recv()
             except EOFError:
                 raise ScenarioError(f"the process importing {spec.scenario.describe()} died "
-                                    f"(exit code {self._host.exitcode})") from None
+                                    f"(exit code {host.exitcode})") from None
         if kind == "error":
             raise ScenarioError(text.splitlines()[0])
         self._snapshot = self._arena.snapshot(lambda name: name in _RESTORED)
         self._main = self.recorder.intern("main")
+
+    def _start_host(self, size: BoardSize) -> tuple[BaseProcess, Connection]:
+        """Start the host; it, and the end of the pipe its "ready" (or its error) comes over."""
+        spec = self.spec
+        if not self._fresh:
+            receive, send = FORK.Pipe(duplex=False)
+            self._host = FORK.Process(
+                target=host_main, name="shmstress-plain-host",
+                args=(self.runtime, spec.scenario, spec.trace, send, os.getpid()),
+            )
+            self._host.start()
+            send.close()
+            return self._host, receive
+        receive, send = FORK.Pipe()
+        env = dict(os.environ)
+        unset = () if HASH_SEED in env else (HASH_SEED,)
+        env.setdefault(HASH_SEED, "0")  # the host's string hashes: the same in every run
+        self._host = FreshProcess(BOOT, send.fileno(), "shmstress-plain-host", env)
+        self._host.start()
+        send.close()
+        receive.send(HostPlan(
+            self._arena.layout(), size, self.created, self.runtime.free, spec.scenario,
+            spec.trace, os.getpid(), tuple(sys.path), tuple(sys.argv), unset))
+        return self._host, receive
 
     def close(self) -> None:
         """Let the host go, reap it, free the board."""

@@ -58,9 +58,6 @@ from multiprocessing.synchronize import Lock as MpLock
 from types import FrameType
 from typing import Any
 
-import numpy as np
-
-from shmstress.core.control import FORK
 from shmstress.core.errors import RecordFieldError
 from shmstress.core.shm import Arena, SharedArray
 from shmstress.core.trace import Label, Record, Recording, Step
@@ -110,9 +107,6 @@ class FieldType(enum.IntEnum):
     INTS = 5  # a span of the record's continuation slots
 
 
-_SEQUENCES = (tuple, list, np.ndarray)
-_BOOLS = (bool, np.bool_)
-_FLOATS = (float, np.floating)
 _STR_KEY = FieldType.STR << _TYPE_SHIFT  # plain ints: the hot path skips the enum lookups
 _BOOL_KEY = FieldType.BOOL << _TYPE_SHIFT
 
@@ -141,9 +135,10 @@ class Recorder:
         # entry + 1 per sequence number, so that 0 (a fresh page) means "not written"
         self.tape: SharedArray = arena.array("recording.tape", tape_size)
         self.clock: SharedArray = arena.array("recording.clock", 2)
-        self.clock.mv[0] = time.monotonic_ns()
-        self.clock.mv[1] = time.time_ns()
-        self._lock: MpLock = FORK.Lock()
+        if not arena.attached:  # the maker's clock, not reset by a process that attaches
+            self.clock.mv[0] = time.monotonic_ns()
+            self.clock.mv[1] = time.time_ns()
+        self._lock: MpLock = arena.semaphores.lock()
         self._table: dict[tuple[str, str, int], int] = {}  # this process's copy of the table
         self._synced = 0  # entries of the shared table copied into ``_table``
         self._strings: dict[str, int] = {}  # field names and values
@@ -325,7 +320,9 @@ class Recorder:
         """The value types off the fast path; anything unsupported is refused, never coerced."""
         if raw is None:
             return FieldType.NONE, 0
-        if isinstance(raw, _SEQUENCES):
+        import numpy as np  # here, off the hot path: a process that records nothing skips it
+
+        if isinstance(raw, (tuple, list, np.ndarray)):
             array = np.asarray(raw)
             kind = array.dtype.kind
             if array.ndim == 1 and (
@@ -334,9 +331,9 @@ class Recorder:
                 start = len(items)
                 items.extend(array.tolist())
                 return FieldType.INTS, start << _SPAN_SHIFT | len(array)
-        elif isinstance(raw, _BOOLS):
+        elif isinstance(raw, (bool, np.bool_)):
             return FieldType.BOOL, int(raw)
-        elif isinstance(raw, _FLOATS):
+        elif isinstance(raw, (float, np.floating)):
             return FieldType.FLOAT, _INT64.unpack(_DOUBLE.pack(float(raw)))[0]
         elif isinstance(raw, str):
             return FieldType.STR, self.intern(str.__str__(raw))
@@ -391,6 +388,8 @@ class Recorder:
                 lost[worker] = missing
         records.sort(key=lambda r: r.seq)
         logs.sort(key=lambda r: (r.seq, r.sub))
+        import numpy as np  # the coordinator's, after the run
+
         tape = self.tape.np
         end = int(np.argmax(tape == 0)) if bool((tape == 0).any()) else len(tape)
         steps = tuple(
