@@ -7,9 +7,10 @@ Their shared bytes are the one thing a fork does not reset: the host restores
 them from its manifest before each fork. The host is the subreaper of the
 execution's processes, so when it reports an execution done, none is left.
 
-The host is a fresh interpreter (``core.fresh``), not a fork of the coordinator:
-each of its forks copies the page tables of what it maps, and the coordinator
-maps numpy and every module of the command line. It imports this module, the
+For a long search (``session.FRESH_HOST_EXECUTIONS``) the host is a fresh
+interpreter (``core.fresh``), not a fork of the coordinator: each of its forks
+copies the page tables of what it maps, and the coordinator maps numpy and every
+module of the command line. It imports this module, the
 instrumented primitives and the scenario, and no numpy. ``boot`` receives over
 its socket what the coordinator built (``HostPlan``): it maps the same board by
 name, opens the same semaphores, and takes the coordinator's ``sys.path`` and
