@@ -96,16 +96,26 @@ WIDE_RACE = 400
 second step's worker, or every worker that could run) instead of computing its initials."""
 
 
-@dataclass(slots=True)  # one per step of every execution a pending choice keeps: slots halve it
+_NOBODY: dict[int, Accesses] = {}
+"""The sleep set of nearly every step (never changed: a step's own set is made anew)."""
+
+
+@dataclass(slots=True)
 class _Choice:
-    """One step of the current execution at which the strategy chose among runnable workers."""
+    """One step of the current execution at which the strategy chose among runnable workers.
+
+    A search keeps one per step of every execution a pending choice was found in: hundreds
+    of thousands on a program whose workers spin. So it is slotted, and what most steps
+    share is shared: the runnable sets (a few distinct tuples), no choice left to try (the
+    empty frozenset, one object), an empty sleep set (``_NOBODY``).
+    """
 
     enabled: tuple[int, ...]
     chosen: int
     default: int  # the choice without preemption here
     spent: int  # preemptions spent before this step
     costly: bool  # the previous worker is runnable: any choice but the default costs one
-    backtrack: set[int] = field(default_factory=set)  # choices to try here
+    backtrack: frozenset[int] = frozenset()  # choices to try here (few steps have any)
     done: dict[int, Accesses] = field(default_factory=dict)  # tried -> what its step touched
     sleep: dict[int, Accesses] | None = None  # asleep on arriving here (None: not computed)
 
@@ -153,6 +163,8 @@ class Dpor:
         self._filings = 0  # untried choices filed so far: their order (an int pickles)
         self._taken: list[int] | None = None  # the worker taken at each step of ``_trail``
         self._deepest = -1  # the deepest step of ``_trail`` a choice was filed at
+        self._runnables: dict[tuple[int, ...], tuple[int, ...]] = {}  # shared by the choices
+        self._accesses: dict[tuple[object, ...], tuple[Access, ...]] = {}  # ``_shared``
         self.stats = DporStats()
         self.spec = StrategySpec("dpor", bound=UNBOUNDED if bound is None else bound)
 
@@ -218,7 +230,7 @@ class Dpor:
                     self._deferred.append(entry)
                     self._cut = True
                     continue
-                choice.backtrack.add(worker)
+                choice.backtrack |= {worker}
                 self._filed[id(choice), worker] = choice
                 heapq.heappush(self._pending, (index, self._file(), prefix, took, worker))
             if self._pending:
@@ -262,6 +274,7 @@ class Dpor:
         while len(trail) < step:
             trail.append(None)  # steps taken without asking (a lease, a script)
         runnable = tuple(view.runnable)
+        runnable = self._runnables.setdefault(runnable, runnable)  # one tuple per set
         default = default_choice(view)
         chosen = default
         if (self._avoid and default in self._avoid and view.current not in runnable):
@@ -289,7 +302,7 @@ class Dpor:
         for index in range(steps):
             choice = trail[index]
             if choice is not None and footprints[index].worker == choice.chosen:
-                choice.done[choice.chosen] = footprints[index].accesses
+                choice.done[choice.chosen] = self._shared(footprints[index].accesses)
         blocked = self._sleep_sets(footprints, steps)
         if blocked < len(footprints):  # Algorithm 1 would have taken a worker awake here
             self.stats.redundant += 1
@@ -304,6 +317,18 @@ class Dpor:
             if i < len(trail):
                 self._reverse(trace, i, j)
 
+    def _shared(self, accesses: Accesses) -> Accesses:
+        """One tuple for all the steps that touched alike (most steps repeat one of a few):
+        the choices keep them. Alike means the same types too: 1, 1.0 and True are equal
+        values, but writes of them do not commute (``access.conflicting``)."""
+        if accesses is None:
+            return None
+        try:
+            key = tuple((a.kind, a.id, a.write, type(a.value), a.value) for a in accesses)
+            return self._accesses.setdefault(key, accesses)
+        except TypeError:  # a value that does not hash: kept as it is
+            return accesses
+
     def _sleep_sets(self, footprints: Sequence[Footprint], steps: int) -> int:
         """Give each step its sleep set on arrival (kept for the replayed prefix, whose steps
         did not change); returns the first step that takes a sleeping worker, or
@@ -317,7 +342,7 @@ class Dpor:
                 asleep = {w: a for w, a in asleep.items() if not conflicting(a, taken)}
                 continue
             if choice.sleep is None:
-                choice.sleep = asleep
+                choice.sleep = asleep or _NOBODY
             if choice.chosen in choice.sleep:
                 return index
             here = {**choice.sleep, **{w: a for w, a in choice.done.items() if w != choice.chosen}}
@@ -364,7 +389,7 @@ class Dpor:
                 self._cut = True
                 cut.append(worker)
                 continue
-            choice.backtrack.add(worker)
+            choice.backtrack |= {worker}
             self.stats.added += 1
             if first_only:
                 return
