@@ -164,7 +164,7 @@ class Dpor:
         self._taken: list[int] | None = None  # the worker taken at each step of ``_trail``
         self._deepest = -1  # the deepest step of ``_trail`` a choice was filed at
         self._runnables: dict[tuple[int, ...], tuple[int, ...]] = {}  # shared by the choices
-        self._accesses: dict[tuple[object, ...], tuple[Access, ...]] = {}  # ``_shared``
+        self._accesses: dict[tuple[object, ...], tuple[Access, ...]] = {}  # ``_interned``
         self.stats = DporStats()
         self.spec = StrategySpec("dpor", bound=UNBOUNDED if bound is None else bound)
 
@@ -302,7 +302,7 @@ class Dpor:
         for index in range(steps):
             choice = trail[index]
             if choice is not None and footprints[index].worker == choice.chosen:
-                choice.done[choice.chosen] = self._shared(footprints[index].accesses)
+                choice.done[choice.chosen] = self._interned(footprints[index].accesses)
         blocked = self._sleep_sets(footprints, steps)
         if blocked < len(footprints):  # Algorithm 1 would have taken a worker awake here
             self.stats.redundant += 1
@@ -317,7 +317,7 @@ class Dpor:
             if i < len(trail):
                 self._reverse(trace, i, j)
 
-    def _shared(self, accesses: Accesses) -> Accesses:
+    def _interned(self, accesses: Accesses) -> Accesses:
         """One tuple for all the steps that touched alike (most steps repeat one of a few):
         the choices keep them. Alike means the same types too: 1, 1.0 and True are equal
         values, but writes of them do not commute (``access.conflicting``)."""
