@@ -28,9 +28,12 @@ from shmstress.bench.sctbench.run import STRATEGIES
 from shmstress.cli.main import main
 from shmstress.controlled.strategies import PLAIN_MIX, Portfolio, StrategySpec
 from shmstress.controlled.strategies.portfolio import DPOR, member_name
+from shmstress.plain import runner
 from shmstress.plain.checkpoint import CheckpointError, Checkpointing, Identity
+from shmstress.plain.footprints import Names
 from shmstress.plain.outcome import PlainOutcome
 from shmstress.plain.runner import Exploration, PlainResult, explore
+from shmstress.plain.session import PlainSession, PlainSpec
 
 PROGRAM = "stack_ok"
 EXECUTIONS = 250  # past the stage at 240: the smallest run with a stage change on both sides
@@ -191,3 +194,35 @@ def test_shmstress_test_resumes_from_its_checkpoint_with_the_seed_it_saved(
     refused = capsys.readouterr()
     assert refused.out == "" and len(refused.err.strip().splitlines()) == 1, refused.err
     assert "executions 3 in the checkpoint, 4 here" in refused.err
+
+
+def test_a_resumed_search_gets_a_fresh_host_and_runs_what_a_forked_one_would(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A short search runs in a forked host; resumed, in a fresh interpreter (a fork would
+    carry the loaded search into every process start), with the executions unchanged."""
+    hosts: list[bool] = []
+
+    class Spy(PlainSession):
+        def __init__(self, spec: PlainSpec, names: Names | None = None,
+                     fresh_host: bool = False) -> None:
+            hosts.append(fresh_host)
+            super().__init__(spec, names, fresh_host)
+
+    monkeypatch.setattr(runner, "PlainSession", Spy)
+    spec, dpor = program("stack_ok").spec(), next(s for s in STRATEGIES if s.key == "dpor").spec
+    whole: list[str] = []
+    explore(spec, Exploration(dpor, 0, 4), witness=lambda o: whole.append(_fingerprint(o)))
+    assert hosts == [False]
+
+    def stop(done: int, ends: dict[str, int]) -> None:
+        if done == 2:
+            os.kill(os.getpid(), signal.SIGINT)
+
+    cut, ran = Checkpointing(tmp_path / "search.ckpt"), list[str]()
+    with pytest.raises(KeyboardInterrupt):
+        explore(spec, Exploration(dpor, 0, 4), stop, cut,
+                witness=lambda o: ran.append(_fingerprint(o)))
+    explore(spec, Exploration(dpor, 0, 4), checkpoint=cut,
+            witness=lambda o: ran.append(_fingerprint(o)))
+    assert hosts == [False, False, True]
+    assert ran == whole

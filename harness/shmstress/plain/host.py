@@ -7,7 +7,8 @@ Their shared bytes are the one thing a fork does not reset: the host restores
 them from its manifest before each fork. The host is the subreaper of the
 execution's processes, so when it reports an execution done, none is left.
 
-For a long search (``session.FRESH_HOST_EXECUTIONS``) the host is a fresh
+For a long search (``session.FRESH_HOST_EXECUTIONS``), and for one resumed from a
+checkpoint (``runner.lean_host``), the host is a fresh
 interpreter (``core.fresh``), not a fork of the coordinator: each of its forks
 copies the page tables of what it maps, and the coordinator maps numpy and every
 module of the command line. It imports this module, the

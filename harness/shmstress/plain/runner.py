@@ -131,7 +131,7 @@ def _search(spec: PlainSpec, exploration: Exploration, saved: Saved,
     # checkpointing: the loop runs shielded, so a signal lets the execution finish, and
     # the exploration saves and stops at the next boundary
     guard = shielded if saver is not None else contextlib.nullcontext
-    fresh = exploration.executions >= FRESH_HOST_EXECUTIONS  # a long search: a lean host
+    fresh = lean_host(exploration, tally)
     with interruptible() as interrupt, PlainSession(spec, saved.names, fresh) as session, \
             guard():
         while tally.executions < exploration.executions:
@@ -169,6 +169,15 @@ def _search(spec: PlainSpec, exploration: Exploration, saved: Saved,
     if stopped:  # the signal, delivered at the boundary it was saved at
         interrupt.acknowledge()
         raise Interrupted
+
+
+def lean_host(exploration: Exploration, tally: Tally) -> bool:
+    """Whether the search's host is a fresh interpreter (``plain.host``): for a long search,
+    and for any resumed one. A host forked from a coordinator that has just loaded a
+    checkpoint would carry the whole loaded search (DPOR's tree: hundreds of MB) into the
+    fork of every process of every execution; a resumed 100-process-start execution then
+    spent most of its time copying page tables."""
+    return exploration.executions >= FRESH_HOST_EXECUTIONS or tally.executions > 0
 
 
 def _result(spec: PlainSpec, exploration: Exploration, saved: Saved) -> PlainResult:
