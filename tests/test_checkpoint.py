@@ -33,6 +33,7 @@ from shmstress.plain.checkpoint import CheckpointError, Checkpointing, Identity
 from shmstress.plain.footprints import Names
 from shmstress.plain.outcome import PlainOutcome
 from shmstress.plain.runner import Exploration, PlainResult, explore
+from shmstress.plain.scenario import ScenarioRef
 from shmstress.plain.session import PlainSession, PlainSpec
 
 PROGRAM = "stack_ok"
@@ -198,8 +199,9 @@ def test_shmstress_test_resumes_from_its_checkpoint_with_the_seed_it_saved(
 
 def test_a_resumed_search_gets_a_fresh_host_and_runs_what_a_forked_one_would(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    """A short search runs in a forked host; resumed, in a fresh interpreter (a fork would
-    carry the loaded search into every process start), with the executions unchanged."""
+    """A short search runs in a forked host; checkpointed, and resumed, in a fresh
+    interpreter (a fork would carry the loaded search into every process start), with the
+    executions unchanged."""
     hosts: list[bool] = []
 
     class Spy(PlainSession):
@@ -224,5 +226,51 @@ def test_a_resumed_search_gets_a_fresh_host_and_runs_what_a_forked_one_would(
                 witness=lambda o: ran.append(_fingerprint(o)))
     explore(spec, Exploration(dpor, 0, 4), checkpoint=cut,
             witness=lambda o: ran.append(_fingerprint(o)))
-    assert hosts == [False, False, True]
+    assert hosts == [False, True, True]
     assert ran == whole
+
+
+def test_a_checkpoint_of_other_code_under_test_is_refused_not_answered_from(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """The trap: a search finds the lost update and ends; the user fixes the code and runs
+    the same command. The checkpoint must not answer with the old failure."""
+    app = tmp_path / "app.py"
+    racy = (ROOT / "examples" / "plain" / "counter.py").read_text()
+    app.write_text(racy)
+    command = ["test", f"{app}:racy", "--executions", "50", "--seed", "1", "--quiet",
+               "--checkpoint", str(tmp_path / "search.ckpt")]
+    assert main(command) == 1
+    capsys.readouterr()
+    fixed = racy.replace("def increment(counter):\n    counter.value += 1",
+                         "def increment(counter):\n    with counter.get_lock():\n"
+                         "        counter.value += 1")
+    assert fixed != racy
+    app.write_text(fixed)
+    assert main(command) == 2
+    refused = capsys.readouterr()
+    assert refused.out == "" and len(refused.err.strip().splitlines()) == 1, refused.err
+    assert f"{app.resolve()} changed" in refused.err and "delete it" in refused.err
+    app.write_text(racy)  # the code it searched: it answers again, running nothing
+    assert main(command) == 1
+    assert "ended before" in capsys.readouterr().err
+
+
+def test_a_cut_search_resumes_only_on_the_code_it_searched(tmp_path: Path) -> None:
+    app = tmp_path / "app.py"
+    app.write_text((ROOT / "examples" / "plain" / "counter.py").read_text())
+    spec = PlainSpec(ScenarioRef.parse(f"{app}:locked"))
+    cut = Checkpointing(tmp_path / "search.ckpt")
+
+    def stop(done: int, ends: dict[str, int]) -> None:
+        if done == 2:
+            os.kill(os.getpid(), signal.SIGINT)
+
+    with pytest.raises(KeyboardInterrupt):
+        explore(spec, _exploration(6), stop, cut)
+    saved = cut.load(Identity.of(spec, _exploration().strategy, 0, 6))
+    assert saved is not None and saved.sources is not None
+    assert str(app.resolve()) in saved.sources  # the scenario's file, and not shmstress's
+    assert not any("shmstress" in Path(name).parts for name in saved.sources)
+    app.write_text(app.read_text() + "\nWORKERS = 3\n")
+    with pytest.raises(CheckpointError, match="changed"):
+        explore(spec, _exploration(6), checkpoint=cut)

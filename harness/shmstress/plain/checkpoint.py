@@ -21,8 +21,10 @@ decides), so a signal lets the current execution finish (it is bounded by
 
 A checkpoint names what it belongs to (``Identity``: scenario, bounds, strategy, seed,
 budget) and carries a format version; one that does not match the command is refused
-in one line, before anything runs. The file is written to a temporary name and renamed:
-a kill while saving leaves the previous checkpoint.
+in one line, before anything runs. It also keeps the digests of the code under test's
+files (``plain.sources``): one saved with other code is refused once the host has
+imported the scenario, before the first execution. The file is written to a temporary
+name and renamed: a kill while saving leaves the previous checkpoint.
 
 The file is two pickles, the header (version, identity, executions done) and the state,
 so that a caller can check a directory of them without loading every search.
@@ -44,8 +46,9 @@ from shmstress.core.files import replaced_atomically
 from shmstress.plain.footprints import Names
 from shmstress.plain.outcome import PlainOutcome
 from shmstress.plain.session import PlainSpec
+from shmstress.plain.sources import Sources
 
-FORMAT = 1
+FORMAT = 2
 """The version of the file's layout and of what its state holds."""
 
 SAVE_EVERY_S = 60.0
@@ -126,6 +129,7 @@ class Saved:
     seeds: random.Random  # free mode's execution seeds
     names: Names
     ending: Ending | None = None  # set once the exploration ended
+    sources: Sources | None = None  # the code under test it searched (``plain.sources``)
 
 
 Log = Callable[[str], None]

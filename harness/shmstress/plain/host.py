@@ -42,6 +42,7 @@ from shmstress.plain.board import G_HOST_EXIT, G_HOST_SEGMENTS, Board
 from shmstress.plain.patch import install
 from shmstress.plain.runtime import FreeNoise, PlainRuntime
 from shmstress.plain.scenario import ScenarioRef
+from shmstress.plain.sources import loaded_sources
 from shmstress.plain.sync.process import run_main
 from shmstress.record.recorder import Recorder
 
@@ -151,7 +152,8 @@ def host_main(
         ready.send(("error", f"loading {scenario.describe()} failed: {type(exc).__name__}: "
                     f"{exc}\n{traceback.format_exc()}"))
         return
-    ready.send(("ready", ""))
+    compiled = getattr(function, "__code__", None)  # its file, though shmstress ships it
+    ready.send(("ready", loaded_sources(compiled.co_filename if compiled else None)))
     gc.freeze()  # a fork's child then copies only the pages it writes, not every object GC visits
     board = runtime.board
     main, go = _prefork(runtime, function)

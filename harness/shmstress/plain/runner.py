@@ -22,6 +22,7 @@ from shmstress.core.shm import sweep_stale_segments
 from shmstress.core.signals import Interrupted, interruptible, shielded
 from shmstress.core.trace import Step
 from shmstress.plain.checkpoint import (
+    CheckpointError,
     Checkpointing,
     Ending,
     Identity,
@@ -32,6 +33,7 @@ from shmstress.plain.checkpoint import (
 from shmstress.plain.footprints import Names
 from shmstress.plain.outcome import PlainEnd, PlainOutcome
 from shmstress.plain.session import FRESH_HOST_EXECUTIONS, PlainSession, PlainSpec
+from shmstress.plain.sources import Sources, changed_sources
 
 Progress = Callable[[int, dict[str, int]], None]
 """Called after each execution with (executions so far, ends so far)."""
@@ -99,25 +101,37 @@ def explore(spec: PlainSpec, exploration: Exploration, progress: Progress | None
     identity = Identity.of(spec, exploration.strategy, exploration.seed,
                            exploration.executions)
     saved = None if checkpoint is None else checkpoint.load(identity)
+    resumed = saved is not None
     if saved is None:
         strategy = None if spec.free is not None else exploring_strategy(
             exploration.strategy, exploration.seed, spec.max_processes, spec.max_steps,
             "plain")
         saved = Saved(Tally(), strategy, seeded_rng(exploration.seed, "free"), Names())
-    elif checkpoint is not None:
-        checkpoint.log(f"resumed from checkpoint {checkpoint.path} at execution "
-                       f"{saved.tally.executions + 1:,} ({saved.tally.executions:,} done)"
-                       if saved.ending is None else
-                       f"ended before ({saved.tally.executions:,} executions): result read "
-                       f"from checkpoint {checkpoint.path}")
     if saved.ending is None:
-        _search(spec, exploration, saved, (progress, witness), checkpoint, identity)
+        _search(spec, exploration, saved, (progress, witness), checkpoint, identity, resumed)
+    elif checkpoint is not None:  # it ended before: its result stands only for its code
+        with PlainSession(spec, saved.names, lean_host(exploration, checkpoint)) as session:
+            _check_code(checkpoint, saved, session.sources)
     return _result(spec, exploration, saved)
+
+
+def _check_code(checkpoint: Checkpointing, saved: Saved, sources: Sources) -> None:
+    """Refuse a loaded exploration whose code under test changed since it was saved (its
+    executions and the new ones would be of two programs); else say it goes on."""
+    changed = changed_sources(saved.sources or {}, sources)
+    if changed:
+        raise CheckpointError(f"checkpoint {checkpoint.path} was saved with other code under "
+                              f"test ({changed}): delete it to search the code as it is")
+    done = saved.tally.executions
+    checkpoint.log(f"resumed from checkpoint {checkpoint.path} at execution {done + 1:,} "
+                   f"({done:,} done)" if saved.ending is None else
+                   f"ended before ({done:,} executions): result read from checkpoint "
+                   f"{checkpoint.path}")
 
 
 def _search(spec: PlainSpec, exploration: Exploration, saved: Saved,
             hooks: tuple[Progress | None, Witness | None], checkpoint: Checkpointing | None,
-            identity: Identity) -> None:
+            identity: Identity, resumed: bool) -> None:
     """The executions, from where ``saved`` stands to the end: ``saved`` is updated after
     each one, so it is whole at every execution boundary."""
     strategy, tally = saved.strategy, saved.tally
@@ -131,9 +145,13 @@ def _search(spec: PlainSpec, exploration: Exploration, saved: Saved,
     # checkpointing: the loop runs shielded, so a signal lets the execution finish, and
     # the exploration saves and stops at the next boundary
     guard = shielded if saver is not None else contextlib.nullcontext
-    fresh = lean_host(exploration, tally)
+    fresh = lean_host(exploration, checkpoint)
     with interruptible() as interrupt, PlainSession(spec, saved.names, fresh) as session, \
             guard():
+        if checkpoint is not None and resumed:
+            _check_code(checkpoint, saved, session.sources)
+        elif checkpoint is not None:
+            saved.sources = session.sources
         while tally.executions < exploration.executions:
             if saver is not None:
                 if interrupt.fired:
@@ -171,13 +189,14 @@ def _search(spec: PlainSpec, exploration: Exploration, saved: Saved,
         raise Interrupted
 
 
-def lean_host(exploration: Exploration, tally: Tally) -> bool:
+def lean_host(exploration: Exploration, checkpoint: Checkpointing | None) -> bool:
     """Whether the search's host is a fresh interpreter (``plain.host``): for a long search,
-    and for any resumed one. A host forked from a coordinator that has just loaded a
-    checkpoint would carry the whole loaded search (DPOR's tree: hundreds of MB) into the
-    fork of every process of every execution; a resumed 100-process-start execution then
-    spent most of its time copying page tables."""
-    return exploration.executions >= FRESH_HOST_EXECUTIONS or tally.executions > 0
+    and for any checkpointed one. A host forked from a coordinator that has just loaded a
+    checkpoint would carry the whole search (DPOR's tree: hundreds of MB) into the fork of
+    every process of every execution; and the code under test a checkpoint keeps
+    (``plain.sources``) is what the host loaded, which in a fork includes the coordinator's
+    modules: the same kind of host every time gives the same files."""
+    return exploration.executions >= FRESH_HOST_EXECUTIONS or checkpoint is not None
 
 
 def _result(spec: PlainSpec, exploration: Exploration, saved: Saved) -> PlainResult:

@@ -86,6 +86,7 @@ from shmstress.plain.outcome import PlainEnd, PlainFailure, PlainOutcome, PlainS
 from shmstress.plain.progress import inert
 from shmstress.plain.runtime import FreeNoise, PlainRuntime
 from shmstress.plain.scenario import ScenarioRef
+from shmstress.plain.sources import Sources
 from shmstress.plain.waits import can_go
 
 _WAIT_SLICE_S = 0.1
@@ -207,12 +208,13 @@ class PlainSession:
                 raise ScenarioError(f"importing {spec.scenario.describe()} did not finish within "
                                     f"{spec.load_timeout:g} s")
             try:
-                kind, text = receive.recv()
+                kind, said = receive.recv()
             except EOFError:
                 raise ScenarioError(f"the process importing {spec.scenario.describe()} died "
                                     f"(exit code {host.exitcode})") from None
         if kind == "error":
-            raise ScenarioError(text.splitlines()[0])
+            raise ScenarioError(said.splitlines()[0])
+        self.sources: Sources = said  # the code under test's files (plain.sources)
         self._snapshot = self._arena.snapshot(lambda name: name in _RESTORED)
         self._main = self.recorder.intern("main")
 
