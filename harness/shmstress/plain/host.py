@@ -7,8 +7,8 @@ Their shared bytes are the one thing a fork does not reset: the host restores
 them from its manifest before each fork. The host is the subreaper of the
 execution's processes, so when it reports an execution done, none is left.
 
-For a long search (``session.FRESH_HOST_EXECUTIONS``), and for one resumed from a
-checkpoint (``runner.lean_host``), the host is a fresh
+For a long search (``session.FRESH_HOST_EXECUTIONS``), and for a checkpointed one
+(``runner.lean_host``), the host is a fresh
 interpreter (``core.fresh``), not a fork of the coordinator: each of its forks
 copies the page tables of what it maps, and the coordinator maps numpy and every
 module of the command line. It imports this module, the
@@ -152,7 +152,7 @@ def host_main(
         ready.send(("error", f"loading {scenario.describe()} failed: {type(exc).__name__}: "
                     f"{exc}\n{traceback.format_exc()}"))
         return
-    compiled = getattr(function, "__code__", None)  # its file, though shmstress ships it
+    compiled = getattr(function, "__code__", None)  # its file, even one shmstress ships
     ready.send(("ready", loaded_sources(compiled.co_filename if compiled else None)))
     gc.freeze()  # a fork's child then copies only the pages it writes, not every object GC visits
     board = runtime.board
