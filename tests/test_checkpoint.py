@@ -28,6 +28,7 @@ from shmstress.bench.sctbench.run import STRATEGIES
 from shmstress.cli.main import main
 from shmstress.controlled.strategies import PLAIN_MIX, Portfolio, StrategySpec
 from shmstress.controlled.strategies.portfolio import DPOR, member_name
+from shmstress.core.provenance import shmstress_code
 from shmstress.plain import runner
 from shmstress.plain.checkpoint import CheckpointError, Checkpointing, Identity
 from shmstress.plain.footprints import Names
@@ -271,6 +272,13 @@ def test_a_cut_search_resumes_only_on_the_code_it_searched(tmp_path: Path) -> No
     assert saved is not None and saved.sources is not None
     assert str(app.resolve()) in saved.sources  # the scenario's file, and not shmstress's
     assert not any("shmstress" in Path(name).parts for name in saved.sources)
+    assert saved.shmstress == shmstress_code()
+    saved.shmstress = "0.0 (another)"  # a checkpoint another shmstress saved: said, resumed
+    cut.save(Identity.of(spec, _exploration().strategy, 0, 6), saved)
+    lines: list[str] = []
+    resumed = explore(spec, _exploration(6), checkpoint=Checkpointing(cut.path, log=lines.append))
+    assert resumed.executions == 6 and len(lines) == 2, lines
+    assert "saved by shmstress 0.0 (another), this is" in lines[0]
     app.write_text(app.read_text() + "\nWORKERS = 3\n")
     with pytest.raises(CheckpointError, match="changed"):
         explore(spec, _exploration(6), checkpoint=cut)

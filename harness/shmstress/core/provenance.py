@@ -56,6 +56,13 @@ def git_commit(where: Path, timeout_s: float = GIT_TIMEOUT_S) -> str | None:
     return commit
 
 
+def shmstress_code() -> str:
+    """This shmstress: its version, and its git commit when it runs from a checkout (what a
+    checkpoint says it was saved by: another one resumes, but not exactly)."""
+    commit = git_commit(Path(__file__).parent)
+    return package_version() + (f" ({commit[:12]})" if commit else "")
+
+
 @dataclass(frozen=True)
 class Provenance:
     """The versions and place a run was made with."""

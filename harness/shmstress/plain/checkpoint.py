@@ -130,6 +130,7 @@ class Saved:
     names: Names
     ending: Ending | None = None  # set once the exploration ended
     sources: Sources | None = None  # the code under test it searched (``plain.sources``)
+    shmstress: str = ""  # the shmstress that saved it (``provenance.shmstress_code``)
 
 
 Log = Callable[[str], None]

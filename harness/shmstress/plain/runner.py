@@ -18,6 +18,7 @@ from shmstress.controlled.strategies import DEFAULT, Replay, exploring_strategy
 from shmstress.controlled.strategies.base import StrategySpec, current_spec, seeded_rng
 from shmstress.core.errors import ConfigError
 from shmstress.core.exit_reason import ExitCode
+from shmstress.core.provenance import shmstress_code
 from shmstress.core.shm import sweep_stale_segments
 from shmstress.core.signals import Interrupted, interruptible, shielded
 from shmstress.core.trace import Step
@@ -122,7 +123,11 @@ def _check_code(checkpoint: Checkpointing, saved: Saved, sources: Sources) -> No
     if changed:
         raise CheckpointError(f"checkpoint {checkpoint.path} was saved with other code under "
                               f"test ({changed}): delete it to search the code as it is")
-    done = saved.tally.executions
+    done, ours = saved.tally.executions, shmstress_code()
+    if saved.shmstress != ours and saved.ending is None:
+        checkpoint.log(f"checkpoint {checkpoint.path} was saved by shmstress {saved.shmstress}, "
+                       f"this is {ours}: it goes on, but may take other executions than an "
+                       "uninterrupted run would (delete it to start over)")
     checkpoint.log(f"resumed from checkpoint {checkpoint.path} at execution {done + 1:,} "
                    f"({done:,} done)" if saved.ending is None else
                    f"ended before ({done:,} executions): result read from checkpoint "
@@ -151,7 +156,7 @@ def _search(spec: PlainSpec, exploration: Exploration, saved: Saved,
         if checkpoint is not None and resumed:
             _check_code(checkpoint, saved, session.sources)
         elif checkpoint is not None:
-            saved.sources = session.sources
+            saved.sources, saved.shmstress = session.sources, shmstress_code()
         while tally.executions < exploration.executions:
             if saver is not None:
                 if interrupt.fired:

@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from shmstress.core.files import write_text_atomically
-from shmstress.core.provenance import git_commit, package_version
+from shmstress.core.provenance import shmstress_code
 from shmstress.plain.checkpoint import CheckpointError
 
 FORMAT = 1
@@ -68,7 +68,7 @@ class SuiteDirectory:
         another shmstress wrote it (its checkpoints may then take other executions)."""
         manifest = self.path / MANIFEST
         mine = {"format": FORMAT, "options": _plain(asdict(options)),  # type: ignore[call-overload]
-                "code": _code()}
+                "code": shmstress_code()}
         try:
             theirs = json.loads(manifest.read_text())
         except FileNotFoundError:
@@ -128,12 +128,6 @@ class SuiteDirectory:
             raise CheckpointError(f"trial result {path} is not this trial's: delete it to "
                                   "run the trial again")
         return data["kind"], data["result"]
-
-
-def _code() -> str:
-    """This shmstress: its version, and its git commit when it runs from a checkout."""
-    commit = git_commit(Path(__file__).parent)
-    return package_version() + (f" ({commit[:12]})" if commit else "")
 
 
 def _task(task: Task) -> dict[str, Any]:
