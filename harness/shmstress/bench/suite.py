@@ -505,6 +505,13 @@ def _render_rates(report: BenchReport) -> list[str]:
         "(all invariants, keep going; ratio to no noise):",
     ]
     for r in report.rates:
+        if not any(count for _, count in r.counts):
+            lines.append(
+                f"  {r.variant:18} no root-cause violation past start-up in any mode "
+                f"({', '.join(mode for mode, _ in r.counts)}; {r.seconds:,.1f} s each): no "
+                "ratio; this measure says nothing of the target (its race may show only at "
+                "rest or in the start-up transient)")
+            continue
         bound = ">=" if r.quiet == 0 else ""
         cells = []
         for mode, count in r.counts:
