@@ -63,6 +63,7 @@ G_HOST_EXIT = 10  # tells the host to leave instead of running another execution
 G_STEP_LIMIT = 11  # no step at or past it is granted
 G_SEGMENTS = 12  # named shared-memory segments in the segment table
 G_HOST_SEGMENTS = 13  # ... of which the first ones were created at import, in the host
+G_NAMES = 14  # entries of the name table
 _GLOBALS = 16
 MAX_SEGMENTS = 256
 
@@ -70,6 +71,12 @@ MAX_SEGMENTS = 256
 S_NAME = 0  # string id of its name
 S_UNLINKED = 1
 S_STRIDE = 2
+
+# the name table: an object the OS knows by a name (a segment) -> the name its steps use
+N_OS = 0  # string id of the OS name
+N_LABEL = 1  # string id of the name its steps use
+N_STRIDE = 2
+MAX_NAMES = 512
 
 FAILURE_BYTES = 16384
 
@@ -124,6 +131,7 @@ class Board:
     step_time: SharedArray  # monotonic ns at which the process took the step
     failure: SharedArray
     segments: SharedArray
+    names: SharedArray
     grants: list[MpSemaphore]
     step_lock: MpLock  # free mode: held from a point to the next one
     report: MpSemaphore
@@ -155,6 +163,7 @@ class Board:
             step_time=array("step_time", steps),
             failure=array("failure", FAILURE_BYTES // 8),
             segments=array("segments", MAX_SEGMENTS * S_STRIDE),
+            names=array("names", MAX_NAMES * N_STRIDE),
             grants=[sync.semaphore() for _ in range(max_slots)],
             step_lock=sync.lock(),
             report=sync.semaphore(),

@@ -27,13 +27,18 @@ from shmstress.plain.board import (
     G_FAIL_STEP,
     G_FAILED,
     G_HOST_SEGMENTS,
+    G_NAMES,
     G_OBJECTS,
     G_SEED,
     G_SEGMENTS,
     G_SLOTS,
     G_STEP,
     G_WAKE,
+    MAX_NAMES,
     MAX_SEGMENTS,
+    N_LABEL,
+    N_OS,
+    N_STRIDE,
     NOBODY,
     O_FAMILY,
     O_KIND,
@@ -333,6 +338,26 @@ class PlainRuntime:
         objects[obj * O_STRIDE + O_OWNER] = NOBODY
         globals_[G_OBJECTS] = obj + 1
         return obj, name
+
+    def known_as(self, os_name: str, word: str) -> str:
+        """What the steps call an object the OS knows by ``os_name`` (a segment): the name
+        given where the run first met that name, else a new one from the caller's variable
+        (``inferred_name``). An OS name may hold a pid or a random part, which differ in a
+        replay; the name a schedule uses must not, so an object is known by where the run
+        made (or first met) it, and every process that opens the same OS name later uses
+        the same name (numbered apart by ``new_object`` as any other repeat)."""
+        names = self.board.names.mv
+        ident = self.recorder.intern(os_name)
+        count = int(self._globals[G_NAMES])
+        for index in range(count):
+            if names[index * N_STRIDE + N_OS] == ident:
+                return self.name_of(int(names[index * N_STRIDE + N_LABEL]))
+        label = inferred_name(_user_frame(sys._getframe(1)), word)
+        if count < MAX_NAMES:  # past it, an OS name met again is named afresh
+            names[count * N_STRIDE + N_OS] = ident
+            names[count * N_STRIDE + N_LABEL] = self.recorder.intern(label)
+            self._globals[G_NAMES] = count + 1
+        return label
 
     def new_slot(self, word: str) -> tuple[int, str]:
         """The slot of a process about to be started, parked at its first point."""

@@ -37,9 +37,9 @@ class SharedMemory(shared_memory.SharedMemory):
                 self.close()
                 super().unlink()
                 raise
-        # a name the code chose is stable; one made up for it is random, so then its variable
+        os_name: str = self._name  # type: ignore[attr-defined]
         _, self._shm_label = runtime.new_object(Kind.VALUE, "segment",
-                                                self.name if name is not None else None)
+                                                runtime.known_as(os_name, "segment"))
         if self.size:
             mapping = getattr(self, "_mmap")  # noqa: B009 - private in the stubs
             runtime.register_buffer(ctypes.addressof(ctypes.c_char.from_buffer(mapping)),
