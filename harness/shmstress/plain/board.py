@@ -64,7 +64,9 @@ G_STEP_LIMIT = 11  # no step at or past it is granted
 G_SEGMENTS = 12  # named shared-memory segments in the segment table
 G_HOST_SEGMENTS = 13  # ... of which the first ones were created at import, in the host
 G_NAMES = 14  # entries of the name table
-_GLOBALS = 16
+G_GAPS = 15  # entries of the gap table: what the self-check saw outside control
+G_SCAN_MAPS = 16  # the self-check reads each process's mappings in this execution
+_GLOBALS = 24
 MAX_SEGMENTS = 256
 
 # per-segment fields: every named segment the scenario creates, to unlink when it is done
@@ -77,6 +79,15 @@ N_OS = 0  # string id of the OS name
 N_LABEL = 1  # string id of the name its steps use
 N_STRIDE = 2
 MAX_NAMES = 512
+
+# the gap table (``plain.selfcheck``): one row for each thing seen outside control
+GAP_KIND = 0  # selfcheck.Gap
+GAP_SLOT = 1  # the process that saw it
+GAP_WHAT = 2  # string id: the memory, the mapping, the thread
+GAP_FROM = 3  # label id of the point before (where the step that did it began), or 0
+GAP_TO = 4  # label id of the point after (where it was seen), or 0
+GAP_STRIDE = 5
+MAX_GAPS = 64
 
 FAILURE_BYTES = 16384
 
@@ -132,6 +143,8 @@ class Board:
     failure: SharedArray
     segments: SharedArray
     names: SharedArray
+    digests: SharedArray  # a checksum of each watched buffer, as the last step left it
+    gaps: SharedArray
     grants: list[MpSemaphore]
     step_lock: MpLock  # free mode: held from a point to the next one
     report: MpSemaphore
@@ -164,6 +177,8 @@ class Board:
             failure=array("failure", FAILURE_BYTES // 8),
             segments=array("segments", MAX_SEGMENTS * S_STRIDE),
             names=array("names", MAX_NAMES * N_STRIDE),
+            digests=array("digests", max_objects + MAX_NAMES),
+            gaps=array("gaps", MAX_GAPS * GAP_STRIDE),
             grants=[sync.semaphore() for _ in range(max_slots)],
             step_lock=sync.lock(),
             report=sync.semaphore(),

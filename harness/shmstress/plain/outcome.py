@@ -80,6 +80,7 @@ class PlainOutcome:
     clock: tuple[int, int] = (0, 0)  # (monotonic ns, wall ns) read together at its start
     failure: PlainFailure | None = None
     divergence: ScheduleDiverged | None = None
+    uncontrolled: tuple[str, ...] = ()  # what the self-check saw outside control, a line each
 
     @property
     def failed(self) -> bool:

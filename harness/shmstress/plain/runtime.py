@@ -68,6 +68,7 @@ from shmstress.plain.board import (
     ValueKind,
     Wait,
 )
+from shmstress.plain.selfcheck import SelfCheck, writes
 from shmstress.plain.waits import wait_over
 from shmstress.record.recorder import Recorder
 
@@ -152,8 +153,12 @@ class PlainRuntime:
         self.free: FreeNoise | None = None  # free mode: no coordinator, a step lock
         self.holding = False  # free mode: this process holds the step lock
         self.shared_ranges: list[tuple[int, int]] = []  # [start, end) of shared buffers here
-        self.tracer: Callable[[], None] | None = None  # installs --trace in a new process
+        self.tracer: Callable[[], None] | None = None  # installs tracing in this process
+        self.exposed = False  # shared memory ordinary code can subscript exists here
+        self.tracing = False  # the tracer is installed in this process
+        self.check: SelfCheck | None = None  # the self-check, when it is on
         self._sites: dict[tuple[int, int, str], int] = {}
+        self._writing: dict[int, bool] = {}  # site id -> its step may write shared memory
         self._globals = board.globals.mv
         self._slots = board.slots.mv
 
@@ -177,6 +182,12 @@ class PlainRuntime:
         if globals_[G_ABORT]:
             raise self._aborted()
         ident = self._site_id(text)
+        check = self.check
+        if check is not None:
+            writing = self._writing.get(ident)
+            if writing is None:
+                writing = self._writing[ident] = writes(text)
+            check.at_point(slot, ident, writing)
         if self.free is not None:
             return self._free_step(ident, wait, obj, arg, timeout)
         timed = timeout is not None
@@ -268,6 +279,8 @@ class PlainRuntime:
         """What step ``step`` read or wrote (and at which index of an array)."""
         if step < 0:
             return
+        if self.check is not None and self.check.wrote:  # the write is done
+            self.check.settle()
         board = self.board
         kind, word = ValueKind.ABSENT, 0
         if isinstance(value, bool):
@@ -300,6 +313,11 @@ class PlainRuntime:
         self.yielded = 1
         self.point(text)
         self._let_go(True)
+
+    def uncontrolled_thread(self, name: str) -> None:
+        """The process starts a thread: the self-check's gap, at the caller's line."""
+        if self.check is not None:
+            self.check.thread_started(self.slot, name, self._site_id(f"start thread {name}"))
 
     def _site_id(self, text: str) -> int:
         frame = _user_frame(sys._getframe(2))
@@ -339,25 +357,27 @@ class PlainRuntime:
         globals_[G_OBJECTS] = obj + 1
         return obj, name
 
-    def known_as(self, os_name: str, word: str) -> str:
+    def known_as(self, os_name: str, word: str) -> tuple[int, str]:
         """What the steps call an object the OS knows by ``os_name`` (a segment): the name
         given where the run first met that name, else a new one from the caller's variable
         (``inferred_name``). An OS name may hold a pid or a random part, which differ in a
         replay; the name a schedule uses must not, so an object is known by where the run
         made (or first met) it, and every process that opens the same OS name later uses
-        the same name (numbered apart by ``new_object`` as any other repeat)."""
+        the same name (numbered apart by ``new_object`` as any other repeat). Also returns
+        the name's entry in the table (-1 when the table is full)."""
         names = self.board.names.mv
         ident = self.recorder.intern(os_name)
         count = int(self._globals[G_NAMES])
         for index in range(count):
             if names[index * N_STRIDE + N_OS] == ident:
-                return self.name_of(int(names[index * N_STRIDE + N_LABEL]))
+                return index, self.name_of(int(names[index * N_STRIDE + N_LABEL]))
         label = inferred_name(_user_frame(sys._getframe(1)), word)
-        if count < MAX_NAMES:  # past it, an OS name met again is named afresh
-            names[count * N_STRIDE + N_OS] = ident
-            names[count * N_STRIDE + N_LABEL] = self.recorder.intern(label)
-            self._globals[G_NAMES] = count + 1
-        return label
+        if count >= MAX_NAMES:  # past it, an OS name met again is named afresh
+            return -1, label
+        names[count * N_STRIDE + N_OS] = ident
+        names[count * N_STRIDE + N_LABEL] = self.recorder.intern(label)
+        self._globals[G_NAMES] = count + 1
+        return count, label
 
     def new_slot(self, word: str) -> tuple[int, str]:
         """The slot of a process about to be started, parked at its first point."""
@@ -403,8 +423,9 @@ class PlainRuntime:
                             NOBODY, 0, None)
         else:
             self._granted()
-        if self.tracer is not None:
-            self.tracer()
+        self.tracing = False  # a process starts untraced; its parent's settrace is gone
+        if self.exposed:
+            self.expose()
 
     def fail(self, text: str) -> None:
         """The process raised: the execution's failure (the first one counts)."""
@@ -418,6 +439,8 @@ class PlainRuntime:
         """The process is done: joiners may go on; the coordinator hears of it."""
         if self.slot == NOBODY:
             return
+        if self.check is not None and not self._globals[G_ABORT]:
+            self.check.at_end(self.slot, self.shared_ranges)
         base = self.slot * P_STRIDE
         self._slots[base + P_EXITCODE] = exitcode
         self._slots[base + P_STATE] = State.FINISHED
@@ -428,11 +451,45 @@ class PlainRuntime:
             self.board.report.release()
 
     # -- shared memory ------------------------------------------------------------------------
-    def register_buffer(self, address: int, size: int) -> None:
-        """A shared buffer mapped in this process (and in the processes it forks after)."""
+    def expose(self) -> None:
+        r"""Ordinary code can now reach shared memory through a buffer (a segment, a raw
+        ``Array``, an ``mmap``): from here on, in this process and the ones it starts,
+        the traced code's subscripts and lines that use such memory are points. Tracing
+        costs every call a trace hook (a quarter to a half of the steps/s), so code that
+        shares only ``Value``\ s and locks, whose every access is a point already, is
+        not traced at all."""
+        self.exposed = True
+        if self.scheduled and not self.tracing and self.tracer is not None:
+            self.tracing = True
+            self.tracer()
+
+    def register_buffer(self, address: int, size: int, memory: int = -1,
+                        name: str = "", exposed: bool = True) -> None:
+        """A shared buffer mapped in this process (and in the processes it forks after).
+        ``memory`` is where the self-check keeps its checksum (``memory_of``), the same in
+        every process that maps it; -1: it is not checked. ``exposed``: ordinary code
+        reaches it by subscript (not a ``Value``, whose accesses are points themselves)."""
+        if exposed:
+            self.expose()
         self.shared_ranges.append((address, address + size))
         if not self.scheduled:
             self.manifest.add(address, size)
+        if self.check is not None:
+            self.check.watch(address, size, memory, name)
+
+    def unregister_buffer(self, address: int) -> None:
+        """The buffer at ``address`` is unmapped here: no longer shared, nor checked."""
+        self.shared_ranges = [r for r in self.shared_ranges if r[0] != address]
+        if self.check is not None:
+            self.check.forget(address)
+
+    def memory_of(self, obj: int = NOBODY, name: int = -1) -> int:
+        """Where the checksum of a buffer lives: by its object row (a ``Value``, made once
+        and inherited), or by its entry in the name table (a segment every process opens
+        by name)."""
+        if name >= 0:
+            return self.board.max_objects + name
+        return obj
 
     def is_shared(self, start: int, end: int) -> bool:
         return any(start < high and low < end for low, high in self.shared_ranges)
