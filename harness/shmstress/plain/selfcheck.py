@@ -171,7 +171,8 @@ class SelfCheck:
         if not self.board.globals.mv[G_SCAN_MAPS]:
             return
         for start, end, path, inode in shared_mappings():
-            if inode in self.own or any(start <= low < end for low, _ in ranges):
+            if inode in self.own or any(start <= low < end for low, _ in ranges) \
+                    or os.path.basename(path).startswith("sem."):  # a POSIX semaphore's
                 continue
             where = path or f"anonymous memory at {start:#x}"
             self.record(Gap.MAPPING, slot, self.recorder.intern(where), 0, 0)
