@@ -140,6 +140,7 @@ class Board:
     step_value: SharedArray  # what a read saw or a write stored (see step_kind)
     step_kind: SharedArray  # ValueKind of step_value
     step_time: SharedArray  # monotonic ns at which the process took the step
+    step_loose: SharedArray  # free mode: after the step, code outside control ran unlocked
     failure: SharedArray
     segments: SharedArray
     names: SharedArray
@@ -174,6 +175,7 @@ class Board:
             step_value=array("step_value", steps),
             step_kind=array("step_kind", steps),
             step_time=array("step_time", steps),
+            step_loose=array("step_loose", steps),
             failure=array("failure", FAILURE_BYTES // 8),
             segments=array("segments", MAX_SEGMENTS * S_STRIDE),
             names=array("names", MAX_NAMES * N_STRIDE),
@@ -209,6 +211,7 @@ class Board:
         self.step_index.mv[step] = -1
         self.step_kind.mv[step] = ValueKind.ABSENT
         self.step_time.mv[step] = t_ns
+        self.step_loose.mv[step] = 0
         self.globals.mv[G_STEP] = step + 1
         return step
 

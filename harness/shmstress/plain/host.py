@@ -144,7 +144,7 @@ def host_main(
         install(runtime)
         for module in _WARM:  # imported once here, not again in every execution
             importlib.import_module(module)
-        if trace:  # --trace's module is imported only here: it needs numpy, a host may not
+        if trace or runtime.free is not None:  # free mode's step lock needs the call hook
             from shmstress.plain.trace import Tracer, trace_roots
 
             runtime.tracer = Tracer(runtime, trace_roots(trace)).install

@@ -513,12 +513,14 @@ class PlainSession:
         values = board.step_value.np[:count].tolist()
         kinds = board.step_kind.np[:count].tolist()
         times = board.step_time.np[:count].tolist()
+        loose = board.step_loose.np[:count].tolist()
         out = []
-        for label, worker, index, word, kind, t_ns in zip(labels, workers, indexes, values,
-                                                          kinds, times, strict=True):
+        for label, worker, index, word, kind, t_ns, unlocked in zip(
+                labels, workers, indexes, values, kinds, times, loose, strict=True):
             site = self.label(label)
             out.append(PlainStep(worker, site.text, site.file, site.line, index,
-                                 _decoded(kind, word), kind != ValueKind.ABSENT, t_ns))
+                                 _decoded(kind, word), kind != ValueKind.ABSENT, t_ns,
+                                 bool(unlocked)))
         return tuple(out)
 
     def _gaps(self) -> tuple[str, ...]:
@@ -530,8 +532,10 @@ class PlainSession:
             kind, slot, what, since, site = (
                 int(value) for value in gaps[index * GAP_STRIDE: (index + 1) * GAP_STRIDE])
             who, name = self.who(slot), self.text(what)
-            if kind == Gap.WRITE:
-                lines.append(f"{who} changed {name} with no step that writes it, "
+            if kind == Gap.WRITE:  # in free mode another process may have made it
+                did = f"{name} changed, seen by {who}," if self.spec.free else \
+                    f"{who} changed {name}"
+                lines.append(f"{did} with no step that writes it, "
                              f"{self._between(since, site)}: code shmstress does not see "
                              "wrote it (a C call, ctypes, a module not traced: --trace it)")
             elif kind == Gap.MAPPING:

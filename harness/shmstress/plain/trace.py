@@ -34,7 +34,7 @@ from pathlib import Path
 from typing import Any
 
 from shmstress.core.errors import ScenarioError
-from shmstress.plain.runtime import PlainRuntime
+from shmstress.plain.runtime import PlainRuntime, plumbing
 
 PLUMBING = True
 
@@ -265,6 +265,8 @@ class Tracer:
         self._plans: dict[types.CodeType, CodePlan | None] = {}
         self._skip = (os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
                       os.path.dirname(os.path.abspath(dis.__file__)) + os.sep + "multiprocessing")
+        self._stdlib = os.path.dirname(os.path.abspath(dis.__file__)) + os.sep
+        self._foreign_files: dict[str, bool] = {}
 
     def install(self) -> None:
         """Trace every call from now on, and the traced frames already running (the
@@ -277,6 +279,18 @@ class Tracer:
                 frame.f_trace = self._local(code_plan)
                 frame.f_trace_opcodes = bool(code_plan.subscripts)
             frame = frame.f_back  # type: ignore[assignment]
+
+    def _foreign(self, code: types.CodeType) -> bool:
+        """Untraced code that is neither shmstress's, nor ``multiprocessing``'s, nor the
+        standard library's: a library's, whose shared accesses are no steps."""
+        filename = code.co_filename
+        foreign = self._foreign_files.get(filename)
+        if foreign is None:
+            path = os.path.abspath(filename)
+            foreign = self._foreign_files[filename] = not (
+                filename.startswith("<") or path.startswith(self._skip)
+                or (path.startswith(self._stdlib) and "-packages" + os.sep not in path))
+        return foreign
 
     def traced(self, filename: str) -> bool:
         """Is the code in ``filename`` traced: under a root, not shmstress's or
@@ -304,7 +318,15 @@ class Tracer:
         return found  # type: ignore[return-value]
 
     def _call(self, frame: types.FrameType, event: str, arg: object) -> Callable[..., Any] | None:
+        runtime = self._runtime
         code_plan = self._plan(frame.f_code)
+        if runtime.free is not None:
+            caller = frame.f_back
+            if caller is not None and not plumbing(caller):  # the program calls: it runs
+                runtime.step_done()
+                if code_plan is None and self._foreign(frame.f_code):
+                    runtime.ran_loose()
+                    runtime.at_library_door()
         if code_plan is None or not (code_plan.subscripts or code_plan.lines):
             return None
         frame.f_trace_opcodes = bool(code_plan.subscripts)  # opcodes cost: only if needed
@@ -326,10 +348,11 @@ class Tracer:
                 used[0] = False  # the line the step stands for is over: so is its leave
                 if check.wrote:
                     check.settle()
+            if written:
+                step, container, key = written.pop()
+                runtime.note(step, _element(container, key), _index(key))
+            runtime.step_done()  # free mode: the access is over (a no-op otherwise)
             if event == "opcode":
-                if written:
-                    step, container, key = written.pop()
-                    runtime.note(step, _element(container, key), _index(key))
                 access = subscripts.get(frame.f_lasti)
                 if access is not None:
                     container = resolve(frame, access.container)

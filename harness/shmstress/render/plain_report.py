@@ -147,7 +147,20 @@ def outcome_lines(outcome: PlainOutcome) -> list[str]:
     if failure.end is PlainEnd.FAILED and failure.details:
         lines.append(f"  {outcome.who(failure.worker)} raised, after step {failure.step - 1}:")
         lines += [f"    {line}" for line in _traceback_tail(failure.details)]
+    lines += loose_lines(outcome.loose)
     return lines
+
+
+def loose_lines(loose: tuple[int, ...]) -> list[str]:
+    """What a free run's replay cannot promise: the steps after which code with no points
+    (a library's) ran beside the other processes."""
+    if not loose:
+        return []
+    shown = ", ".join(str(step) for step in loose[:8]) + (", ..." if len(loose) > 8 else "")
+    return [f"  not guaranteed on replay: after {counted(len(loose), 'step')} ({shown}) code "
+            "with no points (a library's, not traced) ran beside the other processes; a "
+            "replay takes every step in this order, but that code then runs between them, "
+            "not beside them (trace it: --trace, and a controlled search orders it too)"]
 
 
 def _ends(ends: dict[str, int]) -> str:
