@@ -30,7 +30,10 @@ def test_arena_names_segments_after_owner_and_unlinks_them() -> None:
         assert a.np[3] == 42
         assert b.np.sum() == 0
         names = [s.name for s in arena.segments]
-        assert names == [segment_name(os.getpid(), 0), segment_name(os.getpid(), 1)]
+        tokens = [name.split("-")[3] for name in names]  # fresh for each name: unguessable
+        assert names == [segment_name(os.getpid(), index, random_part=token)
+                         for index, token in enumerate(tokens)]
+        assert len(set(tokens)) == 2 and all(len(token) == 16 for token in tokens)
         assert all((SHM_DIR / n).exists() for n in names)
     assert not any((SHM_DIR / n).exists() for n in names)
 

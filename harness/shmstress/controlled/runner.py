@@ -36,7 +36,7 @@ from shmstress.plugin.wording import declares_accesses
 def prepare(config: RunConfig) -> tuple[RunConfig, type[Tracker], tuple[WorkerInfo, ...]]:
     """Load and check the tracker, resolve the config, and number the workers."""
     tracker_cls = registry.load(config.tracker)
-    config = resolve(config, tracker_cls)
+    config = resolve(config, tracker_cls, tape=False)
     assert config.variant is not None
     probe(tracker_cls, config.variant, config.params, config.counts,
           strict=True, origin=f"tracker {config.tracker}")

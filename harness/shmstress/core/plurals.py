@@ -1,4 +1,4 @@
-"""Counted nouns in the text the harness prints, kept light so any module may import it."""
+"""Counted nouns and sizes in the text the harness prints, light enough for any module."""
 
 from __future__ import annotations
 
@@ -6,3 +6,13 @@ from __future__ import annotations
 def counted(n: int, noun: str) -> str:
     """``1 trial``, ``2 trials``."""
     return f"{n} {noun}{'' if n == 1 else 's'}"
+
+
+def sized(nbytes: int) -> str:
+    """``512 bytes``, ``1.5 MiB``: a size in the largest binary unit it has one of."""
+    value = float(nbytes)
+    for unit in ("bytes", "KiB", "MiB", "GiB"):
+        if value < 1024:
+            return f"{value:,.0f} {unit}" if unit == "bytes" else f"{value:,.1f} {unit}"
+        value /= 1024
+    return f"{value:,.1f} TiB"

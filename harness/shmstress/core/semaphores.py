@@ -16,17 +16,19 @@ from __future__ import annotations
 import contextlib
 import importlib
 import multiprocessing
-import os
 from collections.abc import Sequence
 from multiprocessing.synchronize import Lock as MpLock
 from multiprocessing.synchronize import Semaphore as MpSemaphore
 from typing import Any, Protocol, TypeVar
 
+from shmstress.core.unguessable import create_unguessable
+
 _MP: Any = importlib.import_module("_multiprocessing")  # SemLock, sem_unlink
 _SEMAPHORE = 1  # multiprocessing.synchronize.SEMAPHORE, the kind of Lock and Semaphore both
 SEMAPHORE_PREFIX = "shmstress-"
 """``/dev/shm/sem.shmstress-<pid>-<start>-sem-<token>-<n>``: the owner's pid and start time,
-as in segment names, so a sweeper finds those of a coordinator that is gone."""
+as in segment names, so a sweeper finds those of a coordinator that is gone; ``<token>`` is
+fresh for each semaphore (``core.unguessable``), so no one can take the next name first."""
 _T = TypeVar("_T", MpLock, MpSemaphore)
 _FORK = multiprocessing.get_context("fork")
 
@@ -60,13 +62,17 @@ class NamedSemaphores:
     """Semaphores under names of their own (``names``, in the order they were made)."""
 
     def __init__(self, owner_pid: int, owner_started: int | None) -> None:
-        self._prefix = (f"/{SEMAPHORE_PREFIX}{owner_pid}-{owner_started or 0}-sem-"
-                        f"{os.urandom(4).hex()}-")
+        self._prefix = f"/{SEMAPHORE_PREFIX}{owner_pid}-{owner_started or 0}-sem-"
         self.names: list[str] = []
 
     def _make(self, cls: type[_T], value: int, maxvalue: int) -> _T:
-        name = f"{self._prefix}{len(self.names)}"
-        raw = _MP.SemLock(_SEMAPHORE, value, maxvalue, name, False)
+        index = len(self.names)
+
+        def create(name: str) -> tuple[str, object]:
+            return name, _MP.SemLock(_SEMAPHORE, value, maxvalue, name, False)
+
+        name, raw = create_unguessable(create, lambda token: f"{self._prefix}{token}-{index}",
+                                       f"a named semaphore {self._prefix}<token>-{index}")
         self.names.append(name)
         return _wrap(cls, raw)
 

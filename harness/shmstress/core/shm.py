@@ -3,11 +3,32 @@
 Segments are plain files in ``/dev/shm`` mapped with ``mmap``. We do not use
 ``multiprocessing.shared_memory`` because on Python < 3.13 it registers every
 segment with the resource tracker, which starts an extra helper process that
-outlives a test and unlinks segments behind our back. Names follow
-``shmstress-<ownerpid>-<start>-<n>`` so a sweeper can find segments whose owner died:
-``<start>`` is when the owner started (clock ticks since boot, as /proc says), so a
-segment whose pid now belongs to an unrelated process, started later, is stale too.
-Names of earlier releases, ``shmstress-<ownerpid>-<n>``, are still read (by pid alone).
+outlives a test and unlinks segments behind our back.
+
+Names, in ``/dev/shm`` (or ``$SHMSTRESS_SHM_DIR``):
+
+- a segment: ``shmstress-<pid>-<start>-<token>-<n>``, the ``n``-th of its arena;
+- a run's list of the segments its code under test created (``CreatedSegments``):
+  ``shmstress-<pid>-<start>-<token>-created``;
+- a named semaphore (``core.semaphores``): ``sem.shmstress-<pid>-<start>-sem-<token>-<n>``.
+
+``<pid>`` is the owner's, so a sweeper can find what a coordinator that died left;
+``<start>`` is when the owner started (clock ticks since boot, as /proc says; 0 when it
+could not be read), so a name whose pid now belongs to an unrelated process, started
+later, is stale too. ``<token>`` is 16 random hex digits, fresh for each name
+(``core.unguessable``): pid and start time are public, and a name another user could
+compute ahead could be squatted (the run's create fails) or planted as a symlink. Names of
+earlier releases, ``shmstress-<pid>-<start>-<n>``, ``shmstress-<pid>-<n>`` and
+``shmstress-<pid>-<start>-created``, are still read.
+
+A segment's whole size is reserved when it is created (``posix_fallocate``): a file
+system too full to hold it refuses the run there, in one line, instead of a worker dying
+of SIGBUS at its first write to a page the file system cannot give.
+
+The sweeper trusts only what is ours: a list or a segment is read, or unlinked, only if
+it is a regular file owned by this user (as root: by root), looked at without following
+a symlink. /dev/shm is sticky, so once we have seen a file of ours under a name, no other
+user can put something else under it before we unlink it.
 
 Workers are forked after every array is allocated, so they inherit the
 mappings; nothing is attached by name on the hot path. A process started afresh
@@ -23,22 +44,26 @@ from __future__ import annotations
 
 import array
 import contextlib
+import errno
 import functools
 import mmap
 import os
 import re
+import stat
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from shmstress.core.errors import ArenaFrozenError, SegmentError
+from shmstress.core.plurals import sized
 from shmstress.core.semaphores import (
     ForkSemaphores,
     NamedSemaphores,
     OpenedSemaphores,
     Semaphores,
 )
+from shmstress.core.unguessable import create_unguessable, token
 
 if TYPE_CHECKING:
     import numpy as np
@@ -48,9 +73,11 @@ SHM_DIR = Path(os.environ.get(SHM_DIR_ENV) or "/dev/shm")
 """Where segments live: /dev/shm, or a directory on a tmpfs named by ``$SHMSTRESS_SHM_DIR``
 (read at import), which keeps a run out of sight of every other run's sweeper."""
 SEGMENT_PREFIX = "shmstress-"
-_SEGMENT_RE = re.compile(r"^shmstress-(\d+)(?:-(\d+))?-(\d+)$")  # pid, [start,] index
+_SEGMENT_RE = re.compile(r"^shmstress-(\d+)-(\d+)-[0-9a-f]{16}-(\d+)$")  # pid, start, n
+_OLD_SEGMENT_RE = re.compile(r"^shmstress-(\d+)(?:-(\d+))?-(\d+)$")  # pid, [start,] n
 _ALIGN = 64
 _DEFAULT_SEGMENT_BYTES = 1 << 20
+_FILL_CHUNK = 1 << 20  # zeros written at a time where the file system cannot fallocate
 _CLOSED_VIEW = memoryview(b"").cast("q")
 _CLOSED_BYTES = memoryview(b"")
 
@@ -66,14 +93,48 @@ def start_time(pid: int) -> int | None:
         return None
 
 
-def segment_name(owner_pid: int, index: int, started: int | None = None) -> str:
-    """``shmstress-<pid>-<start>-<index>``; ``started`` defaults to the owner's start time
-    (a name without it, the old form, if the owner is gone)."""
+def segment_name(owner_pid: int, index: int, started: int | None = None,
+                 random_part: str | None = None) -> str:
+    """``shmstress-<pid>-<start>-<token>-<index>``; ``started`` defaults to the owner's start
+    time (0 if the owner is gone), ``random_part`` to a fresh token."""
     if started is None:
         started = start_time(owner_pid)
-    if started is None:
-        return f"{SEGMENT_PREFIX}{owner_pid}-{index}"
-    return f"{SEGMENT_PREFIX}{owner_pid}-{started}-{index}"
+    return (f"{SEGMENT_PREFIX}{owner_pid}-{started or 0}-"
+            f"{random_part if random_part is not None else token()}-{index}")
+
+
+def is_ours(st: os.stat_result) -> bool:
+    """A regular file of this user (as root: of root), with no second name (a hard link
+    another user made to a file of ours is not a file we made under that name)."""
+    return stat.S_ISREG(st.st_mode) and st.st_uid == os.geteuid() and st.st_nlink == 1
+
+
+def open_ours(path: Path, flags: int) -> int:
+    """A descriptor of ``path``, which must be ``is_ours``: opened without following a
+    symlink or blocking on a FIFO, and checked once open (what is checked is what is
+    open). Raises OSError, PermissionError for a file that is not ours."""
+    fd = os.open(path, flags | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_NOCTTY | os.O_CLOEXEC)
+    try:
+        if not is_ours(os.fstat(fd)):
+            raise PermissionError(errno.EPERM, f"not a regular file of uid {os.geteuid()}",
+                                  str(path))
+    except BaseException:
+        os.close(fd)
+        raise
+    return fd
+
+
+def unlink_ours(path: Path) -> bool:
+    """Unlink ``path`` if it is ``is_ours`` (looked at with lstat: a symlink is not
+    followed, and is not ours); whether it was. In a sticky directory (/dev/shm) no other
+    user can swap the name between the look and the unlink."""
+    try:
+        if not is_ours(os.lstat(path)):
+            return False
+        os.unlink(path)
+    except OSError:
+        return False
+    return True
 
 
 @dataclass
@@ -86,28 +147,33 @@ class Segment:
 
     @classmethod
     def create(cls, name: str, size: int) -> Segment:
+        """A new segment of ``size`` bytes, all of them reserved; FileExistsError if
+        ``name`` is taken (by anything, a symlink too), SegmentError for anything else."""
         path = SHM_DIR / name
         try:
-            fd = os.open(path, os.O_CREAT | os.O_EXCL | os.O_RDWR, 0o600)
+            fd = os.open(path, os.O_CREAT | os.O_EXCL | os.O_RDWR | os.O_NOFOLLOW | os.O_CLOEXEC,
+                         0o600)
+        except FileExistsError:
+            raise
         except OSError as exc:
             raise SegmentError(f"cannot create shared memory segment {path}: {exc}") from exc
         try:
-            os.ftruncate(fd, size)
+            _reserve(fd, size)
             mapping = mmap.mmap(fd, size)
         except OSError as exc:
-            os.close(fd)
             with contextlib.suppress(FileNotFoundError):
                 os.unlink(path)
-            raise SegmentError(f"cannot size or map segment {path} ({size} bytes): {exc}") from exc
-        os.close(fd)
+            raise SegmentError(_no_room(path, size, exc)) from exc
+        finally:
+            os.close(fd)
         return cls(name=name, size=size, mapping=mapping)
 
     @classmethod
     def attach(cls, name: str, size: int) -> Segment:
-        """Map an existing segment (another process created it and still owns it)."""
+        """Map an existing segment (another process of ours created it and still owns it)."""
         path = SHM_DIR / name
         try:
-            fd = os.open(path, os.O_RDWR)
+            fd = open_ours(path, os.O_RDWR)
         except OSError as exc:
             raise SegmentError(f"cannot open shared memory segment {path}: {exc}") from exc
         try:
@@ -121,6 +187,69 @@ class Segment:
     def unlink(self) -> None:
         with contextlib.suppress(FileNotFoundError):
             os.unlink(SHM_DIR / self.name)
+
+
+def _reserve(fd: int, size: int) -> None:
+    """Give the file ``size`` bytes the file system has set aside: a page of a sparse file
+    is allocated at its first write, and one the file system cannot give kills the writer
+    with SIGBUS. tmpfs supports fallocate; where a file system does not (and the C library
+    does not emulate it), the zeros are written."""
+    try:
+        os.posix_fallocate(fd, 0, size)
+        return
+    except OSError as exc:
+        if exc.errno not in (errno.EOPNOTSUPP, errno.EINVAL, errno.ENOSYS):
+            raise
+    os.ftruncate(fd, size)
+    zeros = memoryview(bytes(min(size, _FILL_CHUNK)))
+    offset = 0
+    while offset < size:  # a write cut short by a full disk is followed by ENOSPC
+        offset += os.pwrite(fd, zeros[: size - offset], offset)
+
+
+def _no_room(path: Path, size: int, exc: OSError) -> str:
+    """The line for a segment that could not be sized or mapped: for a full file system,
+    how full, and what to do."""
+    if exc.errno not in (errno.ENOSPC, errno.ENOMEM):
+        return f"cannot size or map segment {path} ({size} bytes): {exc}"
+    try:
+        fs = os.statvfs(path.parent)
+        room = (f" ({sized(fs.f_bavail * fs.f_frsize)} free of "
+                f"{sized(fs.f_blocks * fs.f_frsize)})")
+    except OSError:
+        room = ""
+    return (f"no room for a {sized(size)} shared memory segment in {path.parent}{room}: "
+            f"{exc.strerror}; free some, or set ${SHM_DIR_ENV} to a larger tmpfs")
+
+
+def _aligned(nbytes: int) -> int:
+    return (nbytes + _ALIGN - 1) // _ALIGN * _ALIGN
+
+
+def _new_segment_size(last: int | None, offset: int, nbytes: int,
+                      segment_bytes: int) -> int | None:
+    """The size of the segment an array of ``nbytes`` needs, None if it fits in the last
+    one (``last`` bytes, ``offset`` of them used): the rule ``Arena`` allocates by, and
+    ``segment_bytes_for`` predicts with."""
+    if last is not None and offset + nbytes <= last:
+        return None
+    return max(segment_bytes, _aligned(nbytes))
+
+
+def segment_bytes_for(lengths: Iterable[int],
+                      segment_bytes: int = _DEFAULT_SEGMENT_BYTES) -> int:
+    """The bytes of the segments an arena creates for arrays of ``lengths`` int64 values,
+    allocated in that order: what a run reserves in the segment directory for them."""
+    sizes: list[int] = []
+    offset = 0
+    for length in lengths:
+        size = _new_segment_size(sizes[-1] if sizes else None, offset, length * 8,
+                                 segment_bytes)
+        if size is not None:
+            sizes.append(size)
+            offset = 0
+        offset += _aligned(length * 8)
+    return sum(sizes)
 
 
 class SharedArray:
@@ -240,10 +369,10 @@ class Arena:
         nbytes = length * 8
         segment = self._segment_with_room(nbytes)
         start = self._offset
-        self._offset = start + (nbytes + _ALIGN - 1) // _ALIGN * _ALIGN
+        self._offset = start + _aligned(nbytes)
         self._places[name] = (len(self.segments) - 1, start, nbytes)
         shared = SharedArray(name, memoryview(segment.mapping)[start : start + nbytes])
-        if fill:  # new segments are zero-filled by ftruncate; skip touching every page
+        if fill:  # new segments are zero-filled; skip touching every page
             shared.mv[:] = array.array("q", [fill]) * length
         self.arrays[name] = shared
         return shared
@@ -260,13 +389,17 @@ class Arena:
         return shared
 
     def _segment_with_room(self, nbytes: int) -> Segment:
-        if self.segments and self._offset + nbytes <= self.segments[-1].size:
+        size = _new_segment_size(self.segments[-1].size if self.segments else None,
+                                 self._offset, nbytes, self.segment_bytes)
+        if size is None:
             return self.segments[-1]
-        size = max(self.segment_bytes, (nbytes + _ALIGN - 1) // _ALIGN * _ALIGN)
         if self.owner_started is None:
             self.owner_started = start_time(self.owner_pid)
-        segment = Segment.create(
-            segment_name(self.owner_pid, len(self.segments), self.owner_started), size)
+        pid, started, index = self.owner_pid, self.owner_started, len(self.segments)
+        segment = create_unguessable(
+            lambda name: Segment.create(name, size),
+            lambda random_part: segment_name(pid, index, started, random_part),
+            f"a shared memory segment in {SHM_DIR}")
         self.segments.append(segment)
         self._offset = 0
         return segment
@@ -332,33 +465,40 @@ class Arena:
 
 
 def live_segments() -> list[str]:
-    """Names of every shmstress segment currently in /dev/shm."""
-    try:
-        return sorted(p.name for p in SHM_DIR.iterdir() if _SEGMENT_RE.match(p.name))
-    except FileNotFoundError:
-        return []
+    """Names of every shmstress segment currently in the segment directory."""
+    return [path.name for path in _named(SHM_DIR, _owner_of_segment)]
 
 
 def segment_owner(name: str) -> int:
     """The pid of the coordinator that created segment ``name``."""
-    match = _SEGMENT_RE.match(name)
-    if match is None:
-        raise ValueError(f"{name!r} is not a shmstress segment name")
-    return int(match.group(1))
+    return _segment_owner(name)[0]
 
 
 def segment_owner_started(name: str) -> int | None:
-    """The start time of segment ``name``'s owner, as its name keeps it (None: an old name)."""
-    match = _SEGMENT_RE.match(name)
-    if match is None:
+    """The start time of segment ``name``'s owner, as its name keeps it (None: an old name
+    without it, or 0, a start time that could not be read)."""
+    return _segment_owner(name)[1]
+
+
+def _segment_owner(name: str) -> tuple[int, int | None]:
+    owner = _owner_of_segment(name)
+    if owner is None:
         raise ValueError(f"{name!r} is not a shmstress segment name")
-    return int(match.group(2)) if match.group(2) is not None else None
+    return owner
+
+
+def _owner_of_segment(name: str) -> tuple[int, int | None] | None:
+    """(pid, start time or None) of a segment's name, in the current form or an older one."""
+    match = _SEGMENT_RE.match(name) or _OLD_SEGMENT_RE.match(name)
+    if match is None:
+        return None
+    return int(match.group(1)), int(match.group(2) or 0) or None
 
 
 def is_stale(name: str) -> bool:
     """Whether segment ``name``'s owner is gone: no process has its pid, or the process that
     has it now started at another time (the pid was reused by an unrelated process)."""
-    return _owner_gone(segment_owner(name), segment_owner_started(name))
+    return _owner_gone(*_segment_owner(name))
 
 
 def _owner_gone(pid: int, started: int | None) -> bool:
@@ -373,7 +513,7 @@ def _owner_gone(pid: int, started: int | None) -> bool:
 
 POSIX_SHM_DIR = Path("/dev/shm")
 """Where ``shm_open`` names live on Linux (the code under test's segments, not ours)."""
-_CREATED_RE = re.compile(r"^shmstress-(\d+)-(\d+)-created$")
+_CREATED_RE = re.compile(r"^shmstress-(\d+)-(\d+)(?:-[0-9a-f]{16})?-created$")  # pid, start
 _SEMAPHORE_RE = re.compile(r"^sem\.shmstress-(\d+)-(\d+)-sem-")  # core.semaphores' names
 
 
@@ -386,14 +526,35 @@ class CreatedSegments:
     with SIGKILL cannot, so each creation and unlink is also appended here (one ``write``
     of ``+name`` or ``-name``, atomic under ``O_APPEND``, from any process of the run) and
     ``sweep_stale_segments`` unlinks what the file says is still there once its owner is
-    gone: by this list, never by guessing from names.
+    gone: by this list, never by guessing from names. A name it lists was created by that
+    run, under our uid; it is unlinked only if it is still a file of ours (``is_ours``).
+
+    The list is made by ``of`` (``O_EXCL``, under an unguessable name) and only ever
+    opened as ``is_ours`` afterwards: one another user planted, or a symlink, is neither
+    written to nor read.
     """
 
     path: Path
 
     @classmethod
     def of(cls, owner_pid: int, owner_started: int | None) -> CreatedSegments:
-        return cls(SHM_DIR / f"{SEGMENT_PREFIX}{owner_pid}-{owner_started or 0}-created")
+        """A new, empty list for the run of ``owner_pid``."""
+        def create(name: str) -> CreatedSegments:
+            path = SHM_DIR / name
+            try:
+                fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW
+                             | os.O_CLOEXEC, 0o600)
+            except FileExistsError:
+                raise
+            except OSError as exc:
+                raise SegmentError(f"cannot create the run's list of segments {path}: "
+                                   f"{exc}") from exc
+            os.close(fd)
+            return cls(path)
+
+        prefix = f"{SEGMENT_PREFIX}{owner_pid}-{owner_started or 0}-"
+        return create_unguessable(create, lambda random_part: f"{prefix}{random_part}-created",
+                                  f"the run's list of segments in {SHM_DIR}")
 
     def created(self, name: str) -> None:
         self._append(f"+{name}\n")
@@ -403,40 +564,44 @@ class CreatedSegments:
 
     def _append(self, line: str) -> None:
         with contextlib.suppress(OSError):  # bookkeeping for a crash must not cause one
-            fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
+            fd = open_ours(self.path, os.O_WRONLY | os.O_APPEND)
             try:
                 os.write(fd, line.encode("utf-8", "surrogateescape"))
             finally:
                 os.close(fd)
 
     def left(self) -> list[str]:
-        """The names created and not unlinked since, in the order they were created."""
+        """The names created and not unlinked since, in the order they were created (none
+        from a file that is not ours)."""
         alive: dict[str, None] = {}
-        with contextlib.suppress(OSError):
-            for line in self.path.read_text("utf-8", "surrogateescape").splitlines():
-                name = line[1:].lstrip("/")  # shm_open's names may start with a slash
-                if line.startswith("+") and "/" not in name and name:
-                    alive[name] = None
-                elif line.startswith("-"):
-                    alive.pop(name, None)
+        for line in self._read().splitlines():
+            name = line[1:].lstrip("/")  # shm_open's names may start with a slash
+            if line.startswith("+") and "/" not in name and name not in ("", ".", ".."):
+                alive[name] = None
+            elif line.startswith("-"):
+                alive.pop(name, None)
         return list(alive)
 
+    def _read(self) -> str:
+        try:
+            fd = open_ours(self.path, os.O_RDONLY)
+        except OSError:
+            return ""
+        with open(fd, "rb") as file:
+            return file.read().decode("utf-8", "surrogateescape")
+
     def unlink_left(self) -> list[str]:
-        """Unlink every segment still listed (one may be gone already), then the list."""
-        removed = []
-        for name in self.left():
-            with contextlib.suppress(OSError):
-                os.unlink(POSIX_SHM_DIR / name)
-                removed.append(name)
-        with contextlib.suppress(FileNotFoundError):
-            os.unlink(self.path)
+        """Unlink every segment still listed that is still ours (one may be gone already),
+        then the list; nothing at all if the list is not ours."""
+        removed = [name for name in self.left() if unlink_ours(POSIX_SHM_DIR / name)]
+        unlink_ours(self.path)
         return removed
 
 
 def sweep_stale_segments() -> list[str]:
     """Unlink segments whose owner process is gone (a coordinator killed with SIGKILL), or
     whose pid now belongs to another process; and the segments its code under test created
-    and left, as its ``CreatedSegments`` list says."""
+    and left, as its ``CreatedSegments`` list says. Only files of ours (``is_ours``)."""
     return _sweep(None)
 
 
@@ -448,38 +613,42 @@ def sweep_segments_of(pids: Iterable[int]) -> list[str]:
 
 def _sweep(owners: set[int] | None) -> list[str]:
     """The stale segments of ``owners`` (None: of anyone) unlinked, and their names."""
-    removed = []
-    for name in live_segments():
-        if (owners is None or segment_owner(name) in owners) and is_stale(name):
-            with contextlib.suppress(FileNotFoundError):
-                os.unlink(SHM_DIR / name)
-            removed.append(name)
-    for path in _created_lists():
-        match = _CREATED_RE.match(path.name)
-        assert match is not None
-        pid, started = int(match.group(1)), int(match.group(2)) or None
-        if (owners is None or pid in owners) and _owner_gone(pid, started):
-            removed += CreatedSegments(path).unlink_left()
-    for path in _semaphore_names():  # named for a fresh host, left by a killed coordinator
-        match = _SEMAPHORE_RE.match(path.name)
-        assert match is not None
-        pid, started = int(match.group(1)), int(match.group(2)) or None
-        if (owners is None or pid in owners) and _owner_gone(pid, started):
-            with contextlib.suppress(FileNotFoundError):
-                os.unlink(path)
-            removed.append(path.name)
+
+    def stale(owner: tuple[int, int | None]) -> bool:
+        return (owners is None or owner[0] in owners) and _owner_gone(*owner)
+
+    removed = [path.name for path in _named(SHM_DIR, _owner_of_segment, stale)
+               if unlink_ours(path)]
+    for path in _named(SHM_DIR, _owner_of(_CREATED_RE), stale):
+        removed += CreatedSegments(path).unlink_left()
+    # named for a fresh host, left by a killed coordinator
+    removed += [path.name for path in _named(POSIX_SHM_DIR, _owner_of(_SEMAPHORE_RE), stale)
+                if unlink_ours(path)]
     return removed
 
 
-def _semaphore_names() -> list[Path]:
-    try:
-        return sorted(p for p in POSIX_SHM_DIR.iterdir() if _SEMAPHORE_RE.match(p.name))
-    except FileNotFoundError:
-        return []
+_Owner = tuple[int, int | None]
 
 
-def _created_lists() -> list[Path]:
+def _owner_of(pattern: re.Pattern[str]) -> Callable[[str], _Owner | None]:
+    """(pid, start time or None) of a name ``pattern`` matches, as its groups 1 and 2 say."""
+    def owner(name: str) -> _Owner | None:
+        match = pattern.match(name)
+        return None if match is None else (int(match.group(1)), int(match.group(2)) or None)
+    return owner
+
+
+def _named(directory: Path, owner: Callable[[str], _Owner | None],
+           keep: Callable[[_Owner], bool] = lambda _: True) -> list[Path]:
+    """The entries of ``directory`` whose name says an owner (``owner``) that ``keep``
+    accepts, sorted by name; none if there is no such directory."""
     try:
-        return sorted(p for p in SHM_DIR.iterdir() if _CREATED_RE.match(p.name))
+        names = sorted(os.listdir(directory))
     except FileNotFoundError:
         return []
+    found = []
+    for name in names:
+        said = owner(name)
+        if said is not None and keep(said):
+            found.append(directory / name)
+    return found

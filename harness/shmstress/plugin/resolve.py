@@ -15,12 +15,17 @@ import psutil
 
 from shmstress.core.config import MAX_SLEEP_US, MAX_WORKERS, MIN_RING_SIZE, RunConfig
 from shmstress.core.errors import ConfigError, PluginError, UnknownVariantError
-from shmstress.core.shm import SHM_DIR
+from shmstress.core.plurals import sized
+from shmstress.core.shm import SHM_DIR, segment_bytes_for
 from shmstress.plugin.tracker import Scenario, Tracker
+from shmstress.record.recorder import recording_arrays
 
 
-def resolve(config: RunConfig, tracker: type[Tracker]) -> RunConfig:
-    """Fill defaults from the tracker and reject anything that cannot run, in one message."""
+def resolve(config: RunConfig, tracker: type[Tracker], *, tape: bool = True) -> RunConfig:
+    """Fill defaults from the tracker and reject anything that cannot run, in one message.
+
+    ``tape``: the run keeps a free run's tape of ``config.tape_size`` points (a controlled
+    run keeps its steps instead, a few KiB), which the shared memory it needs counts."""
     problems: list[str] = []
     variant = config.variant or next(iter(tracker.variants))
     if variant not in tracker.variants:
@@ -99,7 +104,7 @@ def resolve(config: RunConfig, tracker: type[Tracker]) -> RunConfig:
     if config.tape_size < 16:
         problems.append(f"--tape-size must be >= 16, got {config.tape_size}")
     if not problems:
-        problems += _memory_problems(config, sum(counts.values()))
+        problems += _memory_problems(config, sum(counts.values()), tape)
     problems += config.noise.validate()
     if problems:
         raise ConfigError("; ".join(problems))
@@ -110,15 +115,14 @@ def resolve(config: RunConfig, tracker: type[Tracker]) -> RunConfig:
     )
 
 
-_TAPE_BYTES = 8  # per point of --tape-size
-_SLOT_BYTES = 128  # per record of --ring-size, per worker
-
-
-def _memory_problems(config: RunConfig, workers: int) -> list[str]:
-    """A recording that could never fit: more shared memory than the machine has, or than
-    the file system of the segments holds (a run would die of SIGBUS, or after the run)."""
-    tape = config.tape_size * _TAPE_BYTES
-    rings = config.ring_size * _SLOT_BYTES * workers
+def _memory_problems(config: RunConfig, workers: int, tape: bool) -> list[str]:
+    """A run whose segments could never fit: more shared memory than the machine has, or
+    than the file system of the segments holds (each segment is reserved whole when it is
+    made, so the run would be refused then, after the probe). Counted: the recording's
+    segments, as the arena packs them; the tracker's state, most often a few KiB in the
+    last of them, is not, so the need is a floor."""
+    arrays = recording_arrays(workers, config.ring_size, config.tape_size if tape else 1)
+    need = segment_bytes_for(arrays.values())
     limits = [("memory", psutil.virtual_memory().total)]
     try:
         stat = os.statvfs(SHM_DIR)
@@ -126,20 +130,13 @@ def _memory_problems(config: RunConfig, workers: int) -> list[str]:
     except OSError:
         pass
     where, limit = min(limits, key=lambda item: item[1])
-    problems = []
-    if tape > limit:
-        problems.append(f"--tape-size {config.tape_size:,} needs {_size(tape)} of shared memory; "
-                        f"{where} has {_size(limit)}")
-    elif rings > limit:
-        problems.append(f"--ring-size {config.ring_size:,} needs {_size(rings)} of shared memory "
-                        f"for {workers} workers; {where} has {_size(limit)}")
-    return problems
-
-
-def _size(nbytes: int) -> str:
-    value = float(nbytes)
-    for unit in ("bytes", "KiB", "MiB", "GiB", "TiB"):
-        if value < 1024 or unit == "TiB":
-            return f"{value:,.0f} {unit}" if unit == "bytes" else f"{value:,.1f} {unit}"
-        value /= 1024
-    return f"{value:,.1f} TiB"
+    if need <= limit:
+        return []
+    tape_bytes = arrays["recording.tape"] * 8 if tape else 0
+    ring_bytes = arrays["recording.rings"] * 8
+    total = f"{sized(need)} with the run's other segments; {where} has {sized(limit)}"
+    if tape_bytes >= ring_bytes:
+        return [f"--tape-size {config.tape_size:,} needs {sized(tape_bytes)} of shared "
+                f"memory ({total})"]
+    return [f"--ring-size {config.ring_size:,} needs {sized(ring_bytes)} of shared memory "
+            f"for {workers} workers ({total})"]

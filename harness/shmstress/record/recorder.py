@@ -81,6 +81,8 @@ _DOUBLE = struct.Struct("<d")
 _INT64 = struct.Struct("<q")
 _monotonic_ns = time.monotonic_ns
 _getframe = sys._getframe
+MAX_STRINGS = 4096
+"""Interned strings a recording holds (field names and values, labels, sites)."""
 _ENTRY_WORDS = 5  # per string: text offset, text length, file offset, file length, line
 _PLAIN = -1  # the line of a string that is not a label (a field name or value)
 _TAPE_WORKER_SHIFT = 32
@@ -111,30 +113,44 @@ _STR_KEY = FieldType.STR << _TYPE_SHIFT  # plain ints: the hot path skips the en
 _BOOL_KEY = FieldType.BOOL << _TYPE_SHIFT
 
 
+def recording_arrays(workers: int, ring_size: int, tape_size: int,
+                     max_strings: int = MAX_STRINGS) -> dict[str, int]:
+    """The shared arrays of a recording and their lengths in int64 values, in the order
+    a ``Recorder`` allocates them (the up-front check counts the segments they take)."""
+    return {
+        "recording.strings": max_strings * _ENTRY_WORDS,
+        "recording.heap": max_strings * 8,  # 64 bytes each
+        "recording.string_count": 2,  # n, heap used
+        "recording.rings": max(1, workers) * ring_size * SLOT_WORDS,
+        # one counter per 128 bytes: workers bump theirs at every point, and counters
+        # sharing a cache line would bounce it between the CPUs
+        "recording.ring_written": max(1, workers) * _COUNTER_STRIDE,
+        # entry + 1 per sequence number, so that 0 (a fresh page) means "not written"
+        "recording.tape": tape_size,
+        "recording.clock": 2,
+    }
+
+
 class Recorder:
     """Shared recording state; built before the fork, then used inside each worker."""
 
     def __init__(
-        self, arena: Arena, workers: int, ring_size: int, tape_size: int, max_strings: int = 4096
+        self, arena: Arena, workers: int, ring_size: int, tape_size: int,
+        max_strings: int = MAX_STRINGS,
     ) -> None:
         self.workers = workers
         self.ring_size = ring_size
         self.tape_size = tape_size
         self.max_strings = max_strings
-        self.strings: SharedArray = arena.array("recording.strings", max_strings * _ENTRY_WORDS)
-        self.heap: SharedArray = arena.array("recording.heap", max_strings * 8)  # 64 bytes each
-        self.string_count: SharedArray = arena.array("recording.string_count", 2)  # n, heap used
-        self.rings: SharedArray = arena.array(
-            "recording.rings", max(1, workers) * ring_size * SLOT_WORDS
-        )
-        # one counter per 128 bytes: workers bump theirs at every point, and counters
-        # sharing a cache line would bounce it between the CPUs
-        self.ring_written: SharedArray = arena.array(
-            "recording.ring_written", max(1, workers) * _COUNTER_STRIDE
-        )
-        # entry + 1 per sequence number, so that 0 (a fresh page) means "not written"
-        self.tape: SharedArray = arena.array("recording.tape", tape_size)
-        self.clock: SharedArray = arena.array("recording.clock", 2)
+        arrays = {name: arena.array(name, length) for name, length
+                  in recording_arrays(workers, ring_size, tape_size, max_strings).items()}
+        self.strings: SharedArray = arrays["recording.strings"]
+        self.heap: SharedArray = arrays["recording.heap"]
+        self.string_count: SharedArray = arrays["recording.string_count"]
+        self.rings: SharedArray = arrays["recording.rings"]
+        self.ring_written: SharedArray = arrays["recording.ring_written"]
+        self.tape: SharedArray = arrays["recording.tape"]
+        self.clock: SharedArray = arrays["recording.clock"]
         if not arena.attached:  # the maker's clock, not reset by a process that attaches
             self.clock.mv[0] = time.monotonic_ns()
             self.clock.mv[1] = time.time_ns()
