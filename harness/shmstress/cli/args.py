@@ -11,8 +11,10 @@ import argparse
 from collections.abc import Iterable, Sequence
 from typing import Any, NoReturn
 
+from shmstress.core.config import OUT_ENV
 from shmstress.core.errors import ConfigError
 from shmstress.core.exit_reason import exit_code_table
+from shmstress.core.shm import SHM_DIR_ENV
 
 _GIVEN = "_shmstress_given"
 
@@ -98,7 +100,12 @@ def refuse_unless(args: argparse.Namespace, options: Iterable[str], why: str) ->
         raise ConfigError(f"{', '.join(wrong)} {verb} only {why}")
 
 
-EPILOG = exit_code_table()
+ENVIRONMENT = f"""environment:
+  {OUT_ENV:<18} where failing runs write bundles and logs (default shmstress-out/)
+  {SHM_DIR_ENV:<18} where runs keep their shared-memory segments (default /dev/shm); on a
+  {"":<18} shared host, a tmpfs or directory of the job's own user, mode 0700 (see the
+  {"":<18} README: "Segments and the sweep")"""
+EPILOG = f"{exit_code_table()}\n\n{ENVIRONMENT}"
 
 
 def with_examples(*examples: str) -> dict[str, Any]:

@@ -1,17 +1,23 @@
-"""``shmstress sweep``: unlink the shared-memory segments of coordinators that died."""
+"""``shmstress sweep``: unlink the shared-memory segments of coordinators that died.
+
+Only files of the user running it (as root: of root) are read or unlinked
+(``core.shm.sweep_stale_segments``): a sweep as root is safe on a shared host."""
 
 from __future__ import annotations
 
 import argparse
 
 from shmstress.cli.args import with_examples
-from shmstress.core.shm import sweep_stale_segments
+from shmstress.core.shm import SHM_DIR_ENV, sweep_stale_segments
 
 
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     parser = sub.add_parser("sweep", help="unlink segments left by dead coordinators",
-                            description="Remove /dev/shm/shmstress-* segments whose owning "
-                            "coordinator is gone (killed with SIGKILL); live runs keep theirs.",
+                            description="Remove the shmstress-* segments in /dev/shm (or "
+                            f"${SHM_DIR_ENV}) whose owning coordinator is gone (killed with "
+                            "SIGKILL), and the segments its code under test left, as the run's "
+                            "-created list says; live runs keep theirs. Only files owned by "
+                            "the user running the sweep are read or removed.",
                             **with_examples("shmstress sweep   # after a kill -9, or in a CI "
                                             "job's cleanup"))
     parser.set_defaults(handler=_cmd_sweep)
