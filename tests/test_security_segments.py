@@ -267,6 +267,18 @@ def test_a_run_in_a_full_segment_directory_is_refused_in_one_line(
         _refused_in_one_line(done, where)
 
 
+def test_a_campaign_whose_segment_directory_fills_stops_in_one_line(tmp_path: Path) -> None:
+    """The grid passed its check, then a trial finds no room: the campaign stops as on a
+    full disk, exit 4, with the trials left and how to resume."""
+    with _tmpfs(tmp_path / "tmpfs", 24) as where:
+        _fill(where, 12)
+        done = _shmstress(["campaign", "--trials", "1", "--out", str(tmp_path / "campaign")],
+                          where, tmp_path)
+        _refused_in_one_line(done, where)
+        assert done.returncode == 4, done.stderr
+        assert "no room for a" in done.stderr and "--resume" in done.stderr
+
+
 def test_a_plain_code_test_in_a_full_segment_directory_is_refused_in_one_line(
     tmp_path: Path,
 ) -> None:

@@ -33,7 +33,7 @@ from shmstress.campaign.grid import GridSpec, TrialSpec, complete, expand
 from shmstress.campaign.record import adopted_record, outcome_of
 from shmstress.campaign.results_file import Repair, ResultsFile
 from shmstress.campaign.trial import campaign_record, run_trial
-from shmstress.core.errors import BundleError, ConfigError
+from shmstress.core.errors import BundleError, ConfigError, SegmentError
 from shmstress.core.exit_reason import ExitReason
 from shmstress.core.files import ArtifactError, write_text_atomically
 from shmstress.core.provenance import current_provenance
@@ -64,7 +64,7 @@ class CampaignSummary:
     repaired: Repair | None = None
     warnings: tuple[str, ...] = ()  # corrupt lines skipped, orphan bundles adopted or not
     adopted: int = 0  # trials recorded from orphan bundles a kill left behind
-    disk_error: str | None = None  # the campaign stopped: a record or bundle could not be kept
+    disk_error: str | None = None  # it stopped: no room for a record, bundle or trial's segments
 
     @property
     def remaining(self) -> int:
@@ -181,6 +181,10 @@ def run_campaign(
                 ran = run_trial(trial, progress=progress.tick, learning=learning)
             except KeyboardInterrupt:
                 interrupted = True
+                break
+            except SegmentError as exc:  # a full segment directory: as a full disk, stop
+                disk_error = (f"{exc}; trial {trial.trial} of {trial.config_key} (seed "
+                              f"{trial.seed}) could not run")
                 break
             if ran.result.exit_reason is ExitReason.INTERRUPTED:
                 interrupted = True  # torn down mid-trial: no verdict, resume reruns it
