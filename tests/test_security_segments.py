@@ -215,6 +215,33 @@ def test_a_run_whose_first_segment_name_is_taken_still_runs(
             path.unlink(missing_ok=True)
 
 
+def test_a_watcher_who_saw_one_name_cannot_take_the_next(
+    private_shm: Path, monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Segment 0's name, or semaphore 0's, tells nothing of number 1's: taking what would
+    be the next name (the same name, the next number) stops neither."""
+    monkeypatch.setattr(shm, "SHM_DIR", private_shm)
+    squatted: list[Path] = []
+    arena = shm.Arena.named()
+    try:
+        arena.array("first", 1)
+        arena.semaphores.lock()
+        first_segment = arena.segments[0].name
+        first_semaphore = arena.layout().semaphores[0]
+        for path in (private_shm / (first_segment[: -len("-0")] + "-1"),
+                     shm.POSIX_SHM_DIR / f"sem.{first_semaphore.lstrip('/')[: -len('-0')]}-1"):
+            path.write_bytes(b"")
+            squatted.append(path)
+        arena.array("second", 1 << 18)  # a segment of its own: number 1
+        arena.semaphores.lock()
+        assert len(arena.segments) == 2
+        assert [path.exists() for path in squatted] == [True, True]
+    finally:
+        arena.close()
+        for path in squatted:
+            path.unlink(missing_ok=True)
+
+
 # ------------------------------------------------------------------ a full file system
 
 
