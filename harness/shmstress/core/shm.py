@@ -73,8 +73,9 @@ SHM_DIR = Path(os.environ.get(SHM_DIR_ENV) or "/dev/shm")
 """Where segments live: /dev/shm, or a directory on a tmpfs named by ``$SHMSTRESS_SHM_DIR``
 (read at import), which keeps a run out of sight of every other run's sweeper."""
 SEGMENT_PREFIX = "shmstress-"
-_SEGMENT_RE = re.compile(r"^shmstress-(\d+)-(\d+)-[0-9a-f]{16}-(\d+)$")  # pid, start, n
-_OLD_SEGMENT_RE = re.compile(r"^shmstress-(\d+)(?:-(\d+))?-(\d+)$")  # pid, [start,] n
+_SEGMENT_NAMES = (re.compile(r"^shmstress-(\d+)-(\d+)-[0-9a-f]{16}-(\d+)$"),  # pid, start, n
+                  re.compile(r"^shmstress-(\d+)(?:-(\d+))?-(\d+)$"))  # earlier: pid, [start,] n
+_Owner = tuple[int, int | None]  # a name's pid and start time (None: not in the name)
 _ALIGN = 64
 _DEFAULT_SEGMENT_BYTES = 1 << 20
 _FILL_CHUNK = 1 << 20  # zeros written at a time where the file system cannot fallocate
@@ -210,7 +211,7 @@ def _reserve(fd: int, size: int) -> None:
 def _no_room(path: Path, size: int, exc: OSError) -> str:
     """The line for a segment that could not be sized or mapped: for a full file system,
     how full, and what to do."""
-    if exc.errno not in (errno.ENOSPC, errno.ENOMEM):
+    if exc.errno != errno.ENOSPC:
         return f"cannot size or map segment {path} ({size} bytes): {exc}"
     try:
         fs = os.statvfs(path.parent)
@@ -466,7 +467,7 @@ class Arena:
 
 def live_segments() -> list[str]:
     """Names of every shmstress segment currently in the segment directory."""
-    return [path.name for path in _named(SHM_DIR, _owner_of_segment)]
+    return [path.name for path in _named(SHM_DIR, _SEGMENT_NAMES)]
 
 
 def segment_owner(name: str) -> int:
@@ -480,19 +481,11 @@ def segment_owner_started(name: str) -> int | None:
     return _segment_owner(name)[1]
 
 
-def _segment_owner(name: str) -> tuple[int, int | None]:
-    owner = _owner_of_segment(name)
+def _segment_owner(name: str) -> _Owner:
+    owner = _owner(name, _SEGMENT_NAMES)
     if owner is None:
         raise ValueError(f"{name!r} is not a shmstress segment name")
     return owner
-
-
-def _owner_of_segment(name: str) -> tuple[int, int | None] | None:
-    """(pid, start time or None) of a segment's name, in the current form or an older one."""
-    match = _SEGMENT_RE.match(name) or _OLD_SEGMENT_RE.match(name)
-    if match is None:
-        return None
-    return int(match.group(1)), int(match.group(2) or 0) or None
 
 
 def is_stale(name: str) -> bool:
@@ -513,8 +506,8 @@ def _owner_gone(pid: int, started: int | None) -> bool:
 
 POSIX_SHM_DIR = Path("/dev/shm")
 """Where ``shm_open`` names live on Linux (the code under test's segments, not ours)."""
-_CREATED_RE = re.compile(r"^shmstress-(\d+)-(\d+)(?:-[0-9a-f]{16})?-created$")  # pid, start
-_SEMAPHORE_RE = re.compile(r"^sem\.shmstress-(\d+)-(\d+)-sem-")  # core.semaphores' names
+_LIST_NAMES = (re.compile(r"^shmstress-(\d+)-(\d+)(?:-[0-9a-f]{16})?-created$"),)  # pid, start
+_SEMAPHORE_NAMES = (re.compile(r"^sem\.shmstress-(\d+)-(\d+)-sem-"),)  # core.semaphores'
 
 
 @dataclass(frozen=True)
@@ -614,33 +607,32 @@ def sweep_segments_of(pids: Iterable[int]) -> list[str]:
 def _sweep(owners: set[int] | None) -> list[str]:
     """The stale segments of ``owners`` (None: of anyone) unlinked, and their names."""
 
-    def stale(owner: tuple[int, int | None]) -> bool:
+    def stale(owner: _Owner) -> bool:
         return (owners is None or owner[0] in owners) and _owner_gone(*owner)
 
-    removed = [path.name for path in _named(SHM_DIR, _owner_of_segment, stale)
+    removed = [path.name for path in _named(SHM_DIR, _SEGMENT_NAMES, stale)
                if unlink_ours(path)]
-    for path in _named(SHM_DIR, _owner_of(_CREATED_RE), stale):
+    for path in _named(SHM_DIR, _LIST_NAMES, stale):
         removed += CreatedSegments(path).unlink_left()
     # named for a fresh host, left by a killed coordinator
-    removed += [path.name for path in _named(POSIX_SHM_DIR, _owner_of(_SEMAPHORE_RE), stale)
+    removed += [path.name for path in _named(POSIX_SHM_DIR, _SEMAPHORE_NAMES, stale)
                 if unlink_ours(path)]
     return removed
 
 
-_Owner = tuple[int, int | None]
-
-
-def _owner_of(pattern: re.Pattern[str]) -> Callable[[str], _Owner | None]:
-    """(pid, start time or None) of a name ``pattern`` matches, as its groups 1 and 2 say."""
-    def owner(name: str) -> _Owner | None:
+def _owner(name: str, patterns: Iterable[re.Pattern[str]]) -> _Owner | None:
+    """The owner a name says, as the first of ``patterns`` it matches has it in its groups
+    1 (pid) and 2 (start time; absent or 0: None); None for a name none matches."""
+    for pattern in patterns:
         match = pattern.match(name)
-        return None if match is None else (int(match.group(1)), int(match.group(2)) or None)
-    return owner
+        if match is not None:
+            return int(match.group(1)), int(match.group(2) or 0) or None
+    return None
 
 
-def _named(directory: Path, owner: Callable[[str], _Owner | None],
+def _named(directory: Path, patterns: Iterable[re.Pattern[str]],
            keep: Callable[[_Owner], bool] = lambda _: True) -> list[Path]:
-    """The entries of ``directory`` whose name says an owner (``owner``) that ``keep``
+    """The entries of ``directory`` whose name says an owner (``_owner``) that ``keep``
     accepts, sorted by name; none if there is no such directory."""
     try:
         names = sorted(os.listdir(directory))
@@ -648,7 +640,7 @@ def _named(directory: Path, owner: Callable[[str], _Owner | None],
         return []
     found = []
     for name in names:
-        said = owner(name)
-        if said is not None and keep(said):
+        owner = _owner(name, patterns)
+        if owner is not None and keep(owner):
             found.append(directory / name)
     return found
