@@ -38,6 +38,11 @@ class ScenarioRef:
     def describe(self) -> str:
         return f"{self.module}:{self.function}"
 
+    @property
+    def file(self) -> Path | None:
+        """The file ``load`` imports; None for a module found on ``sys.path``."""
+        return Path(self.module) if self.module.endswith(".py") else None
+
     def load(self) -> Callable[[], object]:
         """Import the module (in the host, under the instrumented primitives) and find the
         function; every problem is a one-line ``ScenarioError``."""
@@ -53,12 +58,12 @@ class ScenarioRef:
         return found
 
     def _import(self) -> object:
-        if not self.module.endswith(".py"):
+        path = self.file
+        if path is None:
             try:
                 return importlib.import_module(self.module)
             except Exception as exc:
                 raise ScenarioError(f"importing {self.module} failed: {_one_line(exc)}") from exc
-        path = Path(self.module)
         folder = str(path.parent)
         if folder not in sys.path:  # its sibling modules import as they would next to it
             sys.path.insert(0, folder)

@@ -50,10 +50,16 @@ def loaded_sources(scenario_file: str | None) -> Sources:
 
 def _digest(path: Path, into: Sources) -> None:
     """``path``'s digest into ``into``; a file gone since it was imported has none."""
+    into[str(path)] = file_digest(path)
+
+
+def file_digest(path: Path) -> str:
+    """The sha256 of ``path``'s bytes in hex; ``unreadable`` when it cannot be read (a file
+    gone since it was imported), which no digest of a file equals."""
     try:
-        into[str(path)] = hashlib.sha256(path.read_bytes()).hexdigest()
+        return hashlib.sha256(path.read_bytes()).hexdigest()
     except OSError:
-        into[str(path)] = "unreadable"
+        return "unreadable"
 
 
 def changed_sources(theirs: Sources, mine: Sources) -> str:
