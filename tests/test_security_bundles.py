@@ -41,7 +41,7 @@ RACY_CRASH = TESTS / "trackers" / "racy_crash.py"
 EVIL = """\
 from pathlib import Path
 
-Path(__file__).with_name("ran").write_text("imported")
+Path({marker!r}).write_text("imported")
 
 
 def scenario():
@@ -68,7 +68,7 @@ def places(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> dict[str, Path]:
     found = {name: tmp_path / name for name in ("project", "outside", "downloads")}
     for folder in found.values():
         folder.mkdir()
-    (found["outside"] / "evil.py").write_text(EVIL)
+    (found["outside"] / "evil.py").write_text(EVIL.format(marker=str(found["outside"] / "ran")))
     monkeypatch.chdir(found["project"])
     return found
 
@@ -177,6 +177,51 @@ def test_a_duplicate_key_overriding_the_tracker_or_scenario_is_refused(
     _refused(command, bundle, places, capsys, "--code", evil)
 
 
+@pytest.mark.parametrize("command", PLAIN_COMMANDS)
+@pytest.mark.parametrize("where", ["outside", "installed"])
+def test_a_scenario_named_by_a_module_outside_the_project_is_refused(
+    places: dict[str, Path], capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch, command: str, where: str,
+) -> None:
+    """``MODULE:FUNCTION`` calls any function of any module on sys.path (``pytest:main``
+    would collect a conftest.py beside the bundle): it counts by the module's file, and a
+    virtual environment inside the project is no file of the project."""
+    if where == "outside":
+        folder = places["outside"]
+    else:
+        folder = places["project"] / ".venv" / "lib" / "python3.11" / "site-packages"
+        folder.mkdir(parents=True)
+    (folder / "evilmod.py").write_text(EVIL.format(marker=str(places["outside"] / "ran")))
+    monkeypatch.syspath_prepend(str(folder))
+    bundle = _write(places, json.dumps(_plain_bundle("evilmod:scenario")))
+    err = _refused(command, bundle, places, capsys)
+    assert f"(that is {folder / 'evilmod.py'})" in err and "--code" in err
+
+
+@pytest.mark.parametrize("command", PLAIN_COMMANDS)
+def test_a_scenario_in_a_module_built_into_python_is_refused(
+    places: dict[str, Path], capsys: pytest.CaptureFixture[str], command: str,
+) -> None:
+    bundle = _write(places, json.dumps(_plain_bundle("os:getpid")))
+    err = _refused(command, bundle, places, capsys)
+    assert "module os is built into Python or has no file" in err
+
+
+def test_the_scenarios_shmstress_ships_may_run_by_module_name(places: dict[str, Path]) -> None:
+    from shmstress.bench.sctbench.programs import PACKAGE
+    from shmstress.repro.bundle_code import (
+        SHIPPED_SCENARIOS,
+        CodeAllowance,
+        CodeRef,
+        require_trusted_code,
+    )
+
+    assert SHIPPED_SCENARIOS == PACKAGE
+    code = CodeRef("scenario", f"{PACKAGE}.account:account_bad", module=f"{PACKAGE}.account")
+    require_trusted_code(code, None, CodeAllowance.here())  # no refusal
+    assert code.digest() is not None
+
+
 def test_a_duplicate_key_anywhere_in_a_bundle_is_refused(
     places: dict[str, Path], capsys: pytest.CaptureFixture[str],
 ) -> None:
@@ -223,7 +268,7 @@ def test_code_inside_the_project_needs_no_allowance(
     shutil.copy(places["outside"] / "evil.py", places["project"] / "mine.py")
     bundle = _write(places, json.dumps(_tracker_bundle("mine.py:Evil")))
     main(["replay", str(bundle)])  # Evil is no tracker: refused, but only once imported
-    assert (places["project"] / "ran").exists()
+    assert (places["outside"] / "ran").exists()  # the marker evil.py's copy writes
 
 
 def test_a_code_path_that_does_not_exist_is_refused(

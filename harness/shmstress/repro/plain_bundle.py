@@ -105,7 +105,7 @@ class PlainBundle:
     @property
     def code(self) -> CodeRef:
         """The code replaying this bundle imports: see ``bundle_code``."""
-        return CodeRef("scenario", self.scenario, self.scenario_ref().file)
+        return scenario_code(self.scenario, self.scenario_ref())
 
     def _max_steps(self) -> int:
         """Room for every recorded step; but a no-progress failure found past the step bound
@@ -131,8 +131,14 @@ def from_outcome(named: str, spec: PlainSpec, strategy: StrategySpec, seed: int,
                            worker=failure.worker, message=failure.message),
         processes=outcome.processes,
         steps=tuple(step.step for step in outcome.steps),
-        code_sha256=CodeRef("scenario", named, spec.scenario.file).digest(),
+        code_sha256=scenario_code(named, spec.scenario).digest(),
     )
+
+
+def scenario_code(named: str, ref: ScenarioRef) -> CodeRef:
+    """The code a scenario ``named`` so (found as ``ref``) runs: a file, or a module."""
+    file = ref.file
+    return CodeRef("scenario", named, file=file, module=None if file else ref.module)
 
 
 def expected_end(bundle: PlainBundle) -> PlainEnd:
