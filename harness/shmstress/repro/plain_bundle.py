@@ -67,6 +67,8 @@ class PlainBundleDoc(msgspec.Struct, kw_only=True):
     processes: list[str]
     labels: list[str]
     steps: list[tuple[int, int]]
+    # free mode: steps after which code with no points ran outside the step lock
+    loose: list[int] = msgspec.field(default_factory=list)
 
 
 @dataclass(frozen=True)
@@ -85,6 +87,7 @@ class PlainBundle:
     processes: tuple[str, ...]
     steps: tuple[Step, ...]
     code_sha256: str | None = None  # of the scenario's file, when it is named by path
+    loose: tuple[int, ...] = ()  # the steps a replay cannot promise (free mode's)
 
     def spec(self) -> PlainSpec:
         """The session to replay in."""
@@ -132,6 +135,7 @@ def from_outcome(named: str, spec: PlainSpec, strategy: StrategySpec, seed: int,
         processes=outcome.processes,
         steps=tuple(step.step for step in outcome.steps),
         code_sha256=scenario_code(named, spec.scenario).digest(),
+        loose=outcome.loose,
     )
 
 
@@ -163,6 +167,7 @@ def to_json(bundle: PlainBundle) -> dict[str, Any]:
         preemptions=bundle.preemptions, failure=bundle.failure,
         processes=list(bundle.processes), labels=list(labels), steps=steps,
         code_sha256=bundle.code_sha256 or msgspec.UNSET,
+        loose=list(bundle.loose),
     )
     data = msgspec.to_builtins(doc)
     assert isinstance(data, dict)
@@ -212,6 +217,7 @@ def from_json(data: object) -> PlainBundle:
         processes=tuple(doc.processes),
         steps=tuple(Step(worker, doc.labels[label]) for worker, label in doc.steps),
         code_sha256=None if doc.code_sha256 is msgspec.UNSET else doc.code_sha256,
+        loose=tuple(step for step in doc.loose if 0 <= step < len(doc.steps)),
     )
 
 
