@@ -220,7 +220,9 @@ def test_the_cli_finds_writes_a_bundle_and_prints_the_replay_command(tmp_path: P
     (bundle,) = tmp_path.glob("*.json")
     assert f"replay it: shmstress replay {bundle}" in done.stdout
     assert bundle.with_suffix(".log").read_text().count("read counter.value") >= 2
-    replayed = _shmstress("replay", str(bundle), cwd=tmp_path)
+    # the scenario is not under the working directory: the user says it may run
+    replayed = _shmstress("replay", str(bundle), "--code", str(EXAMPLES / "counter.py"),
+                          cwd=tmp_path)
     assert replayed.returncode == 1, replayed.stdout + replayed.stderr
     assert "reproduced: AssertionError: 2 increments, counter is 1" in replayed.stdout
     assert "lost update of counter.value" in replayed.stdout

@@ -13,24 +13,33 @@ words of the tracker the log names.
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import sys
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 from shmstress.cli.args import with_examples
+from shmstress.cli.code_options import BUNDLE_CODE_NOTE, add_code_options, code_allowance
 from shmstress.core.config import DEFAULT_RING_SIZE, MIN_RING_SIZE
-from shmstress.core.errors import ConfigError
+from shmstress.core.errors import BundleError, ConfigError
 from shmstress.core.exit_reason import ExitCode
 from shmstress.core.files import ArtifactError
 from shmstress.core.result import RunResult
 from shmstress.plugin.words import MAX_VERBOSITY, Words
 from shmstress.render.failure import FailureReport, report_lines
-from shmstress.render.logfilter import EventFilter, Vocabulary, filter_events, parse_events
+from shmstress.render.logfilter import (
+    Event,
+    EventFilter,
+    Vocabulary,
+    filter_events,
+    parse_events,
+)
 from shmstress.render.logview import log_header, words_of_log, write_log, write_new_log
-from shmstress.repro.bundle import Bundle, bundle_stem, load_bundle, log_path, path_safe
-from shmstress.repro.plain_bundle import peek_plain
+from shmstress.repro.bundle import Bundle, bundle_stem, log_path, path_safe
+from shmstress.repro.bundle_code import CodeAllowance, require_trusted_code, tracker_code
+from shmstress.repro.bundle_json import parse_json
+from shmstress.repro.loading import read_bundle, trusted
+from shmstress.repro.plain_bundle import PlainBundle
 
 LEGACY_RUN_LOG = "run.log"
 """Where releases before per-bundle logs wrote every failing run's log: read only when its
@@ -135,8 +144,9 @@ def _run_stem(result: RunResult) -> str:
 
 
 def _cmd_log(args: argparse.Namespace) -> int:
-    events = parse_events(_read_log(Path(args.source)))
-    words = words_of_log(event.parsed for event in events)
+    source, allowance = Path(args.source), code_allowance(args)
+    events = parse_events(_read_log(source, allowance))
+    words = _words(source, events, allowance)
     wanted = EventFilter(objects=tuple(args.match), pids=tuple(args.pid))
     matching = filter_events(events, wanted, Vocabulary(words.kinds, words.related))
     try:
@@ -148,20 +158,33 @@ def _cmd_log(args: argparse.Namespace) -> int:
     return 0
 
 
-def _read_log(source: Path) -> str:
+def _words(source: Path, events: Sequence[Event], allowance: CodeAllowance) -> Words:
+    """The words of the tracker the log's header names, which loading imports: so its file
+    must be one a bundle's could be (``repro.bundle_code``)."""
+    header = log_header(event.parsed for event in events)
+    tracker = header.get("tracker") if header is not None else None
+    if isinstance(tracker, str):
+        try:
+            require_trusted_code(tracker_code(tracker), None, allowance)
+        except BundleError as exc:
+            raise BundleError(f"{source}: the log's header names a tracker: {exc}") from None
+    return words_of_log(event.parsed for event in events)
+
+
+def _read_log(source: Path, allowance: CodeAllowance) -> str:
     """The log of a run directory (its one log), of a bundle (embedded, its own beside it,
     or made again by replaying it), or a log file."""
     if source.is_dir():
         return _read(_only_log(source))
     if source.suffix == ".json":
         try:
-            data = json.loads(_read(source))
-        except json.JSONDecodeError as exc:
-            raise ConfigError(f"{source} is not a JSON bundle: {exc}") from exc
+            data = parse_json(_read(source))
+        except BundleError as exc:
+            raise BundleError(f"{source} is not a JSON bundle: {exc}") from None
         embedded = data.get("log") if isinstance(data, dict) else None
         if isinstance(embedded, str):
             return embedded
-        return _own_log(source)
+        return _own_log(source, allowance)
     return _read(source)
 
 
@@ -180,15 +203,15 @@ def _only_log(directory: Path) -> Path:
     return logs[0]
 
 
-def _own_log(source: Path) -> str:
+def _own_log(source: Path, allowance: CodeAllowance) -> str:
     """The log beside bundle ``source`` whose header names it; else the bundle replayed."""
-    if peek_plain(source) is not None:  # ``shmstress test``: its log is written with it
+    bundle = read_bundle(source)
+    if isinstance(bundle, PlainBundle):  # ``shmstress test``: its log is written with it
         beside = log_path(source)
         if not beside.is_file():
             raise ConfigError(f"no {beside.name} beside {source}; replay it for its log: "
                               f"shmstress replay {source} --log FILE")
         return _read(beside)
-    bundle = load_bundle(source)
     why = f"no {log_path(source).name} beside {source}"
     for candidate in (log_path(source), source.parent / LEGACY_RUN_LOG):
         if not candidate.is_file():
@@ -200,7 +223,7 @@ def _own_log(source: Path) -> str:
         why = f"{candidate} is not this bundle's log ({mismatch})"
         if candidate == log_path(source):
             break
-    return _replayed_log(source, why)
+    return _replayed_log(source, trusted(source, bundle, allowance), why)
 
 
 def _mismatch(header: Mapping[str, object] | None, bundle: Bundle) -> str | None:
@@ -217,13 +240,13 @@ def _mismatch(header: Mapping[str, object] | None, bundle: Bundle) -> str | None
     return None
 
 
-def _replayed_log(source: Path, why: str) -> str:
-    """A bundle replays exactly, so its log can be made again: replay it, recorded."""
+def _replayed_log(source: Path, bundle: Bundle, why: str) -> str:
+    """A bundle replays exactly, so its log can be made again: replay it, recorded (its
+    code already allowed to run: ``repro.loading.trusted``)."""
     from shmstress.render.logview import log_lines
     from shmstress.repro.replay import replay_bundle
 
     print(f"shmstress log: {why}; replaying the bundle for its log", file=sys.stderr)
-    bundle = load_bundle(source)
     report = replay_bundle(bundle)
     return "".join(line + "\n" for line in log_lines(report.result, MAX_VERBOSITY,
                                                        bundle_id=bundle.id))
@@ -260,7 +283,9 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         "ending in that number (with the dra tracker, --match claim=553 matches "
         "claim=\"ns/claim-0553\"); it must name one object of the log, else the candidates "
         "are listed. With the words of the tracker the log names, fields that name an "
-        "object under another key and objects that belong to it match too.",
+        "object under another key and objects that belong to it match too. "
+        + BUNDLE_CODE_NOTE + " The tracker a log's header names is imported for its words, "
+        "under the same rule.",
         **with_examples(
             "shmstress log shmstress-out/dra-gather-unchecked-free-seed3-1f0c9a2e.json",
             "shmstress log BUNDLE --match claim=553   # what happened to one claim",
@@ -274,4 +299,5 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
                         "of any tracker, e.g. pod=my-pod-0006, card=3 (repeatable)")
     parser.add_argument("--pid", action="append", default=[], type=int, metavar="PID",
                         help="events of this worker process (repeatable)")
+    add_code_options(parser)
     parser.set_defaults(handler=_cmd_log)

@@ -17,6 +17,7 @@ from dataclasses import replace
 from pathlib import Path
 
 from shmstress.cli.args import with_examples
+from shmstress.cli.code_options import BUNDLE_CODE_NOTE, add_code_options, code_allowance
 from shmstress.cli.log import add_log_options, validate_log_options
 from shmstress.cli.run import verdict
 from shmstress.cli.test import replay_plain_bundle, shrink_plain_bundle
@@ -25,14 +26,9 @@ from shmstress.core.exit_reason import ExitCode
 from shmstress.core.files import ArtifactError, require_writable
 from shmstress.render.failure import failure_report
 from shmstress.render.replay_text import render_replay
-from shmstress.repro.bundle import (
-    bundle_target,
-    load_bundle,
-    new_bundle_id,
-    replay_command,
-    write_bundle,
-)
-from shmstress.repro.plain_bundle import peek_plain
+from shmstress.repro.bundle import bundle_target, new_bundle_id, replay_command, write_bundle
+from shmstress.repro.loading import open_bundle
+from shmstress.repro.plain_bundle import PlainBundle
 from shmstress.repro.replay import replay_bundle
 from shmstress.repro.shrink import ShrinkOptions, ShrinkReport, shrink_bundle
 
@@ -51,10 +47,9 @@ def _cmd_replay(args: argparse.Namespace) -> int:
     if args.log:
         require_writable(Path(args.log), "the --log file")
     path = Path(args.bundle)
-    plain = peek_plain(path)
-    if plain is not None:  # plain multiprocessing code (``shmstress test``)
-        return replay_plain_bundle(path, plain, args.log)
-    bundle = load_bundle(path)
+    bundle = open_bundle(path, code_allowance(args))
+    if isinstance(bundle, PlainBundle):  # plain multiprocessing code (``shmstress test``)
+        return replay_plain_bundle(path, bundle, args.log)
     with _about(path):
         report = replay_bundle(bundle, pin=not args.no_pin)
     print(render_replay(report, path))
@@ -103,11 +98,10 @@ def _cmd_shrink(args: argparse.Namespace) -> int:
         raise ConfigError(f"--max-executions must be >= 1, got {args.max_executions}")
     source = Path(args.bundle)
     output = Path(args.output)
-    plain = peek_plain(source)
-    if plain is not None:  # plain multiprocessing code (``shmstress test``)
+    bundle = open_bundle(source, code_allowance(args))
+    if isinstance(bundle, PlainBundle):  # plain multiprocessing code (``shmstress test``)
         require_writable(output, "the shrunk bundle", directory=output.suffix != ".json")
-        return shrink_plain_bundle(source, plain, output, args.max_executions)
-    bundle = load_bundle(source)
+        return shrink_plain_bundle(source, bundle, output, args.max_executions)
     require_writable(output, "the shrunk bundle", directory=output.is_dir() or not output.suffix)
     with _about(source):
         report = shrink_bundle(bundle, ShrinkOptions(max_executions=args.max_executions,
@@ -133,10 +127,12 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         description="Take the bundle's recorded steps one at a time, checking each label; "
         "exit 1 and print 'reproduced' with the violation; exit 3 on divergence, if the "
         "violation does not occur or another one does; exit 2 "
-        "if the bundle cannot be read or does not fit its tracker.",
+        "if the bundle cannot be read or does not fit its tracker. " + BUNDLE_CODE_NOTE,
         **with_examples(
             "shmstress replay shmstress-out/dra-gather-unchecked-free-seed3-1f0c9a2e.json",
             "shmstress replay BUNDLE --log replayed.log --log-level 2   # its log, fewer points",
+            "shmstress replay /tmp/x/b.json --code /tmp/x/scenario.py   # code outside this "
+            "directory",
         ),
     )
     replay.add_argument("bundle", metavar="BUNDLE", help="a repro bundle (JSON) a failing run "
@@ -144,6 +140,7 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     replay.add_argument("--no-pin", action="store_true",
                         help="do not pin the replay to one CPU")
     add_log_options(replay, "the replayed execution")
+    add_code_options(replay)
     replay.set_defaults(handler=_cmd_replay)
 
     shrink = sub.add_parser(
@@ -151,7 +148,7 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         description="Search for a schedule that breaks the same invariant in the fewest "
         "steps and preemptions (a short churn, a fresh search within short step bounds, "
         "fewer switches), then the fewest workers and smallest scenario; write it as a "
-        "bundle that replays. One line per stage on stderr.",
+        "bundle that replays. One line per stage on stderr. " + BUNDLE_CODE_NOTE,
         **with_examples(
             "shmstress shrink BUNDLE -o small.json",
             "shmstress shrink BUNDLE -o small.json --max-executions 500   # a shorter search",
@@ -166,4 +163,5 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
                         f"{ShrinkOptions().max_executions})")
     shrink.add_argument("--no-pin", action="store_true",
                         help="do not pin the search to one CPU")
+    add_code_options(shrink)
     shrink.set_defaults(handler=_cmd_shrink)

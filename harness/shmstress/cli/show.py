@@ -19,12 +19,14 @@ from shmstress.analysis.failure import analyse
 from shmstress.analysis.plain_story import plain_story
 from shmstress.analysis.swimlane import Swimlane, plain_swimlane, swimlane
 from shmstress.cli.args import EPILOG
+from shmstress.cli.code_options import BUNDLE_CODE_NOTE, add_code_options, code_allowance
 from shmstress.core.files import require_writable, write_text_atomically
 from shmstress.plugin.wording import wording_by_name
 from shmstress.render.failure import swimlane_title
 from shmstress.render.swimlane import render_svg, render_text
-from shmstress.repro.bundle import load_bundle
-from shmstress.repro.plain_bundle import peek_plain
+from shmstress.repro.bundle_code import CodeAllowance
+from shmstress.repro.loading import open_bundle
+from shmstress.repro.plain_bundle import PlainBundle
 from shmstress.repro.plain_replay import replay_plain
 from shmstress.repro.replay import Verdict, replay_bundle
 
@@ -33,26 +35,28 @@ EXAMPLES = """examples:
   shmstress show BUNDLE --svg race.svg      # also draw it, for a browser or a PR comment
   shmstress show BUNDLE --all --width 200   # every step of the window, nothing folded
   shmstress show shmstress-out/counter-racy-plain-seed2-e5.json   # a `shmstress test` failure
+  shmstress show /tmp/x/b.json --code /tmp/x/scenario.py   # code outside this directory
 """
 
 
-def bundle_swimlane(path: Path, keep_all: bool = False) -> tuple[Swimlane | None, str, int]:
+def bundle_swimlane(path: Path, allowance: CodeAllowance, keep_all: bool = False
+                    ) -> tuple[Swimlane | None, str, int]:
     """(the swimlane of the bundle at ``path``, or None; a line saying why not; exit code).
 
     A plain-code bundle (``shmstress test``) is drawn from its replayed steps: they carry
     what each process read and wrote. Raises BundleError (exit 2) for a file that is not
-    a bundle; ``keep_all`` does not apply to plain bundles (their story picks the steps)."""
-    plain = peek_plain(path)
-    if plain is not None:
-        replayed = replay_plain(plain)
+    a bundle, or one naming code ``allowance`` does not let run; ``keep_all`` does not
+    apply to plain bundles (their story picks the steps)."""
+    bundle = open_bundle(path, allowance)
+    if isinstance(bundle, PlainBundle):
+        replayed = replay_plain(bundle)
         if replayed.verdict is not Verdict.REPRODUCED:
             return None, (f"shmstress show: {path} did not replay its failure "
                           f"({replayed.verdict.value}: {replayed.detail}); nothing to draw"), \
                 int(replayed.exit_code)
         outcome = replayed.outcome
-        title = f"{plain.scenario}, seed {plain.seed}: who did what when"
+        title = f"{bundle.scenario}, seed {bundle.seed}: who did what when"
         return plain_swimlane(outcome, plain_story(outcome), title), "", 0
-    bundle = load_bundle(path)
     report = replay_bundle(bundle)
     if report.verdict is not Verdict.REPRODUCED:
         return None, (f"shmstress show: {path} did not replay its failure "
@@ -73,7 +77,7 @@ def _cmd_show(args: argparse.Namespace) -> int:
     path = Path(args.bundle)
     if args.svg:
         require_writable(Path(args.svg), "the swimlane")
-    lanes, why, code = bundle_swimlane(path, keep_all=args.all)
+    lanes, why, code = bundle_swimlane(path, code_allowance(args), keep_all=args.all)
     if lanes is None:
         print(why, file=sys.stderr)
         return code
@@ -107,7 +111,8 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         "interleaving table): a header of workers, each step in its worker's column, the "
         "steps the explanation tells marked *, the violation at the bottom. A long "
         "schedule shows the window the explanation is about, with long stretches of other "
-        "steps folded. --svg also writes the picture as SVG (hover a step for its fields).",
+        "steps folded. --svg also writes the picture as SVG (hover a step for its fields). "
+        + BUNDLE_CODE_NOTE,
         epilog=EXAMPLES + "\n" + EPILOG,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
@@ -117,4 +122,5 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
                         help="fold nothing: every step of the window gets its row")
     parser.add_argument("--width", type=_width, metavar="COLUMNS",
                         help="width of the table (default: the terminal's, else 120)")
+    add_code_options(parser)
     parser.set_defaults(handler=_cmd_show)

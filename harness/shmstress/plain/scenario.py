@@ -41,6 +41,11 @@ class ScenarioRef:
     def describe(self) -> str:
         return f"{self.module}:{self.function}"
 
+    @property
+    def file(self) -> Path | None:
+        """The file ``load`` imports; None for a module found on ``sys.path``."""
+        return Path(self.module) if self.module.endswith(".py") else None
+
     def project(self) -> str | None:
         """The folder of the project the scenario belongs to, found without importing
         anything: from the scenario's file (or its top-level package's folder) up to the
@@ -75,12 +80,12 @@ class ScenarioRef:
         return found
 
     def _import(self) -> object:
-        if not self.module.endswith(".py"):
+        path = self.file
+        if path is None:
             try:
                 return importlib.import_module(self.module)
             except Exception as exc:
                 raise ScenarioError(f"importing {self.module} failed: {_one_line(exc)}") from exc
-        path = Path(self.module)
         folder = str(path.parent)
         if folder not in sys.path:  # its sibling modules import as they would next to it
             sys.path.insert(0, folder)

@@ -33,14 +33,12 @@ SHOWN = 3
 def loaded_sources(scenario_file: str | None) -> Sources:
     """The digests of the code under test's files loaded in this process, and of
     ``scenario_file``'s."""
-    stdlib = Path(sysconfig.get_paths()["stdlib"]).resolve()
     ours = [Path(path).resolve() for path in shmstress.__path__]
     files = {getattr(module, "__file__", None) for module in list(sys.modules.values())}
     found: Sources = {}
     for name in sorted(f for f in files if isinstance(f, str) and f.endswith(".py")):
         path = Path(name).resolve()
-        if (_INSTALLED.intersection(path.parts) or path.is_relative_to(stdlib)
-                or any(path.is_relative_to(root) for root in ours)):
+        if is_installed(path) or any(path.is_relative_to(root) for root in ours):
             continue
         _digest(path, found)
     if scenario_file is not None:
@@ -48,12 +46,25 @@ def loaded_sources(scenario_file: str | None) -> Sources:
     return found
 
 
+def is_installed(resolved: Path) -> bool:
+    """``resolved`` (a resolved path) is a file of the standard library or of an installed
+    distribution (site-packages), even in a virtual environment inside a project."""
+    stdlib = Path(sysconfig.get_paths()["stdlib"]).resolve()
+    return bool(_INSTALLED.intersection(resolved.parts)) or resolved.is_relative_to(stdlib)
+
+
 def _digest(path: Path, into: Sources) -> None:
     """``path``'s digest into ``into``; a file gone since it was imported has none."""
+    into[str(path)] = file_digest(path)
+
+
+def file_digest(path: Path) -> str:
+    """The sha256 of ``path``'s bytes in hex; ``unreadable`` when it cannot be read (a file
+    gone since it was imported), which no digest of a file equals."""
     try:
-        into[str(path)] = hashlib.sha256(path.read_bytes()).hexdigest()
+        return hashlib.sha256(path.read_bytes()).hexdigest()
     except OSError:
-        into[str(path)] = "unreadable"
+        return "unreadable"
 
 
 def changed_sources(theirs: Sources, mine: Sources) -> str:

@@ -33,7 +33,7 @@ def load(spec: str) -> type[Tracker]:
     The class attributes are validated here (``class_check.check_class``), so
     a malformed plugin fails with one line before anything is built.
     """
-    if ":" in spec and spec.split(":", 1)[0].endswith(".py"):
+    if tracker_file(spec) is not None:
         return check_class(_load_from_path(spec), f"tracker {spec}")
     if spec.endswith(".py"):
         raise UnknownTrackerError(f"name the tracker class too: --tracker {spec}:ClassName")
@@ -53,6 +53,14 @@ def load(spec: str) -> type[Tracker]:
             return check_class(loaded, f"tracker {spec} ({ep.value})")
     names = ", ".join(sorted(available())) or "none installed"
     raise UnknownTrackerError(f"unknown tracker {spec!r}; available: {names}")
+
+
+def tracker_file(spec: str) -> Path | None:
+    """The file ``load(spec)`` imports for a ``path/to/file.py:Class`` spec (as written, not
+    resolved); None for an installed name, which is looked up among the entry points."""
+    if ":" in spec and spec.split(":", 1)[0].endswith(".py"):
+        return Path(spec.split(":", 1)[0])
+    return None
 
 
 def spec_of(tracker_cls: type) -> str:

@@ -14,10 +14,10 @@ from __future__ import annotations
 import json
 import re
 import secrets
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import cast
+from typing import TypeVar, cast
 
 from msgspec import UNSET, UnsetType
 
@@ -31,6 +31,10 @@ from shmstress.core.provenance import Provenance, current_provenance, package_ve
 from shmstress.core.result import RunResult, Violation, differences, principal
 from shmstress.core.trace import Step
 from shmstress.repro import bundle_schema
+from shmstress.repro.bundle_code import CodeRef, tracker_code
+from shmstress.repro.bundle_json import read_document
+
+T = TypeVar("T")
 
 FORMAT = "shmstress-repro-bundle"
 FORMAT_VERSION = 1
@@ -102,6 +106,12 @@ class Bundle:
     python_version: str | None = None
     host: str | None = None
     code_commit: str | None = None  # of the code under test, when run in a git checkout
+    code_sha256: str | None = None  # of the tracker's file, when it is loaded by path
+
+    @property
+    def code(self) -> CodeRef:
+        """The code replaying this bundle imports: see ``bundle_code``."""
+        return tracker_code(self.tracker)
 
     def with_provenance(self, found: Provenance) -> Bundle:
         """This bundle stamped with what found it."""
@@ -154,6 +164,7 @@ def from_free_run(result: RunResult) -> Bundle | None:
         steps=result.recording.steps,
         violation=ExpectedViolation.of(violation),
         noise=config.noise,
+        code_sha256=tracker_code(config.tracker).digest(),
     ).with_provenance(current_provenance(config.tracker))
 
 
@@ -197,6 +208,7 @@ def from_execution(
         noise=NoiseConfig(0.0),
         execution=execution,
         preemptions=preemptions,
+        code_sha256=tracker_code(config.tracker).digest(),
     ).with_provenance(current_provenance(config.tracker))
 
 
@@ -241,6 +253,7 @@ def to_json(bundle: Bundle) -> dict[str, object]:
         python_version=bundle.python_version or UNSET,
         host=bundle.host or UNSET,
         code_commit=bundle.code_commit or UNSET,
+        code_sha256=bundle.code_sha256 or UNSET,
         tracker=bundle.tracker,
         variant=bundle.variant,
         config=bundle_schema.ConfigDoc(
@@ -345,6 +358,7 @@ def from_json(data: object) -> Bundle:
         python_version=_known(doc.python_version),
         host=_known(doc.host),
         code_commit=_known(doc.code_commit),
+        code_sha256=_known(doc.code_sha256),
     )
 
 
@@ -423,24 +437,20 @@ def write_bundle_into(bundle: Bundle, directory: Path, tag: str = "") -> Path:
 
 
 def load_bundle(path: Path) -> Bundle:
+    """The tracker bundle at ``path``, as data: nothing it names is imported (a command that
+    replays it checks that code first: ``bundle_code.require_trusted``)."""
+    return decoded(path, read_document(path), from_json)
+
+
+def decoded(path: Path, data: object, decode: Callable[[object], T]) -> T:
+    """``decode(data)``, read from the bundle at ``path``: its BundleError names the file,
+    and a structure too deep for the decoder is one too."""
     try:
-        raw = path.read_bytes()
-    except OSError as exc:
-        raise BundleError(f"cannot read bundle {path}: {exc.strerror or exc}") from exc
-    try:
-        text = raw.decode("utf-8")
-    except UnicodeDecodeError as exc:
-        raise BundleError(f"{path} is not a repro bundle: not UTF-8 text (byte "
-                          f"{exc.start}: {raw[exc.start:exc.start + 1]!r})") from exc
-    try:
-        data = json.loads(text)
-    except json.JSONDecodeError as exc:
-        raise BundleError(f"{path} is not a repro bundle: invalid JSON at line {exc.lineno}, "
-                          f"column {exc.colno} ({exc.msg})") from exc
-    try:
-        return from_json(data)
+        return decode(data)
     except BundleError as exc:
-        raise BundleError(f"{path}: {exc}") from exc
+        raise BundleError(f"{path}: {exc}") from None
+    except RecursionError:
+        raise BundleError(f"{path}: nested too deeply to be a bundle") from None
 
 
 def replay_command(path: Path) -> str:

@@ -73,6 +73,9 @@ class BundleDoc(msgspec.Struct, kw_only=True):
     python_version: str | msgspec.UnsetType = msgspec.UNSET
     host: str | msgspec.UnsetType = msgspec.UNSET
     code_commit: str | msgspec.UnsetType = msgspec.UNSET
+    # The sha256 of the tracker's file when it is loaded by path (``bundle_code``): a replay
+    # refuses a file that changed since. Left out for an installed tracker.
+    code_sha256: str | msgspec.UnsetType = msgspec.UNSET
     tracker: str
     variant: str
     config: ConfigDoc

@@ -25,7 +25,9 @@ from shmstress.plain.outcome import PlainEnd, PlainOutcome
 from shmstress.plain.scenario import ScenarioRef
 from shmstress.plain.session import PlainSpec
 from shmstress.reports.decoding import describe_error
-from shmstress.repro.bundle import LOG_SUFFIX, path_safe
+from shmstress.repro.bundle import LOG_SUFFIX, decoded, path_safe
+from shmstress.repro.bundle_code import CodeRef
+from shmstress.repro.bundle_json import read_document
 from shmstress.repro.bundle_schema import StrategyDoc
 
 FORMAT = "shmstress-plain-bundle"
@@ -52,6 +54,9 @@ class PlainBundleDoc(msgspec.Struct, kw_only=True):
     shmstress_version: str = "unknown"
     scenario: str  # as the user named it (a path relative to where they ran it)
     scenario_path: str  # resolved when it was found
+    # The sha256 of the scenario's file when it is named by path (``bundle_code``): a replay
+    # refuses a file that changed since. Left out for a module name, and by older bundles.
+    code_sha256: str | msgspec.UnsetType = msgspec.UNSET
     limits: LimitsDoc
     strategy: StrategyDoc
     seed: int
@@ -81,21 +86,29 @@ class PlainBundle:
     failure: FailureDoc
     processes: tuple[str, ...]
     steps: tuple[Step, ...]
+    code_sha256: str | None = None  # of the scenario's file, when it is named by path
     loose: tuple[int, ...] = ()  # the steps a replay cannot promise (free mode's)
 
     def spec(self) -> PlainSpec:
-        """The session to replay in; the scenario is looked for as named, then resolved."""
+        """The session to replay in."""
+        return PlainSpec(self.scenario_ref(), max_processes=self.limits.max_processes,
+                         max_steps=self._max_steps(), max_objects=self.limits.max_objects,
+                         trace=tuple(self.limits.trace))
+
+    def scenario_ref(self) -> ScenarioRef:
+        """The scenario a replay runs: looked for as named, then resolved."""
         for candidate in (self.scenario, self.scenario_path):
             try:
-                ref = ScenarioRef.parse(candidate)
+                return ScenarioRef.parse(candidate)
             except ScenarioError:
                 continue
-            return PlainSpec(ref, max_processes=self.limits.max_processes,
-                             max_steps=self._max_steps(),
-                             max_objects=self.limits.max_objects,
-                             trace=tuple(self.limits.trace))
         raise BundleError(f"the bundle's scenario {self.scenario} is not here (nor at "
                           f"{self.scenario_path})")
+
+    @property
+    def code(self) -> CodeRef:
+        """The code replaying this bundle imports: see ``bundle_code``."""
+        return scenario_code(self.scenario, self.scenario_ref())
 
     def _max_steps(self) -> int:
         """Room for every recorded step; but a no-progress failure found past the step bound
@@ -121,8 +134,15 @@ def from_outcome(named: str, spec: PlainSpec, strategy: StrategySpec, seed: int,
                            worker=failure.worker, message=failure.message),
         processes=outcome.processes,
         steps=tuple(step.step for step in outcome.steps),
+        code_sha256=scenario_code(named, spec.scenario).digest(),
         loose=outcome.loose,
     )
+
+
+def scenario_code(named: str, ref: ScenarioRef) -> CodeRef:
+    """The code a scenario ``named`` so (found as ``ref``) runs: a file, or a module."""
+    file = ref.file
+    return CodeRef("scenario", named, file=file, module=None if file else ref.module)
 
 
 def expected_end(bundle: PlainBundle) -> PlainEnd:
@@ -146,6 +166,7 @@ def to_json(bundle: PlainBundle) -> dict[str, Any]:
         seed=bundle.seed, execution=bundle.execution, execution_seed=bundle.execution_seed,
         preemptions=bundle.preemptions, failure=bundle.failure,
         processes=list(bundle.processes), labels=list(labels), steps=steps,
+        code_sha256=bundle.code_sha256 or msgspec.UNSET,
         loose=list(bundle.loose),
     )
     data = msgspec.to_builtins(doc)
@@ -158,18 +179,14 @@ def is_plain(data: object) -> bool:
 
 
 def peek_plain(path: Path) -> PlainBundle | None:
-    """The plain bundle at ``path``, or None if it is none (or unreadable: the tracker
-    bundle reader says why); a plain bundle with a bad field is one ``BundleError`` line."""
+    """The plain bundle at ``path``, as data (nothing it names is imported), or None if it
+    is none (or unreadable: the tracker bundle reader says why); a plain bundle with a bad
+    field is one ``BundleError`` line."""
     try:
-        data = json.loads(path.read_bytes())
-    except (OSError, ValueError):
+        data = read_document(path)
+    except BundleError:
         return None
-    if not is_plain(data):
-        return None
-    try:
-        return from_json(data)
-    except BundleError as exc:
-        raise BundleError(f"{path}: {exc}") from None
+    return decoded(path, data, from_json) if is_plain(data) else None
 
 
 def from_json(data: object) -> PlainBundle:
@@ -199,6 +216,7 @@ def from_json(data: object) -> PlainBundle:
         execution_seed=doc.execution_seed, preemptions=doc.preemptions, failure=doc.failure,
         processes=tuple(doc.processes),
         steps=tuple(Step(worker, doc.labels[label]) for worker, label in doc.steps),
+        code_sha256=None if doc.code_sha256 is msgspec.UNSET else doc.code_sha256,
         loose=tuple(step for step in doc.loose if 0 <= step < len(doc.steps)),
     )
 

@@ -577,4 +577,5 @@ def _bundle_of(original: Bundle, best: _Candidate) -> Bundle:
         steps=outcome.steps,
         preemptions=outcome.preemptions,
         violation=ExpectedViolation.of(found),
+        code_sha256=original.code.digest(),  # the file it failed with now (--allow-changed)
     )
