@@ -156,7 +156,7 @@ def _read_log(source: Path) -> str:
     if source.suffix == ".json":
         try:
             data = json.loads(_read(source))
-        except json.JSONDecodeError as exc:
+        except (json.JSONDecodeError, RecursionError) as exc:  # too deep: json gives up
             raise ConfigError(f"{source} is not a JSON bundle: {exc}") from exc
         embedded = data.get("log") if isinstance(data, dict) else None
         if isinstance(embedded, str):

@@ -437,6 +437,8 @@ def load_bundle(path: Path) -> Bundle:
     except json.JSONDecodeError as exc:
         raise BundleError(f"{path} is not a repro bundle: invalid JSON at line {exc.lineno}, "
                           f"column {exc.colno} ({exc.msg})") from exc
+    except RecursionError:  # lists in lists, 100,000 deep: no bundle is, and json gives up
+        raise BundleError(f"{path} is not a repro bundle: its JSON nests too deep") from None
     try:
         return from_json(data)
     except BundleError as exc:

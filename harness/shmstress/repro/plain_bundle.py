@@ -157,7 +157,7 @@ def peek_plain(path: Path) -> PlainBundle | None:
     bundle reader says why); a plain bundle with a bad field is one ``BundleError`` line."""
     try:
         data = json.loads(path.read_bytes())
-    except (OSError, ValueError):
+    except (OSError, ValueError, RecursionError):  # the tracker bundle reader says why
         return None
     if not is_plain(data):
         return None
