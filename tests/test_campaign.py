@@ -321,8 +321,9 @@ def test_heartbeat_is_plain_lines_when_not_a_terminal() -> None:
 
 def test_results_file_appends_whole_lines(tmp_path: Path) -> None:
     results = ResultsFile(tmp_path / "deep" / "results.jsonl")
-    results.append({"campaign": "a", "config_key": "k", "trial": 0, "text": "caf\u00e9\nline"})
-    results.append({"campaign": "b", "config_key": "k", "trial": 0})
+    record = _lines(FIXTURE)[0]  # a trial record: records() reads what the report reads
+    results.append({**record, "campaign": "a", "text": "caf\u00e9\nline"})
+    results.append({**record, "campaign": "b"})
     raw = results.path.read_bytes()
     assert raw.count(b"\n") == 2 and raw.endswith(b"\n")
     assert [(r["campaign"], r.get("text")) for r in results.records()] == [

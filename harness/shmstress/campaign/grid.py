@@ -34,6 +34,14 @@ DEFAULT_TRIALS = 5
 DEFAULT_DURATION_S = 2.0
 DEFAULT_EXECUTIONS = 200
 """Executions a controlled trial may try: random walk catches every DRA race well within."""
+MAX_GRID_TRIALS = 100_000
+"""Trials in one grid, every configuration's together: at a second or two each, more than
+a day of a machine's time, and each is expanded (a few hundred bytes) before the first
+runs; a typo like ``--trials 1000000000`` must be refused, not fill the memory."""
+MAX_DURATION_S = 86_400.0
+"""A free trial's budget: a day (a longer soak is ``shmstress run``'s, not a grid's)."""
+MAX_EXECUTIONS = 10_000_000
+"""A controlled trial's budget: hours of executions of a few milliseconds each."""
 
 
 @dataclass(frozen=True)
@@ -79,7 +87,7 @@ class GridSpec:
                 # a grid saved before the option existed ran the only policy there was
                 noise_policy=str(data.get("noise_policy", UNIFORM)),
             )
-        except (ValueError, KeyError, TypeError, AttributeError) as exc:
+        except (ValueError, KeyError, TypeError, AttributeError, RecursionError) as exc:
             raise ConfigError(f"not a campaign grid: {type(exc).__name__}: {exc}") from None
 
 
@@ -236,8 +244,21 @@ def complete(spec: GridSpec, tracker: type[Tracker]) -> GridSpec:
         problems.append(f"--trials must be >= 1, got {spec.trials}")
     if not spec.duration > 0:
         problems.append(f"--duration must be > 0 seconds, got {spec.duration:g}")
+    elif not spec.duration <= MAX_DURATION_S:
+        problems.append(f"--duration must be at most {MAX_DURATION_S:,.0f} seconds (a day), "
+                        f"got {spec.duration:g}")
     if spec.executions < 1:
         problems.append(f"--executions must be >= 1, got {spec.executions}")
+    elif spec.executions > MAX_EXECUTIONS:
+        problems.append(f"--executions must be at most {MAX_EXECUTIONS:,}, got "
+                        f"{spec.executions:,}")
+    drivers = sum(len(spec.noises) if strategy == FREE else 1
+                  for strategy in dict.fromkeys(spec.strategies))
+    configurations = len(dict.fromkeys(variants)) * len(filled) * drivers
+    if configurations * spec.trials > MAX_GRID_TRIALS:
+        problems.append(f"--trials {spec.trials} x {configurations} configurations is "
+                        f"{configurations * spec.trials:,} trials: a grid holds at most "
+                        f"{MAX_GRID_TRIALS:,}: split it into several campaigns")
     if problems:
         raise ConfigError("; ".join(problems))
     return GridSpec(

@@ -19,8 +19,8 @@ from pathlib import Path
 
 from shmstress.core.errors import ConfigError
 from shmstress.core.files import append_whole
-
-_LISTED = 10  # corrupt lines named in the warning; the rest are counted
+from shmstress.outputs.target import Kind, locate
+from shmstress.reports.results import load_results_file
 
 
 @dataclass(frozen=True)
@@ -46,55 +46,43 @@ class ResultsFile:
         """Drop a partial last line, so the next record does not get glued onto it.
 
         Readers skip a corrupt line with a warning wherever it is, but a partial last line
-        would swallow the next record appended after it.
+        would swallow the next record appended after it. Only a regular file is cut (the
+        one a link of ours leads to, never through another user's: ``outputs.target``).
         """
         try:
-            data = self.path.read_bytes()
-        except FileNotFoundError:
-            return None
+            target = locate(self.path)
+            if target.kind is not Kind.FILE:
+                return None  # nothing yet, or a device: nothing to cut
+            fd = os.open(target.path, os.O_RDWR | os.O_NOFOLLOW | os.O_CLOEXEC)
         except OSError as exc:
             raise ConfigError(f"cannot read {self.path}: {exc.strerror}") from exc
-        if not data or data.endswith(b"\n"):
-            return None
-        keep = data.rfind(b"\n") + 1
-        try:
-            with open(self.path, "r+b") as handle:
+        with os.fdopen(fd, "r+b") as handle:
+            try:
+                data = handle.read()
+                if not data or data.endswith(b"\n"):
+                    return None
+                keep = data.rfind(b"\n") + 1
                 handle.truncate(keep)
                 handle.flush()
                 os.fsync(handle.fileno())
-        except OSError as exc:
-            raise ConfigError(f"cannot repair {self.path}: {exc.strerror}") from exc
+            except OSError as exc:
+                raise ConfigError(f"cannot repair {self.path}: {exc.strerror}") from exc
         return Repair(self.path, len(data) - keep)
 
     def records(self) -> list[dict[str, object]]:
-        """Every complete record. A line that is not one (damaged on disk or in a cache, a
-        partial last line) is skipped and noted in ``warnings`` by file and line: one bad
-        line must never block a resume, a new campaign or a report."""
+        """Every trial record, as ``shmstress report`` reads them (``load_results_file``):
+        a line that is not one (damaged on disk or in a cache, a partial last line, a record
+        that does not fit the schema) is skipped and noted in ``warnings`` in the report's
+        own words, by file and line; its trial counts as not run. One bad line must never
+        block a resume, a new campaign or a report, nor count as a trial done."""
         self.warnings, self.skipped = [], 0
         try:
+            loaded = load_results_file(self.path)
             lines = self.path.read_bytes().split(b"\n")
         except FileNotFoundError:
             return []
         except OSError as exc:
             raise ConfigError(f"cannot read {self.path}: {exc.strerror}") from exc
-        records: list[dict[str, object]] = []
-        bad: list[int] = []
-        for index, raw in enumerate(lines):
-            if not raw.strip():
-                continue
-            try:
-                value = json.loads(raw)
-            except ValueError:  # invalid JSON or UTF-8
-                value = None
-            if isinstance(value, dict):
-                records.append(value)
-            else:
-                bad.append(index + 1)
-        if bad:
-            self.skipped = len(bad)
-            shown = ", ".join(f"{self.path}:{line}" for line in bad[:_LISTED])
-            more = f" and {len(bad) - _LISTED} more" if len(bad) > _LISTED else ""
-            self.warnings.append(
-                f"skipped {len(bad)} corrupt line{'s' if len(bad) != 1 else ''} (not a JSON "
-                f"record): {shown}{more}; their trials count as not run")
-        return records
+        self.warnings, self.skipped = list(loaded.warnings), loaded.skipped_lines
+        # the lines the reader took, as they are: the campaign compares keys as written
+        return [json.loads(lines[trial.line - 1]) for trial in loaded.trials]

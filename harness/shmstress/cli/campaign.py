@@ -8,6 +8,7 @@ import math
 import re
 import secrets
 import sys
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -206,6 +207,7 @@ def _distributed(spec: GridSpec, out_dir: Path, gateways: list[str]) -> int:
     code = run_distributed(spec, out_dir, gateways)
     results = ResultsFile(out_dir / RESULTS_FILE)
     counts = campaign_outcomes(spec.campaign, results.records())
+    _warn(results.warnings)
     recorded, expected = sum(counts.values()), len(expand(spec))
     print(
         f"campaign {spec.campaign}: {recorded}/{expected} trials over "
@@ -226,14 +228,19 @@ def _distributed(spec: GridSpec, out_dir: Path, gateways: list[str]) -> int:
     return code
 
 
+def _warn(warnings: Sequence[str]) -> None:
+    """Results lines skipped, bundles adopted: said the same way by campaign and report."""
+    for warning in warnings:
+        print(f"shmstress: warning: {warning}", file=sys.stderr)
+
+
 def _outcomes(counts: dict[str, int]) -> str:
     return ", ".join(f"{counts.get(k, 0)} {k}" for k in ("violation", "clean", "error"))
 
 
 def _report_summary(summary: CampaignSummary, out_dir: Path) -> int:
     spec = summary.spec
-    for warning in summary.warnings:
-        print(f"shmstress: warning: {warning}", file=sys.stderr)
+    _warn(summary.warnings)
     recorded = summary.already_done + summary.ran
     print(
         f"campaign {spec.campaign}: {recorded}/{summary.total} trials in {summary.results} "
@@ -294,8 +301,7 @@ def _cmd_report(args: argparse.Namespace) -> int:
     except OSError as exc:
         raise ConfigError(f"cannot write the report into {args.out}: "
                           f"{exc.strerror or exc}") from None
-    for warning in summary.warnings:
-        print(f"shmstress: warning: {warning}", file=sys.stderr)
+    _warn(summary.warnings)
     print(describe_report(summary))
     return 0
 

@@ -392,4 +392,5 @@ def _controlled_to_json(result: ControlledResult) -> dict[str, object]:
 
 
 def _write_json(path: Path, data: Any) -> None:
-    write_text_atomically(path, json.dumps(data, indent=2, default=str) + "\n")
+    write_text_atomically(path, json.dumps(data, indent=2, default=str) + "\n",
+                          "the --json file")

@@ -10,6 +10,7 @@ import textwrap
 from pathlib import Path
 
 from shmstress.cli.args import EPILOG
+from shmstress.cli.run import verdict
 from shmstress.controlled.strategies import (
     BOUNDS,
     DEFAULT,
@@ -20,9 +21,9 @@ from shmstress.controlled.strategies import (
 from shmstress.core.config import OUT_ENV, default_out
 from shmstress.core.errors import ReplayDivergedError
 from shmstress.core.exit_reason import ExitCode
-from shmstress.core.files import require_writable, write_text_atomically
+from shmstress.core.files import ArtifactError, require_writable, write_text_atomically
 from shmstress.core.signals import interruptible
-from shmstress.plain.checkpoint import Checkpointing
+from shmstress.plain.checkpoint import CheckpointError, Checkpointing
 from shmstress.plain.runner import Exploration, explore
 from shmstress.plain.scenario import ScenarioRef, traced_code
 from shmstress.plain.session import FreeSpec, PlainSpec
@@ -157,6 +158,20 @@ def shrink_plain_bundle(source: Path, bundle: PlainBundle, output: Path,
     return 0
 
 
+def _what_is_saved(checkpoint: Checkpointing) -> str:
+    """What an interrupted search left, read back from the file: a signal before the first
+    save (while the host starts) leaves no checkpoint, or the one it resumed from."""
+    try:
+        header = checkpoint.read_header()
+    except CheckpointError:
+        header = None
+    if header is None:
+        return (f"nothing was saved in {checkpoint.path} (stopped before the search's "
+                "first save): the same command starts it again")
+    return (f"the search is saved in {checkpoint.path} after {header.executions:,} "
+            "executions: the same command resumes it")
+
+
 def _cmd_test(args: argparse.Namespace) -> int:
     from shmstress.core.errors import ConfigError
 
@@ -202,6 +217,8 @@ def _cmd_test(args: argparse.Namespace) -> int:
                      max_steps=args.max_steps, stop_timeout=args.stop_timeout,
                      trace=traced_code(ref, trace, not args.no_auto_trace),
                      self_check=not args.no_self_check, free=free_spec if free else None)
+    out = Path(args.out or default_out())
+    require_writable(out, "the --out directory", directory=True)
     checkpoint = None
     if args.checkpoint:
         require_writable(Path(args.checkpoint), "the --checkpoint file")
@@ -214,25 +231,31 @@ def _cmd_test(args: argparse.Namespace) -> int:
     try:
         result = explore(spec, exploration, checkpoint=checkpoint)
     except KeyboardInterrupt:
-        if checkpoint is not None:
-            print(f"shmstress test: interrupted; the search is saved in {checkpoint.path}: "
-                  "the same command resumes it", file=sys.stderr, flush=True)
-        raise
+        if checkpoint is None:
+            raise
+        print(f"shmstress: interrupted; {_what_is_saved(checkpoint)}", file=sys.stderr,
+              flush=True)
+        return int(ExitCode.INTERRUPTED)
     bundle_path = None
     lines: list[str] = []
+    unwritten: list[ArtifactError] = []
     if result.failing is not None and result.failing.failed:
         bundle = from_outcome(args.scenario, spec, result.strategy, seed,
                               result.failing_index, result.failing)
-        bundle_path = write_plain_bundle(bundle, Path(args.out or default_out()))
-        log = write_text_atomically(bundle_path.with_suffix(".log"),  # its own: never another's
-                                    "\n".join(log_lines(result.failing)) + "\n", "the log",
-                                    exclusive=True)
-        lines.append(f"  log: {log}")
+        try:  # a full disk: the failure is still printed, and still exit 1 (``verdict``)
+            bundle_path = write_plain_bundle(bundle, out)
+            log = write_text_atomically(  # its own name: never another run's log
+                bundle_path.with_suffix(".log"), "\n".join(log_lines(result.failing)) + "\n",
+                "the log", exclusive=True)
+            lines.append(f"  log: {log}")
+        except ArtifactError as exc:
+            unwritten.append(exc)
     print("\n".join(result_lines(result, args.scenario, bundle_path, args.require_coverage)
                     + lines))
+    code = int(result.exit_code)
     if (args.require_coverage and result.exit_code is ExitCode.CLEAN
             and result.coverage is not None and result.coverage.thin()):
-        return int(ExitCode.THIN_COVERAGE)
-    if result.exit_code is ExitCode.NOT_CONTROLLED and args.accept_uncontrolled:
-        return int(ExitCode.CLEAN)
-    return int(result.exit_code)
+        code = int(ExitCode.THIN_COVERAGE)
+    elif result.exit_code is ExitCode.NOT_CONTROLLED and args.accept_uncontrolled:
+        code = int(ExitCode.CLEAN)
+    return verdict(code, unwritten)

@@ -16,6 +16,7 @@ from types import ModuleType
 
 from shmstress.core.errors import PluginError, UnknownTrackerError
 from shmstress.plugin.class_check import check_class, one_line
+from shmstress.plugin.exits import ExitAtImport, exit_refused
 from shmstress.plugin.tracker import Tracker
 
 ENTRY_POINT_GROUP = "shmstress.trackers"
@@ -40,9 +41,13 @@ def load(spec: str) -> type[Tracker]:
     for ep in entry_points(group=ENTRY_POINT_GROUP):
         if ep.name == spec:
             try:
-                loaded = ep.load()
+                with exit_refused():
+                    loaded = ep.load()
             except KeyboardInterrupt:
                 raise
+            except ExitAtImport as exc:
+                raise PluginError(f"tracker {spec} ({ep.value}) failed to load: it called "
+                                  f"os._exit({exc.code!r})") from None
             except SystemExit as exc:
                 raise PluginError(f"tracker {spec} ({ep.value}) failed to load: it called "
                                   f"sys.exit({exc.code!r})") from None
@@ -126,10 +131,15 @@ def _load_from_path(spec: str) -> object:
     module = importlib.util.module_from_spec(module_spec)
     sys.modules[module_name] = module
     try:
-        module_spec.loader.exec_module(module)
+        with exit_refused():
+            module_spec.loader.exec_module(module)
     except KeyboardInterrupt:  # Ctrl-C or SIGTERM while importing: not the plugin's fault
         sys.modules.pop(module_name, None)
         raise
+    except ExitAtImport as exc:  # os._exit() at import: it would end the command unseen
+        sys.modules.pop(module_name, None)
+        raise PluginError(f"importing {path} failed: it called os._exit({exc.code!r})") \
+            from None
     except SystemExit as exc:  # sys.exit() at import: a plugin error, never our exit code
         sys.modules.pop(module_name, None)
         raise PluginError(f"importing {path} failed: it called sys.exit({exc.code!r})") from None

@@ -1,10 +1,11 @@
 """Report files are written whole or not at all, and files a record names are read only
 from below the results file's directory.
 
-Writing: to a temporary file beside the target, renamed. The reports import nothing of the
-engine (``shmstress.core.files`` does the same for it): a chart, the page or a copied
-bundle cut short by a full disk must never sit under its final name, where the page would
-show half a picture or a replay would read half a bundle.
+Writing: to a temporary file beside the target, renamed, never over a device or through
+another user's link: a chart, the page or a copied bundle cut short by a full disk must
+never sit under its final name, where the page would show half a picture or a replay
+would read half a bundle. The engine writes its artifacts the same way: both go through
+``shmstress.outputs``, which is no part of the engine.
 
 Reading: a results file is data of unknown origin (downloaded from CI, handed over on a
 share), and a report is published. A path a record names is read only if it lies below
@@ -22,39 +23,18 @@ import errno
 import os
 import shutil
 import stat
-import tempfile
 from collections.abc import Iterator
 from pathlib import Path, PurePosixPath
 from typing import BinaryIO
 
+from shmstress.outputs.writing import written as replaced
+
+__all__ = ["RefusedFileError", "beneath", "copy_stream", "opened_beneath", "replaced",
+           "same_file", "write_bytes", "write_text"]
+
 
 class RefusedFileError(ValueError):
     """A path a results record names that the report will not read (the message says why)."""
-
-
-def _umask() -> int:
-    mask = os.umask(0o022)
-    os.umask(mask)
-    return mask
-
-
-@contextlib.contextmanager
-def replaced(path: Path) -> Iterator[BinaryIO]:
-    """A binary stream whose content replaces ``path`` once the block ends without error;
-    on any error the temporary file goes and ``path`` is left as it was."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, temporary = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    try:
-        with os.fdopen(fd, "wb") as stream:
-            yield stream
-            stream.flush()
-            os.fchmod(stream.fileno(), 0o666 & ~_umask())
-            os.fsync(stream.fileno())
-        os.replace(temporary, path)
-    except BaseException:
-        with contextlib.suppress(OSError):
-            os.unlink(temporary)
-        raise
 
 
 def write_text(path: Path, text: str) -> Path:

@@ -176,6 +176,8 @@ def parse_json(raw: bytes) -> object:
         return msgspec.json.decode(raw)
     except msgspec.DecodeError:
         pass
+    except RecursionError:  # nested too deep for any record: Python's json gives up too
+        raise ValueError("nested too deep") from None
     try:
         return json.loads(raw.decode("utf-8"))
     except UnicodeDecodeError as exc:
