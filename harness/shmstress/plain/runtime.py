@@ -73,6 +73,7 @@ _ASSIGNED = re.compile(r"^\s*(?:self\.)?([A-Za-z_]\w*)\s*(?::[^=]*)?=(?!=)")
 _INT64 = (-(1 << 63), (1 << 63) - 1)
 _REAL_SLEEP = time.sleep  # the scenario's processes get a sleep that is a point instead
 _REAL_YIELD = os.sched_yield
+_LIBRARY = ("multiprocessing", "concurrent.futures")
 
 
 class Abort(BaseException):
@@ -80,10 +81,11 @@ class Abort(BaseException):
 
 
 def _user_frame(frame: FrameType | None) -> FrameType | None:
-    """The first frame outside the plumbing and outside ``multiprocessing`` itself."""
+    """The first frame outside the plumbing and outside ``multiprocessing`` itself (and
+    ``concurrent.futures``, whose executor and futures are made of it)."""
     while frame is not None and (
         frame.f_globals.get("PLUMBING") is True
-        or str(frame.f_globals.get("__name__", "")).startswith("multiprocessing")
+        or str(frame.f_globals.get("__name__", "")).startswith(_LIBRARY)
     ):
         frame = frame.f_back
     return frame
@@ -347,6 +349,7 @@ class PlainRuntime:
         same = sum(1 for other in range(slot) if slots[other * P_STRIDE + P_FAMILY] == family)
         name = f"{word} #{same + 1}"
         self.claim_slot(slot, name, family)
+        board.inherit(self.slot, slot)  # the queue and pipe ends open here, as a fork's
         globals_[G_SLOTS] = slot + 1
         globals_[G_WAKE] = 1  # one more process to choose from
         return slot, name

@@ -60,11 +60,18 @@ from shmstress.plain.board import (
     G_STEP,
     G_WAKE,
     HOST,
+    MAILBOX_BYTES,
+    NOBODY,
     O_COUNT,
     O_KIND,
     O_LIMIT,
     O_NAME,
     O_OWNER,
+    O_SENDERS,
+    O_SENT_BY,
+    O_TAKEN_BY,
+    O_UNFINISHED,
+    P_ARG,
     P_LABEL,
     P_LEASE,
     P_NAME,
@@ -74,11 +81,13 @@ from shmstress.plain.board import (
     P_STRIDE,
     P_WAIT,
     P_YIELDED,
+    WAITSET,
     Board,
     Kind,
     State,
     ValueKind,
     Wait,
+    handle_bit,
 )
 from shmstress.plain.footprints import Names, footprints
 from shmstress.plain.host import BOOT, BoardSize, HostPlan, host_main
@@ -121,6 +130,7 @@ class PlainSpec:
     max_processes: int = 16  # main included
     max_steps: int = 20_000
     max_objects: int = 256
+    mailbox_mib: int = MAILBOX_BYTES >> 20  # room for queue and pipe messages in flight
     trace: tuple[str, ...] = ()  # --trace: code whose shared-memory accesses are points
     free: FreeSpec | None = None  # None: controlled mode
     pin: bool = True  # controlled mode: every process on one CPU (handoffs are cheaper)
@@ -192,7 +202,8 @@ class PlainSession:
         if spec.max_processes < 2:
             raise ScenarioError(f"--max-processes must be at least 2, got {spec.max_processes}")
         size = BoardSize(spec.max_processes, spec.max_objects, spec.max_steps,
-                         probe_capacity(spec.max_processes))
+                         probe_capacity(spec.max_processes),
+                         mailbox_bytes=spec.mailbox_mib << 20)
         self.board, self.recorder = size.build(self._arena)
         self.created = CreatedSegments.of(self._arena.owner_pid, self._arena.owner_started)
         self.runtime = PlainRuntime(self.board, self.recorder, self.created)
@@ -588,9 +599,50 @@ class PlainSession:
         elif wait == Wait.BARRIER:
             reason = (f"waits at {self.object_name(obj)} ({board.obj(obj, O_COUNT)} of "
                       f"{board.obj(obj, O_LIMIT)} arrived)")
+        elif wait in (Wait.MESSAGE, Wait.ROOM, Wait.TASKS_DONE, Wait.ANY):  # queues, pipes
+            reason, holder = self._waiting_on_channel(worker, wait, obj)
         else:
             reason = f"is at {label!r}"
         return Waiting(worker, label, reason, holder, held)
+
+    def _waiting_on_channel(self, worker: int, wait: int, obj: int) -> tuple[str, int]:
+        """Why a get, put, receive, join or wait on queues and pipes waits, and the process
+        it waits for: the one that put (for a get) or got (for a put) last, if it is still
+        there; the processes that still could are named too."""
+        board = self.board
+        if wait == Wait.ANY:
+            first = worker * WAITSET
+            entries = board.waitsets.mv[first: first + board.slot(worker, P_ARG)]
+            names = [self.object_name(e) if e >= 0 else f"the exit of {self.who(-1 - e)}"
+                     for e in entries]
+            return f"waits for a message on {' or '.join(names)}", -1
+        name, count = self.object_name(obj), board.obj(obj, O_COUNT)
+        queue = board.obj(obj, O_KIND) == Kind.QUEUE
+        if wait == Wait.ROOM:
+            last, verb = board.obj(obj, O_TAKEN_BY), "got from it"
+            what = (f"waits to put into {name}, which is full ({count} of "
+                    f"{board.obj(obj, O_LIMIT)})")
+        elif wait == Wait.TASKS_DONE:
+            last, verb = board.obj(obj, O_TAKEN_BY), "got from it"
+            what = f"waits to join {name}: {board.obj(obj, O_UNFINISHED)} tasks not done"
+        else:
+            last, verb = board.obj(obj, O_SENT_BY), "put into it" if queue else "sent on it"
+            what = (f"waits to get from {name}, which is empty" if queue else
+                    f"waits to receive on {name}, where nothing is left")
+        if last == NOBODY:
+            said = f"nothing was ever {verb}"
+        else:
+            said = f"{'its module' if last == HOST else self.who(last)} {verb} last"
+        if wait == Wait.MESSAGE:
+            able = [s for s in range(int(board.globals.mv[G_SLOTS])) if s != worker
+                    and board.obj(obj, O_SENDERS) & handle_bit(s)
+                    and board.slot(s, P_STATE) not in (State.FINISHED, State.UNUSED)]
+            could = (", ".join(self.who(s) for s in able) if able
+                     else "no other process left")
+            said += f"; {could} could {'put' if queue else 'send'}"
+        holder = last if last >= 0 and last != worker and board.slot(
+            last, P_STATE) not in (State.FINISHED, State.UNUSED) else -1
+        return f"{what} ({said})", holder
 
     def _verdict(self, end: PlainEnd, waiting: Sequence[Waiting]) -> tuple[int, str, str]:
         """(first process, one-line message, one line per waiting process)."""

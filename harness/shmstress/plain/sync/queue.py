@@ -1,0 +1,204 @@
+"""``multiprocessing.Queue``, ``JoinableQueue`` and ``SimpleQueue``: a channel, steps.
+
+A queue is one channel (``Kind.QUEUE``: a row of the object table) whose messages wait
+in the board's mailbox. ``put`` is one step: the object is pickled (with
+``ForkingPickler``, as the real one) before it, and is in the queue once the step is
+taken; a bounded queue's put waits for room (``Wait.ROOM``). ``get`` is one step that
+waits for a message (``Wait.MESSAGE``): a get on an empty queue is a wait the scheduler
+knows, and a process that waits for ever is reported naming the queue, who put into it
+last and who could still put.
+
+The real Queue's feeder thread is folded into the put: no thread is started, so
+nothing runs that the scheduler does not run, a replay takes the same steps, and one
+process runs at a time. What that changes: the real put returns before its feeder has
+pickled and written the object, so a change to the object right after the put, or an
+``empty()`` right after it, can race with the feeder; here neither can. The end of a
+process does not wait for its feeder either (``join_thread`` has nothing to join).
+Each queue has a reader and a writer end (``_reader``, ``_writer``: this engine's
+``Connection``), which is what ``Pool``'s workers close and ``connection.wait`` takes.
+"""
+
+from __future__ import annotations
+
+from multiprocessing import context
+from multiprocessing.reduction import ForkingPickler
+from queue import Empty, Full
+from typing import Any, ClassVar
+
+from shmstress.plain.board import (
+    NOBODY,
+    O_COUNT,
+    O_LIMIT,
+    O_STRIDE,
+    O_UNFINISHED,
+    Kind,
+    Wait,
+)
+from shmstress.plain.runtime import PlainRuntime
+from shmstress.plain.sync.connection import Connection
+from shmstress.plain.sync.mailbox import Mailbox
+
+PLUMBING = True
+
+
+class _Channelled:
+    """What the three queues share: the row, its two ends, a put and a get."""
+
+    _runtime: ClassVar[PlainRuntime]
+    _mailbox: ClassVar[Mailbox]
+    _connection: ClassVar[type[Connection]]
+    _word: ClassVar[str] = "queue"
+    _counts_tasks: ClassVar[bool] = False  # a JoinableQueue's put adds a task to be done
+
+    def __init__(self, maxsize: int = 0, name: str | None = None) -> None:
+        runtime = self._runtime
+        self._row, self.name = runtime.new_object(Kind.QUEUE, self._word, name)
+        self._mailbox.open(self._row, max(maxsize, 0))
+        self._fields = runtime.board.objects.mv
+        self._base = self._row * O_STRIDE
+        self._reader = self._connection(self._row, NOBODY, self.name)
+        self._writer = self._connection(NOBODY, self._row, self.name)
+
+    def _put(self, obj: Any, block: bool = True, timeout: float | None = None) -> None:
+        runtime = self._runtime
+        data = ForkingPickler.dumps(obj)  # before the step, so a pickling error is the put's
+        bounded = self._fields[self._base + O_LIMIT] > 0
+        step = runtime.point(f"put to {self.name}", Wait.ROOM if bounded and block else
+                             Wait.NOTHING, self._row, timeout=timeout if block else None)
+        if bounded and self._count() >= self._fields[self._base + O_LIMIT]:
+            if block and timeout is None:
+                raise _forever(self.name, "full")
+            runtime.yielded = int(block)
+            raise Full
+        self._writer._deliver(data)
+        if self._counts_tasks:
+            self._fields[self._base + O_UNFINISHED] += 1
+        runtime.note(step, obj)
+
+    def _get(self, block: bool = True, timeout: float | None = None) -> Any:
+        step, data = self._reader._take(f"get from {self.name}", block, timeout)
+        if data is None:
+            raise Empty
+        obj = ForkingPickler.loads(data)
+        self._runtime.note(step, obj)
+        return obj
+
+    def _count(self) -> int:
+        return int(self._fields[self._base + O_COUNT])
+
+    def _read_size(self) -> int:
+        step = self._runtime.point(f"read the size of {self.name}")
+        count = self._count()
+        self._runtime.note(step, count)
+        return count
+
+    def _close_ends(self) -> None:
+        self._runtime.point(f"close {self.name}")
+        for end in (self._reader, self._writer):
+            if end._open:
+                end._drop()
+
+    def __reduce__(self) -> Any:
+        context.assert_spawning(self)  # raises, as the real one: fork is the start method
+        raise AssertionError("unreachable")
+
+    def __repr__(self) -> str:
+        return f"<shmstress {type(self).__name__} {self.name!r} with {self._count()} items>"
+
+
+class Queue(_Channelled):
+    def __init__(self, maxsize: int = 0, *, ctx: object = None, name: str | None = None) -> None:
+        super().__init__(maxsize, name)
+        self._maxsize = maxsize if maxsize > 0 else _SEM_VALUE_MAX
+        self._closed = False
+
+    def put(self, obj: Any, block: bool = True, timeout: float | None = None) -> None:
+        self._check_open()
+        self._put(obj, block, timeout)
+
+    def put_nowait(self, obj: Any) -> None:
+        self.put(obj, False)
+
+    def get(self, block: bool = True, timeout: float | None = None) -> Any:
+        self._check_open()
+        return self._get(block, timeout)
+
+    def get_nowait(self) -> Any:
+        return self.get(False)
+
+    def qsize(self) -> int:
+        return self._read_size()
+
+    def empty(self) -> bool:
+        return self._read_size() == 0
+
+    def full(self) -> bool:
+        limit = int(self._fields[self._base + O_LIMIT])
+        return limit > 0 and self._read_size() >= limit
+
+    def close(self) -> None:
+        if not self._closed:
+            self._closed = True
+            self._close_ends()
+
+    def join_thread(self) -> None:
+        assert self._closed, f"Queue {self!r} not closed"
+
+    def cancel_join_thread(self) -> None:
+        """Nothing to cancel: no feeder thread."""
+
+    def _check_open(self) -> None:
+        if self._closed:
+            raise ValueError(f"Queue {self!r} is closed")
+
+
+class JoinableQueue(Queue):
+    """``task_done`` and ``join`` are a step each; ``join`` waits until every task put is
+    marked done (``Wait.TASKS_DONE``)."""
+
+    _word = "joinable queue"
+    _counts_tasks = True
+
+    def task_done(self) -> None:
+        runtime = self._runtime
+        runtime.point(f"task done on {self.name}")
+        left = int(self._fields[self._base + O_UNFINISHED])
+        if left <= 0:
+            raise ValueError("task_done() called too many times")
+        self._fields[self._base + O_UNFINISHED] = left - 1
+        if left == 1:
+            runtime.wake()
+
+    def join(self) -> None:
+        runtime = self._runtime
+        runtime.point(f"join {self.name}", Wait.TASKS_DONE, self._row)
+        if self._fields[self._base + O_UNFINISHED]:
+            raise _forever(self.name, "not done")
+
+
+class SimpleQueue(_Channelled):
+    def __init__(self, *, ctx: object = None, name: str | None = None) -> None:
+        super().__init__(0, name)
+
+    def put(self, obj: Any) -> None:
+        self._writer._check(reading=False)
+        self._put(obj)
+
+    def get(self) -> Any:
+        self._reader._check(reading=True)
+        return self._get()
+
+    def empty(self) -> bool:
+        return self._read_size() == 0
+
+    def close(self) -> None:
+        if self._reader._open or self._writer._open:
+            self._close_ends()
+
+
+_SEM_VALUE_MAX = 2_147_483_647  # the real unbounded Queue's maxsize
+
+
+def _forever(name: str, what: str) -> RuntimeError:
+    return RuntimeError(f"shmstress: {name} is {what} while the scenario's module is "
+                        "imported; a wait there would last forever")
