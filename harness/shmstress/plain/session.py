@@ -61,12 +61,12 @@ from shmstress.plain.board import (
     G_WAKE,
     HOST,
     MAILBOX_BYTES,
-    NOBODY,
     O_COUNT,
     O_KIND,
     O_LIMIT,
     O_NAME,
     O_OWNER,
+    O_RECEIVERS,
     O_SENDERS,
     O_SENT_BY,
     O_TAKEN_BY,
@@ -618,10 +618,11 @@ class PlainSession:
             return f"waits for a message on {' or '.join(names)}", -1
         name, count = self.object_name(obj), board.obj(obj, O_COUNT)
         queue = board.obj(obj, O_KIND) == Kind.QUEUE
+        notes = []
         if wait == Wait.ROOM:
             last, verb = board.obj(obj, O_TAKEN_BY), "got from it"
-            what = (f"waits to put into {name}, which is full ({count} of "
-                    f"{board.obj(obj, O_LIMIT)})")
+            what = f"waits to put into {name}, which is full"
+            notes.append(f"{count} of {board.obj(obj, O_LIMIT)}")
         elif wait == Wait.TASKS_DONE:
             last, verb = board.obj(obj, O_TAKEN_BY), "got from it"
             what = f"waits to join {name}: {board.obj(obj, O_UNFINISHED)} tasks not done"
@@ -629,18 +630,20 @@ class PlainSession:
             last, verb = board.obj(obj, O_SENT_BY), "put into it" if queue else "sent on it"
             what = (f"waits to get from {name}, which is empty" if queue else
                     f"waits to receive on {name}, where nothing is left")
-        if last == NOBODY:
-            said = f"nothing was ever {verb}"
-        else:
-            said = f"{'its module' if last == HOST else self.who(last)} {verb} last"
+        who = "the scenario's module" if last == HOST else self.who(last) if last >= 0 else ""
+        notes.append(f"{who} {verb} last" if who else f"nothing was ever {verb}")
         if wait == Wait.MESSAGE:
             able = [s for s in range(int(board.globals.mv[G_SLOTS])) if s != worker
                     and board.obj(obj, O_SENDERS) & handle_bit(s)
                     and board.slot(s, P_STATE) not in (State.FINISHED, State.UNUSED)]
             could = (", ".join(self.who(s) for s in able) if able
                      else "no other process left")
-            said += f"; {could} could {'put' if queue else 'send'}"
-        holder = last if last >= 0 and last != worker and board.slot(
+            notes.append(f"{could} could {'put' if queue else 'send'}")
+            if not queue and board.obj(obj, O_SENDERS) & handle_bit(worker):
+                notes[-1] += ", and it has an end that sends into it open itself"
+        said = "; ".join(notes)
+        ends = board.obj(obj, O_SENDERS if wait == Wait.MESSAGE else O_RECEIVERS)
+        holder = last if last >= 0 and last != worker and ends & handle_bit(last) and board.slot(
             last, P_STATE) not in (State.FINISHED, State.UNUSED) else -1
         return f"{what} ({said})", holder
 

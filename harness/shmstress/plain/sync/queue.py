@@ -20,10 +20,9 @@ Each queue has a reader and a writer end (``_reader``, ``_writer``: this engine'
 
 from __future__ import annotations
 
-from multiprocessing import context
 from multiprocessing.reduction import ForkingPickler
 from queue import Empty, Full
-from typing import Any, ClassVar
+from typing import Any, ClassVar, NoReturn
 
 from shmstress.plain.board import (
     NOBODY,
@@ -35,6 +34,7 @@ from shmstress.plain.board import (
     Wait,
 )
 from shmstress.plain.runtime import PlainRuntime
+from shmstress.plain.sync.base import inherited_only
 from shmstress.plain.sync.connection import Connection
 from shmstress.plain.sync.mailbox import Mailbox
 
@@ -98,9 +98,8 @@ class _Channelled:
             if end._open:
                 end._drop()
 
-    def __reduce__(self) -> Any:
-        context.assert_spawning(self)  # raises, as the real one: fork is the start method
-        raise AssertionError("unreachable")
+    def __reduce__(self) -> NoReturn:
+        inherited_only(type(self).__name__)
 
     def __repr__(self) -> str:
         return f"<shmstress {type(self).__name__} {self.name!r} with {self._count()} items>"
