@@ -91,6 +91,9 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     parser.add_argument("--max-processes", type=int, default=PlainSpec.max_processes - 1,
                         metavar="N", help="processes a scenario may start "
                         f"(default {PlainSpec.max_processes - 1})")
+    parser.add_argument("--mailbox-mib", type=int, default=PlainSpec.mailbox_mib,
+                        metavar="N", help="room on the board for the queue and pipe messages "
+                        f"not yet taken, in MiB (default {PlainSpec.mailbox_mib})")
     parser.add_argument("--stop-timeout", type=float, default=PlainSpec.stop_timeout,
                         metavar="S", help="seconds a process may run without reaching its "
                         f"next point before it is reported hung (default "
@@ -170,6 +173,7 @@ def _cmd_test(args: argparse.Namespace) -> int:
         spin=args.spin or "demote")
     for flag, value, least in (("--max-steps", args.max_steps, 1),
                                ("--max-processes", args.max_processes, 1),
+                               ("--mailbox-mib", args.mailbox_mib, 1),
                                ("--executions", args.executions, 1),
                                ("--depth", strategy.depth, 1),
                                ("--bound", strategy.bound, -1 if chosen == "dpor" else 0)):
@@ -186,6 +190,7 @@ def _cmd_test(args: argparse.Namespace) -> int:
         free_spec.validate()
     spec = PlainSpec(ScenarioRef.parse(args.scenario), max_processes=args.max_processes + 1,
                      max_steps=args.max_steps, stop_timeout=args.stop_timeout, trace=trace,
+                     mailbox_mib=args.mailbox_mib,
                      free=free_spec if free else None)
     checkpoint = None
     if args.checkpoint:

@@ -125,9 +125,14 @@ class FreeNoise:
     def noise(self) -> bool:
         return bool(self.probability) and self._rng.random() < self.probability
 
+    def backoff_s(self, backoff: int) -> float:
+        """How long a waiter waits before it looks again (unless woken): longer the longer
+        it has waited."""
+        return min(self.max_sleep_s * backoff, 0.001)
+
     def pause(self, backoff: int) -> None:
         if backoff:
-            _REAL_SLEEP(min(self.max_sleep_s * backoff, 0.001))
+            _REAL_SLEEP(self.backoff_s(backoff))
         elif self._rng.random() < 0.5:
             _REAL_YIELD()
         else:
@@ -148,6 +153,7 @@ class PlainRuntime:
         self.manifest = Manifest()
         self.free: FreeNoise | None = None  # free mode: no coordinator, a step lock
         self.holding = False  # free mode: this process holds the step lock
+        self.woke = False  # free mode: a step of this process woke a waiter
         self.shared_ranges: list[tuple[int, int]] = []  # [start, end) of shared buffers here
         self.tracer: Callable[[], None] | None = None  # installs --trace in a new process
         self._sites: dict[tuple[int, int, str], int] = {}
@@ -211,7 +217,8 @@ class PlainRuntime:
         slot = self.slot
         base = slot * P_STRIDE
         slots = self._slots
-        self._let_go(free.noise())
+        self._let_go(free.noise() or self.woke)
+        self.woke = False
         deadline = None if timeout is None else time.monotonic() + max(timeout, 0.0)
         backoff = 0
         while True:
@@ -233,7 +240,10 @@ class PlainRuntime:
             slots[base + P_ARG] = arg
             slots[base + P_TIMED] = int(deadline is not None)  # it will go on: not stuck
             slots[base + P_STATE] = State.PARKED
-            self._let_go(True, backoff)
+            self._let_go(False)
+            # backs off, unless a step that may end the wait wakes it first (``wake``): a
+            # real waiter on a semaphore or a pipe is woken at once, not when it looks
+            board.grants[slot].acquire(True, free.backoff_s(backoff + 1))
             backoff = min(backoff + 1, 10)
 
     def _let_go(self, pause: bool, backoff: int = 0) -> None:
@@ -290,7 +300,12 @@ class PlainRuntime:
             if (other != self.slot and slots[base + P_STATE] == State.PARKED
                     and slots[base + P_WAIT] != Wait.NOTHING):
                 self._globals[G_WAKE] = 1
-                return
+                if self.free is None:
+                    return
+                # free mode: the waiter looks again now, and this process lets go of the
+                # step lock at its next point, so the two race as they would for real
+                self.board.grants[other].release()
+                self.woke = True
 
     def pause(self, text: str) -> None:
         """A sleep or a yield: a point at which the process says it waits for others."""
@@ -376,6 +391,7 @@ class PlainRuntime:
         random.seed(f"shmstress:{int(self._globals[G_SEED])}:{slot}")
         if self.free is not None:
             self.holding = False  # a forked child does not hold its parent's step lock
+            self.woke = False
             self.free.seed(int(self._globals[G_SEED]), slot)
             self._free_step(int(self._slots[slot * P_STRIDE + P_LABEL]), Wait.NOTHING,
                             NOBODY, 0, None)
