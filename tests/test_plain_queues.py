@@ -118,6 +118,31 @@ def test_a_reader_that_keeps_its_own_write_end_never_sees_the_end_of_the_file() 
     assert "it has an end that sends into it open itself" in failing.failure.message
 
 
+@pytest.mark.parametrize(("where", "function", "waiter", "what"), [
+    (LIB_QUEUE, "joined_before_get_large", "_put_a_big_result #1", "put into results"),
+    (LIB_PIPE, "both_send_first_large", "main", "sent on their_reader"),
+])
+def test_more_than_an_os_pipe_holds_waits_for_its_reader_as_the_real_one_blocks(
+        where: Path, function: str, waiter: str, what: str) -> None:
+    """The guidelines' "joining processes that use queues", and two processes that each send
+    the other more than a pipe holds before receiving: both hang for real."""
+    result = search(where, function, 5)
+    failing = result.failing
+    assert failing is not None and failing.failure is not None, result.ends
+    assert failing.failure.end is PlainEnd.NO_PROGRESS
+    assert failing.failure.message.startswith(
+        f"no progress: {waiter} waits for what it {what} to be read: its OS pipe holds "
+        "65,536 bytes, 100,013 are queued up to its last"), failing.failure.message
+
+
+@pytest.mark.parametrize(("where", "function"), [
+    (LIB_QUEUE, "joined_before_get_small"), (LIB_PIPE, "both_send_first_small")])
+def test_what_an_os_pipe_holds_does_not_wait(where: Path, function: str) -> None:
+    result = search(where, function, 30)
+    assert result.failing is None, result.failing and result.failing.failure
+    assert result.ends == {"finished": 30}
+
+
 @pytest.mark.parametrize("function", [
     "the_import_time_message_is_there_every_time", "a_megabyte_with_the_reader_parked",
     "an_end_travels_in_a_queue", "timeouts_and_nowaits",

@@ -109,3 +109,27 @@ def waits_on_several():
         mine.send(number)
     assert [mine.recv() for mine, _ in ends] == [1, 2]
     server.join()
+
+
+def _both_send_first(size):
+    my_reader, their_writer = mp.Pipe(duplex=False)  # one pipe each way
+    their_reader, my_writer = mp.Pipe(duplex=False)
+    peer = mp.Process(target=_peer, args=(their_reader, their_writer, size))
+    peer.start()
+    my_writer.send(bytes(size))
+    assert len(my_reader.recv()) == size
+    peer.join()
+
+
+def _peer(reader, writer, size):
+    writer.send(bytes(size))
+    assert len(reader.recv()) == size
+
+
+def both_send_first_small():
+    _both_send_first(1000)
+
+
+def both_send_first_large():
+    """Each sends more than a pipe holds before receiving: both sends block for real."""
+    _both_send_first(100_000)

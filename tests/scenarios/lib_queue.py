@@ -183,3 +183,25 @@ def joined_before_drained():
     first = results.get()
     worker.join()  # the worker waits for room that only this process would make
     assert [first, results.get(), results.get()] == [0, 1, 2]
+
+
+def _put_a_big_result(results, size):
+    results.put(bytes(size))
+
+
+def _join_then_get(size):
+    results = mp.Queue()
+    worker = mp.Process(target=_put_a_big_result, args=(results, size))
+    worker.start()
+    worker.join()  # the worker ends only once its feeder has written all it put
+    assert len(results.get()) == size
+
+
+def joined_before_get_small():
+    """A result the queue's pipe holds: the worker's end does not wait for its reader."""
+    _join_then_get(1000)
+
+
+def joined_before_get_large():
+    """A result larger than the pipe holds: the multiprocessing guidelines' deadlock."""
+    _join_then_get(100_000)

@@ -54,6 +54,7 @@ O_TAKEN_BY = 11  # the slot that got or received last, or NOBODY
 O_SENDERS = 12  # slots with an end open that sends into it, a bit each (handle_bit)
 O_RECEIVERS = 13  # ... that receives from it
 O_UNFINISHED = 14  # a JoinableQueue's tasks not yet marked done
+O_PIPE_BYTES = 15  # what the OS pipe it stands for would hold, or 0 (not modelled)
 O_STRIDE = 16
 
 # globals
@@ -88,6 +89,13 @@ S_STRIDE = 2
 WAITSET = 32
 HANDLE_BITS = 62  # slots from this one on share one bit of O_SENDERS / O_RECEIVERS
 MAILBOX_BYTES = 4 << 20  # the default: messages in flight, pickled
+# a message in the mailbox: a header of M_HEADER words, then its bytes
+M_NEXT = 0  # the word of the channel's next message, or NOBODY
+M_SIZE = 1  # its length in bytes
+M_SENDER = 2  # the slot that sent it
+M_HEADER = 3
+PIPE_BYTES = 65536  # a Linux pipe's buffer: a queue's or a one-way Pipe's
+PIPE_FRAME = 4  # the length word multiprocessing writes before each message
 
 FAILURE_BYTES = 16384
 
@@ -116,6 +124,7 @@ class Wait(enum.IntEnum):
     ROOM = 8  # the bounded queue P_OBJ below its maxsize
     TASKS_DONE = 9  # every task put into the joinable queue P_OBJ marked done
     ANY = 10  # any of the slot's P_ARG waitset entries (a message, an exit)
+    FLUSHED = 11  # what slot P_ARG sent into channel P_OBJ fits in its OS pipe, or no reader
 
 
 class Kind(enum.IntEnum):

@@ -66,6 +66,7 @@ from shmstress.plain.board import (
     O_LIMIT,
     O_NAME,
     O_OWNER,
+    O_PIPE_BYTES,
     O_RECEIVERS,
     O_SENDERS,
     O_SENT_BY,
@@ -96,7 +97,7 @@ from shmstress.plain.progress import inert
 from shmstress.plain.runtime import FreeNoise, PlainRuntime
 from shmstress.plain.scenario import ScenarioRef
 from shmstress.plain.sources import Sources
-from shmstress.plain.waits import can_go
+from shmstress.plain.waits import can_go, queued_through
 
 _WAIT_SLICE_S = 0.1
 _POLL_S = 0.0005  # free mode: how often the coordinator looks
@@ -599,7 +600,8 @@ class PlainSession:
         elif wait == Wait.BARRIER:
             reason = (f"waits at {self.object_name(obj)} ({board.obj(obj, O_COUNT)} of "
                       f"{board.obj(obj, O_LIMIT)} arrived)")
-        elif wait in (Wait.MESSAGE, Wait.ROOM, Wait.TASKS_DONE, Wait.ANY):  # queues, pipes
+        elif wait in (Wait.MESSAGE, Wait.ROOM, Wait.TASKS_DONE, Wait.ANY,
+                      Wait.FLUSHED):  # queues, pipes
             reason, holder = self._waiting_on_channel(worker, wait, obj)
         else:
             reason = f"is at {label!r}"
@@ -626,6 +628,11 @@ class PlainSession:
         elif wait == Wait.TASKS_DONE:
             last, verb = board.obj(obj, O_TAKEN_BY), "got from it"
             what = f"waits to join {name}: {board.obj(obj, O_UNFINISHED)} tasks not done"
+        elif wait == Wait.FLUSHED:
+            last, verb = board.obj(obj, O_TAKEN_BY), "got from it" if queue else "received"
+            what = (f"waits for what it {'put into' if queue else 'sent on'} {name} to be "
+                    f"read: its OS pipe holds {board.obj(obj, O_PIPE_BYTES):,} bytes, "
+                    f"{queued_through(board, obj, worker):,} are queued up to its last")
         else:
             last, verb = board.obj(obj, O_SENT_BY), "put into it" if queue else "sent on it"
             what = (f"waits to get from {name}, which is empty" if queue else

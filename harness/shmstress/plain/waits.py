@@ -10,13 +10,19 @@ from shmstress.plain.board import (
     G_ABORT,
     G_SLOTS,
     HANDLE_BITS,
+    M_NEXT,
+    M_SENDER,
+    M_SIZE,
     NOBODY,
     O_BROKEN,
     O_COUNT,
     O_GENERATION,
+    O_HEAD,
     O_KIND,
     O_LIMIT,
     O_OWNER,
+    O_PIPE_BYTES,
+    O_RECEIVERS,
     O_SENDERS,
     O_STRIDE,
     O_UNFINISHED,
@@ -27,6 +33,7 @@ from shmstress.plain.board import (
     P_STRIDE,
     P_TIMED,
     P_WAIT,
+    PIPE_FRAME,
     WAITSET,
     Board,
     Kind,
@@ -61,6 +68,9 @@ def wait_over(board: Board, slot: int, wait: int, obj: int, arg: int) -> bool:
         return objects[base + O_COUNT] < objects[base + O_LIMIT]
     if wait == Wait.TASKS_DONE:
         return objects[base + O_UNFINISHED] == 0
+    if wait == Wait.FLUSHED:
+        return (queued_through(board, obj, arg) <= objects[base + O_PIPE_BYTES]
+                or not anyone_with(board, objects[base + O_RECEIVERS]))
     if wait == Wait.ANY:
         entries = board.waitsets.mv
         first = slot * WAITSET
@@ -68,6 +78,20 @@ def wait_over(board: Board, slot: int, wait: int, obj: int, arg: int) -> bool:
                    else wait_over(board, slot, Wait.JOIN, -1 - entry, 0)
                    for entry in entries[first: first + arg])
     raise AssertionError(f"unknown wait {wait}")
+
+
+def queued_through(board: Board, obj: int, sender: int) -> int:
+    """The bytes an OS pipe would hold from the oldest message of channel ``obj`` to the
+    last one ``sender`` sent (0 if none of its messages is left): the real sender is
+    blocked until they fit."""
+    words = board.mailbox.mv
+    at, total, through = int(board.objects.mv[obj * O_STRIDE + O_HEAD]), 0, 0
+    while at != NOBODY:
+        total += words[at + M_SIZE] + PIPE_FRAME
+        if words[at + M_SENDER] == sender:
+            through = total
+        at = int(words[at + M_NEXT])
+    return through
 
 
 def anyone_with(board: Board, mask: int) -> bool:

@@ -5,7 +5,12 @@ after the end that receives from it, whose messages wait in the board's mailbox
 (``sync/mailbox.py``), not in an OS pipe. ``send`` is one step, and the message is in
 the channel once it is taken (no buffer to fill: no sender blocks while its reader is
 parked); ``recv`` is one step that waits for a message (``Wait.MESSAGE``); ``poll``
-looks, or waits as long as it is told.
+looks, or waits as long as it is told. What the OS pipe would hold is modelled as a
+wait, not as a block: a send into a one-way pipe (an OS pipe, 64 KiB) whose reader has
+not taken enough of what is queued waits for it (``Wait.FLUSHED``), as the real send
+blocks, so two processes that each send the other more than a pipe holds before
+receiving deadlock here as they do for real. A two-way pipe is a socket pair, whose
+room depends on the machine and on the sizes sent: its sends never wait.
 
 End of file as the OS gives it: a channel knows which processes have an end open that
 sends into it, and which one that receives from it (a bit a slot). A process started
@@ -39,11 +44,13 @@ from shmstress.plain.board import (
     HANDLE_BITS,
     NOBODY,
     O_COUNT,
+    O_PIPE_BYTES,
     O_RECEIVERS,
     O_SENDERS,
     O_STRIDE,
     P_STATE,
     P_STRIDE,
+    PIPE_BYTES,
     WAITSET,
     Kind,
     State,
@@ -80,6 +87,7 @@ class Connection:
         step = self._runtime.point(f"send on {self.name}")
         self._deliver(data)
         self._runtime.note(step, obj)
+        self._flush()
 
     def send_bytes(self, buf: Any, offset: int = 0, size: int | None = None) -> None:
         self._check(reading=False)
@@ -97,6 +105,7 @@ class Connection:
         data = bytes(view[offset: offset + size])
         self._runtime.point(f"send on {self.name}")
         self._deliver(data)
+        self._flush()
 
     def recv(self) -> Any:
         self._check(reading=True)
@@ -189,17 +198,20 @@ class Connection:
         line = inferred_name(frame, "pipe")
         found = _TWO_NAMES.match(_line_of(frame))
         first, second = found.groups() if found else (f"{line}[0]", f"{line}[1]")
-        row, first_name = cls._channel(first)
-        suffix = first_name[len(first):]  # "#2" when a second pipe took the same names
-        if not duplex:
+        if not duplex:  # an OS pipe: what it holds is modelled (``_flush``)
+            row, first_name = cls._channel(first, PIPE_BYTES)
+            suffix = first_name[len(first):]  # "#2" when a second pipe took the same names
             return cls(row, NOBODY, first_name), cls(NOBODY, row, second + suffix)
-        other, second_name = cls._channel(second)
+        # a socket pair: what it holds depends on the machine and the sizes sent, so a
+        # send never waits for its reader here
+        row, first_name = cls._channel(first, 0)
+        other, second_name = cls._channel(second, 0)
         return cls(row, other, first_name), cls(other, row, second_name)
 
     @classmethod
-    def _channel(cls, name: str) -> tuple[int, str]:
+    def _channel(cls, name: str, pipe_bytes: int) -> tuple[int, str]:
         row, name = cls._runtime.new_object(Kind.PIPE, "pipe", name)
-        cls._mailbox.open(row)
+        cls._mailbox.open(row, pipe_bytes=pipe_bytes)
         return row, name
 
     @classmethod
@@ -223,6 +235,16 @@ class Connection:
             raise BrokenPipeError(errno.EPIPE, "Broken pipe")
         self._mailbox.post(row, data)
         runtime.wake()
+
+    def _flush(self) -> None:
+        """What the real send does after its message is in the mailbox: it returns only once
+        the message is written into the OS pipe, which holds ``PIPE_BYTES``; a larger
+        backlog waits for the reader (``Wait.FLUSHED``). A step only when it must wait."""
+        runtime, row = self._runtime, self._sends
+        board = runtime.board
+        if (runtime.scheduled and board.objects.mv[row * O_STRIDE + O_PIPE_BYTES]
+                and not wait_over(board, runtime.slot, Wait.FLUSHED, row, runtime.slot)):
+            runtime.point(f"flush {self.name}", Wait.FLUSHED, row, arg=runtime.slot)
 
     def _take(self, label: str, block: bool = True,
               timeout: float | None = None) -> tuple[int, bytes | None]:

@@ -68,8 +68,9 @@ class ProcessPoolExecutor(cf_process.ProcessPoolExecutor):
         name = _pool_name(sys._getframe(1), "executor")
         self._manager = _Manager(
             self._runtime, mp_context, workers, (initializer, initargs, max_tasks_per_child),
-            self._queue(workers + cf_process.EXTRA_QUEUED_CALLS, name=f"{name}.calls"),
-            self._simple_queue(name=f"{name}.results"))
+            self._queue(workers + cf_process.EXTRA_QUEUED_CALLS, name=f"{name}.calls",
+                        piped=False),
+            self._simple_queue(name=f"{name}.results", piped=False))
         util.Finalize(self, self._manager.finish, exitpriority=20)
 
     def submit(self, fn: Any, /, *args: Any, **kwargs: Any) -> _base.Future[Any]:

@@ -7,7 +7,8 @@ message into the board's shared memory in its step, whatever its size, and a get
 copies it out in its own: nothing blocks but what the scheduler knows (``Wait``).
 
 Each channel (a queue, or one direction of a pipe: a row of the object table) keeps
-its messages as a list, oldest first, threaded through their headers (next, length);
+its messages as a list, oldest first, threaded through their headers (next, length,
+sender);
 its row holds the head, the tail and the count. Space comes off the top
 (``G_MAIL_TOP``); taking the top message gives its space back, and taking the last
 message put in the execution gives back everything above the messages put at import.
@@ -30,10 +31,15 @@ from shmstress.plain.board import (
     G_MAIL_LIVE,
     G_MAIL_TOP,
     HOST,
+    M_HEADER,
+    M_NEXT,
+    M_SENDER,
+    M_SIZE,
     NOBODY,
     O_COUNT,
     O_HEAD,
     O_LIMIT,
+    O_PIPE_BYTES,
     O_SENT_BY,
     O_STRIDE,
     O_TAIL,
@@ -42,7 +48,6 @@ from shmstress.plain.board import (
 from shmstress.plain.runtime import PlainRuntime
 
 PLUMBING = True
-_HEADER = 2  # words: the next message's word (or NOBODY), the length in bytes
 
 
 class Mailbox:
@@ -56,38 +61,42 @@ class Mailbox:
         self._objects = board.objects.mv
         self._globals = board.globals.mv
 
-    def open(self, row: int, limit: int = 0) -> None:
-        """Make ``row`` (just created) an empty channel; ``limit``: a queue's maxsize."""
+    def open(self, row: int, limit: int = 0, pipe_bytes: int = 0) -> None:
+        """Make ``row`` (just created) an empty channel; ``limit``: a queue's maxsize;
+        ``pipe_bytes``: what the OS pipe it stands for holds, if that is modelled."""
         objects, base = self._objects, row * O_STRIDE
         for field in (O_HEAD, O_TAIL, O_SENT_BY, O_TAKEN_BY):
             objects[base + field] = NOBODY
         objects[base + O_COUNT] = 0
         objects[base + O_LIMIT] = limit
+        objects[base + O_PIPE_BYTES] = pipe_bytes
 
     def post(self, row: int, data: bytes | memoryview) -> None:
         """Append ``data`` to the channel (the caller has taken the step)."""
         runtime, words, globals_ = self._runtime, self._words, self._globals
         size = memoryview(data).nbytes
-        need = _HEADER + (size + 7) // 8
+        need = M_HEADER + (size + 7) // 8
         top = int(globals_[G_MAIL_TOP])
         if top + need > len(words):
             raise PlainLimitError(
                 f"a message of {size:,} bytes does not fit in the board's mailbox "
                 f"({(top - int(globals_[G_MAIL_BASE])) * 8:,} of {len(words) * 8:,} bytes "
                 "hold messages not yet taken; --mailbox-mib makes it larger)")
-        words[top] = NOBODY
-        words[top + 1] = size
-        start = (top + _HEADER) * 8
+        sender = runtime.slot if runtime.scheduled else HOST
+        words[top + M_NEXT] = NOBODY
+        words[top + M_SIZE] = size
+        words[top + M_SENDER] = sender
+        start = (top + M_HEADER) * 8
         self._bytes[start: start + size] = memoryview(data).cast("B")
         objects, base = self._objects, row * O_STRIDE
         tail = int(objects[base + O_TAIL])
         if tail == NOBODY:
             objects[base + O_HEAD] = top
         else:
-            words[tail] = top
+            words[tail + M_NEXT] = top
         objects[base + O_TAIL] = top
         objects[base + O_COUNT] += 1
-        objects[base + O_SENT_BY] = runtime.slot if runtime.scheduled else HOST
+        objects[base + O_SENT_BY] = sender
         globals_[G_MAIL_TOP] = top + need
         if runtime.scheduled:
             globals_[G_MAIL_LIVE] += 1
@@ -102,10 +111,10 @@ class Mailbox:
         runtime, words, globals_ = self._runtime, self._words, self._globals
         objects, base = self._objects, row * O_STRIDE
         head = int(objects[base + O_HEAD])
-        size = int(words[head + 1])
-        start = (head + _HEADER) * 8
+        size = int(words[head + M_SIZE])
+        start = (head + M_HEADER) * 8
         data = bytes(self._bytes[start: start + size])
-        after = int(words[head])
+        after = int(words[head + M_NEXT])
         objects[base + O_HEAD] = after
         if after == NOBODY:
             objects[base + O_TAIL] = NOBODY
@@ -117,6 +126,6 @@ class Mailbox:
             globals_[G_MAIL_LIVE] = live
             if live == 0:
                 globals_[G_MAIL_TOP] = floor
-            elif head + _HEADER + (size + 7) // 8 == globals_[G_MAIL_TOP]:
+            elif head + M_HEADER + (size + 7) // 8 == globals_[G_MAIL_TOP]:
                 globals_[G_MAIL_TOP] = head
         return data

@@ -95,8 +95,8 @@ class Pool(mp_pool.Pool):
         self._state = _RUN
 
     def _setup_queues(self) -> None:
-        self._inqueue = self._simple_queue(name=f"{self._name}.tasks")
-        self._outqueue = self._simple_queue(name=f"{self._name}.results")
+        self._inqueue = self._simple_queue(name=f"{self._name}.tasks", piped=False)
+        self._outqueue = self._simple_queue(name=f"{self._name}.results", piped=False)
         self._quick_put = self._inqueue.put
         self._quick_get = self._outqueue.get
 

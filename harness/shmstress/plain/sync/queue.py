@@ -12,14 +12,18 @@ The real Queue's feeder thread is folded into the put: no thread is started, so
 nothing runs that the scheduler does not run, a replay takes the same steps, and one
 process runs at a time. What that changes: the real put returns before its feeder has
 pickled and written the object, so a change to the object right after the put, or an
-``empty()`` right after it, can race with the feeder; here neither can. The end of a
-process does not wait for its feeder either (``join_thread`` has nothing to join).
-Each queue has a reader and a writer end (``_reader``, ``_writer``: this engine's
-``Connection``), which is what ``Pool``'s workers close and ``connection.wait`` takes.
+``empty()`` or ``get_nowait()`` right after it (the "infinitesimal delay" the
+``multiprocessing`` documentation warns of), can race with the feeder; here neither
+can, so code that counts on there being no delay passes here and can fail for real. What the
+feeder's OS pipe holds is still modelled: a process waits, at its end, for what it put
+to fit in the pipe (``Queue``). Each queue has a reader and a writer end (``_reader``,
+``_writer``: this engine's ``Connection``), which is what ``Pool``'s workers close and
+``connection.wait`` takes.
 """
 
 from __future__ import annotations
 
+from multiprocessing import util
 from multiprocessing.reduction import ForkingPickler
 from queue import Empty, Full
 from typing import Any, ClassVar, NoReturn
@@ -30,6 +34,7 @@ from shmstress.plain.board import (
     O_LIMIT,
     O_STRIDE,
     O_UNFINISHED,
+    PIPE_BYTES,
     Kind,
     Wait,
 )
@@ -50,10 +55,12 @@ class _Channelled:
     _word: ClassVar[str] = "queue"
     _counts_tasks: ClassVar[bool] = False  # a JoinableQueue's put adds a task to be done
 
-    def __init__(self, maxsize: int = 0, name: str | None = None) -> None:
+    def __init__(self, maxsize: int = 0, name: str | None = None, piped: bool = True) -> None:
+        """``piped=False``: a pool's own queue, read by a folded thread, which the real
+        one never leaves unread: what its OS pipe holds is not modelled."""
         runtime = self._runtime
         self._row, self.name = runtime.new_object(Kind.QUEUE, self._word, name)
-        self._mailbox.open(self._row, max(maxsize, 0))
+        self._mailbox.open(self._row, max(maxsize, 0), PIPE_BYTES if piped else 0)
         self._fields = runtime.board.objects.mv
         self._base = self._row * O_STRIDE
         self._reader = self._connection(self._row, NOBODY, self.name)
@@ -106,14 +113,26 @@ class _Channelled:
 
 
 class Queue(_Channelled):
-    def __init__(self, maxsize: int = 0, *, ctx: object = None, name: str | None = None) -> None:
-        super().__init__(maxsize, name)
+    """The feeder thread the real put hands its object to writes it into the OS pipe, which
+    holds 64 KiB; the process waits for its feeder when it ends (unless
+    ``cancel_join_thread``) and in ``join_thread``. Both wait here for what it put to fit
+    in the pipe (``Wait.FLUSHED``): a process that puts more than that into a queue its
+    parent reads only after joining it deadlocks, as the real one does ("Joining
+    processes that use queues", in the ``multiprocessing`` guidelines)."""
+
+    def __init__(self, maxsize: int = 0, *, ctx: object = None, name: str | None = None,
+                 piped: bool = True) -> None:
+        super().__init__(maxsize, name, piped)
         self._maxsize = maxsize if maxsize > 0 else _SEM_VALUE_MAX
         self._closed = False
+        self._feeder: tuple[int, util.Finalize] | None = None  # (slot, its flush at exit)
 
     def put(self, obj: Any, block: bool = True, timeout: float | None = None) -> None:
         self._check_open()
         self._put(obj, block, timeout)
+        slot = self._runtime.slot
+        if self._feeder is None or self._feeder[0] != slot:  # the first put here
+            self._feeder = slot, util.Finalize(self, self._writer._flush, exitpriority=-5)
 
     def put_nowait(self, obj: Any) -> None:
         self.put(obj, False)
@@ -142,9 +161,12 @@ class Queue(_Channelled):
 
     def join_thread(self) -> None:
         assert self._closed, f"Queue {self!r} not closed"
+        if self._feeder is not None and self._feeder[0] == self._runtime.slot:
+            self._feeder[1]()  # once: not again when the process ends
 
     def cancel_join_thread(self) -> None:
-        """Nothing to cancel: no feeder thread."""
+        if self._feeder is not None and self._feeder[0] == self._runtime.slot:
+            self._feeder[1].cancel()
 
     def _check_open(self) -> None:
         if self._closed:
@@ -176,12 +198,16 @@ class JoinableQueue(Queue):
 
 
 class SimpleQueue(_Channelled):
-    def __init__(self, *, ctx: object = None, name: str | None = None) -> None:
-        super().__init__(0, name)
+    """No feeder: its put writes into the OS pipe itself, and waits while the pipe is full."""
+
+    def __init__(self, *, ctx: object = None, name: str | None = None,
+                 piped: bool = True) -> None:
+        super().__init__(0, name, piped)
 
     def put(self, obj: Any) -> None:
         self._writer._check(reading=False)
         self._put(obj)
+        self._writer._flush()
 
     def get(self) -> Any:
         self._reader._check(reading=True)
