@@ -29,7 +29,6 @@ from __future__ import annotations
 
 import errno
 import importlib
-import re
 import sys
 from collections.abc import Iterable, Sequence
 from multiprocessing import BufferTooShort
@@ -57,13 +56,13 @@ from shmstress.plain.board import (
     Wait,
     handle_bit,
 )
-from shmstress.plain.runtime import PlainRuntime, _user_frame, inferred_name
+from shmstress.plain.runtime import PlainRuntime
 from shmstress.plain.sync.mailbox import Mailbox
+from shmstress.plain.sync.naming import end_names
 from shmstress.plain.waits import anyone_with, wait_over
 
 PLUMBING = True
 _REAL_WAIT = mp_connection.wait
-_TWO_NAMES = re.compile(r"^\s*(?:self\.)?(\w+)\s*,\s*(?:self\.)?(\w+)\s*=(?!=)")
 
 
 class Connection:
@@ -194,10 +193,7 @@ class Connection:
     @classmethod
     def pipe(cls, duplex: bool = True) -> tuple[Connection, Connection]:
         """``Pipe(duplex)``: ends named after the variables the line assigns them to."""
-        frame = _user_frame(sys._getframe(1))
-        line = inferred_name(frame, "pipe")
-        found = _TWO_NAMES.match(_line_of(frame))
-        first, second = found.groups() if found else (f"{line}[0]", f"{line}[1]")
+        first, second = end_names(sys._getframe(1))
         if not duplex:  # an OS pipe: what it holds is modelled (``_flush``)
             row, first_name = cls._channel(first, PIPE_BYTES)
             suffix = first_name[len(first):]  # "#2" when a second pipe took the same names
@@ -360,12 +356,6 @@ def _between_points(runtime: PlainRuntime) -> bool:
 def _forever(name: str) -> RuntimeError:
     return RuntimeError(f"shmstress: {name} is empty while the scenario's module is imported; "
                         "a wait there would last forever")
-
-
-def _line_of(frame: Any) -> str:
-    import linecache
-
-    return "" if frame is None else linecache.getline(frame.f_code.co_filename, frame.f_lineno)
 
 
 def _rebuilt(receives: int, sends: int, name: str) -> Connection:

@@ -27,7 +27,8 @@ from typing import Any, ClassVar
 from shmstress.plain.runtime import PlainRuntime
 from shmstress.plain.sync.connection import entry_ready, wait_for_any
 from shmstress.plain.sync.fold import Folded
-from shmstress.plain.sync.pool import DEFAULT_WORKERS, _pool_name
+from shmstress.plain.sync.naming import made_name
+from shmstress.plain.sync.pool import DEFAULT_WORKERS
 from shmstress.plain.sync.queue import Queue, SimpleQueue
 
 PLUMBING = True
@@ -65,7 +66,7 @@ class ProcessPoolExecutor(cf_process.ProcessPoolExecutor):
         self._max_workers = workers
         self._mp_context = mp_context
         self._queue_count = 0
-        name = _pool_name(sys._getframe(1), "executor")
+        name = made_name(sys._getframe(1), "executor")
         self._manager = _Manager(
             self._runtime, mp_context, workers, (initializer, initargs, max_tasks_per_child),
             self._queue(workers + cf_process.EXTRA_QUEUED_CALLS, name=f"{name}.calls",

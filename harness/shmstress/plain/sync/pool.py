@@ -24,22 +24,21 @@ depend on the machine, or a bundle would not replay on another one.
 
 from __future__ import annotations
 
-import re
 import sys
 from multiprocessing import get_context, util
 from multiprocessing import pool as mp_pool
 from multiprocessing.reduction import ForkingPickler
 from typing import Any, ClassVar
 
-from shmstress.plain.runtime import PlainRuntime, _user_frame, inferred_name
+from shmstress.plain.runtime import PlainRuntime
 from shmstress.plain.sync.connection import entry_ready, wait_for_any
 from shmstress.plain.sync.fold import Folded
+from shmstress.plain.sync.naming import made_name
 from shmstress.plain.sync.queue import SimpleQueue
 
 PLUMBING = True
 DEFAULT_WORKERS = 2
 _RUN, _CLOSE, _TERMINATE = mp_pool.RUN, mp_pool.CLOSE, mp_pool.TERMINATE
-_WITH_AS = re.compile(r"\bas\s+(\w+)\s*:")
 _WORKER: Any = getattr(mp_pool, "worker")  # noqa: B009 - the real worker loop, not in the stubs
 
 
@@ -64,7 +63,7 @@ class Pool(mp_pool.Pool):
         self._pool: list[Any] = []
         self._state = mp_pool.INIT
         self._ctx = context or get_context()
-        self._name = _pool_name(sys._getframe(1), "pool")
+        self._name = made_name(sys._getframe(1), "pool")
         self._setup_queues()
         self._taskqueue = _Handover(self)
         self._change_notifier = _Nobody()
@@ -199,17 +198,3 @@ def _terminate_workers(workers: list[Any]) -> None:
         worker.terminate()
     for worker in workers:
         worker.join()
-
-
-def _pool_name(frame: Any, word: str) -> str:
-    """The pool's variable, on an assignment or in a ``with ... as``."""
-    found = inferred_name(_user_frame(frame), word)
-    if found.startswith(f"{word}@"):
-        import linecache
-
-        user = _user_frame(frame)
-        line = "" if user is None else linecache.getline(user.f_code.co_filename, user.f_lineno)
-        match = _WITH_AS.search(line)
-        if match:
-            return match.group(1)
-    return found
