@@ -16,6 +16,7 @@ import pytest
 from shmstress.bench.plain import (
     FRONTRUN_MISSING,
     FRONTRUN_STRATEGIES,
+    SETTINGS,
     PlainBudgets,
     frontrun_first_failures,
     render_plain_bench,
@@ -32,16 +33,20 @@ def test_the_plain_bench_measures_every_figure_on_tiny_budgets() -> None:
 
     assert logged and all(line.startswith("plain: ") for line in logged)
     assert bench.pingpong_round_trips_per_s > 0
-    for throughput in (bench.untraced, bench.traced):
+    assert len(bench.steps) == len(bench.counters) == len(SETTINGS) == 4
+    for throughput in bench.steps:
         assert throughput.executions == TINY.step_executions
         assert throughput.steps_per_s > 0
         assert 0 < bench.share(throughput) < 1_000  # a percentage of the ping-pong
-    # the same code with and without --trace: the same steps (what each costs is the
-    # bench's to say, not a test's: the machines are noisy)
-    assert bench.traced.steps == bench.untraced.steps
-    assert bench.untraced.steps / bench.untraced.executions > 200  # steps, not forks
-    assert bench.counter.executions == TINY.counter_executions
-    assert bench.counter.executions_per_s > 0
+    # the same code with tracing and the self-check off and on: the same steps (what
+    # each costs is the bench's to say, not a test's: the machines are noisy)
+    assert len({throughput.steps for throughput in bench.steps}) == 1
+    assert bench.steps[0].steps / bench.steps[0].executions > 200  # steps, not forks
+    assert [t.what.partition(", ")[2] for t in bench.steps] == [
+        setting.describe() for setting in SETTINGS]
+    for counter in bench.counters:
+        assert counter.executions == TINY.counter_executions
+        assert counter.executions_per_s > 0
 
     ours = bench.shmstress
     assert ours.trials == TINY.trials and ours.found == TINY.trials
@@ -60,7 +65,8 @@ def test_the_plain_bench_measures_every_figure_on_tiny_budgets() -> None:
             assert all(s > 0 for s in theirs.seconds)
 
     text = "\n".join(render_plain_bench(bench))
-    assert "steps/s" in text and "executions/s" in text and "--trace on" in text
+    assert "steps/s" in text and "executions/s" in text
+    assert all(setting.describe() in text for setting in SETTINGS)
     assert "shmstress (2 processes)" in text
     assert ("frontrun (2 threads)" in text) != (FRONTRUN_MISSING in text)
     missing = "\n".join(render_plain_bench(replace(bench, frontrun=None,

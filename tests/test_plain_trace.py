@@ -10,6 +10,7 @@ import pytest
 from shmstress.analysis.plain_story import plain_story
 from shmstress.controlled.strategies.base import StrategySpec
 from shmstress.core.errors import PlainLimitError, ScenarioError
+from shmstress.core.exit_reason import ExitCode
 from shmstress.plain.board import MAX_SEGMENTS
 from shmstress.plain.outcome import PlainEnd
 from shmstress.plain.runner import Exploration, PlainResult, explore
@@ -39,7 +40,8 @@ def _rmw(counts, block, data, n):  # type: ignore[no-untyped-def]
 
 def test_the_bytecode_walk_finds_what_a_subscript_touches() -> None:
     code_plan = plan(_rmw.__code__)
-    touched = sorted((verb, chain.text()) for verb, chain in code_plan.subscripts.values())
+    touched = sorted((access.verb, access.container.text())
+                     for access in code_plan.subscripts.values())
     assert touched == [("read", "counts"), ("write", "block.buf"), ("write", "counts")]
     line = _rmw.__code__.co_firstlineno + 3
     assert [chain.text() for chain in code_plan.lines[line]] == ["block.buf"]
@@ -49,14 +51,19 @@ def test_the_bytecode_walk_finds_what_a_subscript_touches() -> None:
 def test_without_trace_a_numpy_race_is_invisible_and_with_it_found_and_replayed() -> None:
     _, blind = search(NUMPY, "racy", 60, trace=())
     assert blind.failing is None or "FileNotFoundError" in str(blind.failing.failure)
+    # ... but never silently: the self-check saw the segment change with no step
+    assert blind.exit_code is ExitCode.NOT_CONTROLLED, blind.uncontrolled
+    assert any("changed block with no step that writes it" in line
+               and "numpy_counts.py:" in line for line in blind.uncontrolled), blind.uncontrolled
     spec, result = search(NUMPY, "racy", 100, trace=(str(NUMPY),))
     failing = result.failing
     assert failing is not None and failing.failure is not None
     assert failing.failure.end is PlainEnd.FAILED
     assert "counts[0] is 1" in failing.failure.message
     (update,) = plain_story(failing).lost_updates
-    assert update.what == "counts"
-    assert failing.steps[update.read_step].label == "read counts[]"
+    assert update.what == "counts[0]"  # the element: its index is in the step
+    assert failing.steps[update.read_step].what == "read counts[0]"
+    assert failing.steps[update.read_step].value == 0
     assert failing.steps[update.write_step].line == failing.steps[update.read_step].line
     bundle = from_outcome("numpy_counts.py:racy", spec, StrategySpec("pct"), 1,
                           result.failing_index, failing)

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import copy
 import html
 import json
 import math
@@ -375,7 +374,8 @@ def test_non_object_line_is_an_error(tmp_path: Path) -> None:
 
 def test_truncated_last_line_is_skipped_and_counted(tmp_path: Path) -> None:
     full = json.dumps(_violation("boom"))
-    path = _write_jsonl(tmp_path / "results.jsonl", [_trial(), _trial()], tail=full[:57])
+    path = _write_jsonl(tmp_path / "results.jsonl", [_trial(), _trial(trial=1)],
+                        tail=full[:57])
     loaded = load_results_file(path)
     assert len(loaded.trials) == 2
     assert loaded.skipped_lines == 1
@@ -406,7 +406,7 @@ def test_blank_lines_are_ignored(tmp_path: Path) -> None:
 
 
 def test_same_file_twice_is_read_once(tmp_path: Path) -> None:
-    path = _write_jsonl(tmp_path / "results.jsonl", [_trial(), _trial()])
+    path = _write_jsonl(tmp_path / "results.jsonl", [_trial(), _trial(trial=1)])
     assert len(load_results([path, tmp_path / "." / "results.jsonl"]).trials) == 2
 
 
@@ -742,7 +742,7 @@ def test_html_escapes_hostile_text(tmp_path: Path) -> None:
 
 
 def test_build_report_without_violations_or_trials(tmp_path: Path) -> None:
-    clean = _write_jsonl(tmp_path / "clean.jsonl", [_trial(), copy.deepcopy(_trial())])
+    clean = _write_jsonl(tmp_path / "clean.jsonl", [_trial(), _trial(trial=1)])
     summary = build_report([clean], tmp_path / "clean-out")
     assert summary.n_trials == 2
     assert all(p.read_bytes()[:8] == PNG_MAGIC for p in summary.plots)

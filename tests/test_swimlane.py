@@ -25,7 +25,7 @@ from shmstress.plugin.wording import wording_by_name
 from shmstress.render.swimlane import render_svg, render_text
 from shmstress.reports import group_failures, load_results_file
 from shmstress.reports.report import build_report
-from shmstress.reports.swimlanes import inline_problem
+from shmstress.reports.swimlanes import svg_problem
 from shmstress.repro.bundle import from_controlled, write_bundle
 from shmstress.repro.replay import Verdict, replay_bundle
 from tests.test_reports import _violation, _write_jsonl
@@ -140,7 +140,7 @@ def test_the_svg_parses_and_names_every_worker_and_the_violation(
     titles = [e.text or "" for e in root.iter(f"{SVG}title")]
     for step in lane.steps:  # a cut label keeps its whole text in a tooltip
         assert any(step.detail in title for title in titles)
-    assert inline_problem(render_svg(lane)) is None
+    assert svg_problem(render_svg(lane).encode()) is None  # the report publishes it
 
 
 def test_hostile_text_is_escaped_in_the_svg(
@@ -152,7 +152,7 @@ def test_hostile_text_is_escaped_in_the_svg(
     text = render_svg(hostile)
     root = ET.fromstring(text)
     assert not any(e.tag.endswith("script") for e in root.iter())
-    assert inline_problem(text) is None
+    assert svg_problem(text.encode()) is None
 
 
 def test_show_prints_the_table_and_writes_the_svg(
@@ -199,14 +199,14 @@ def test_the_campaign_report_shows_the_swimlane_of_a_failure(tmp_path: Path) -> 
     summary = build_report([results], tmp_path / "report")
     page = summary.index_html.read_text(encoding="utf-8")
     (failure_group,) = group_failures(load_results_file(results).trials)
-    assert page.count("<svg ") == 1
-    svg = page[page.index("<svg "):page.index("</svg>") + len("</svg>")]
-    root = ET.fromstring(svg)  # the inlined picture is whole XML
-    texts = " ".join("".join(e.itertext()) for e in root.iter("text"))
+    assert "<svg" not in page  # shown as an image: a picture runs no script
+    assert page.count(f'<img src="{trial.swimlane}"') == 1
+    copied = summary.index_html.parent / trial.swimlane  # copied beside the page
+    root = ET.parse(copied).getroot()
+    texts = " ".join("".join(e.itertext()) for e in root.iter(f"{SVG}text"))
     for name in ("binder #1", "binder #2", "informer #1", "gatherer #1"):
         assert name in texts
     assert failure_group.invariant in texts
-    assert (summary.index_html.parent / trial.swimlane).is_file()  # copied beside the page
     assert "http://" not in page
 
 
@@ -236,9 +236,10 @@ def test_show_draws_a_plain_code_failure(
     "<html><body>not a picture</body></html>",
     "<svg",
 ])
-def test_the_report_inlines_no_active_or_broken_svg(tmp_path: Path, hostile: str) -> None:
-    """The report reads whatever file a results record names: only a plain SVG is inlined,
-    anything else is linked with the reason, and the page stays script-free."""
+def test_the_report_publishes_no_active_or_broken_svg(tmp_path: Path, hostile: str) -> None:
+    """The report reads whatever file a results record names: only an SVG as the engine
+    draws it is copied and shown, anything else is left out with the reason, and the page
+    stays script-free."""
     (tmp_path / "bundles").mkdir()
     (tmp_path / "bundles" / "x.json").write_text("{}")
     (tmp_path / "bundles" / "x.svg").write_text(hostile)
@@ -246,5 +247,7 @@ def test_the_report_inlines_no_active_or_broken_svg(tmp_path: Path, hostile: str
     results = _write_jsonl(tmp_path / "results.jsonl", [record])
     page = build_report([results], tmp_path / "report").index_html.read_text(encoding="utf-8")
     assert "<script" not in page and 'onclick="' not in page and "<svg" not in page
-    assert "is not shown inline" in page
-    assert (tmp_path / "report" / "bundles" / "x.svg").is_file()  # still copied, and linked
+    assert "swimlane is not shown" in page
+    # Not copied: opened by itself, an SVG is a document that runs its scripts.
+    assert not (tmp_path / "report" / "bundles" / "x.svg").exists()
+    assert "x.svg" not in page.split("<h4>Who did what when</h4>")[1].split("<h4>")[0]

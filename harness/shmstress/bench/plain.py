@@ -1,11 +1,13 @@
 """Plain-code figures for ``shmstress bench``, each next to its baseline from the same run.
 
-- steps/s of controlled executions of plain multiprocessing code, ``--trace`` off
-  and on, against the raw two-semaphore ping-pong of ``bench.controlled`` (a
+- steps/s of controlled executions of plain multiprocessing code with tracing and the
+  self-check each off and on (both on is what ``shmstress test`` does by default),
+  against the raw two-semaphore ping-pong of ``bench.controlled`` (a
   step costs at least one handoff there and back: process -> coordinator ->
   process). The scenario takes about a thousand steps per execution, so the
   figure is the cost of a step, not of forking each execution's processes;
-- executions/s of the two-increment locked counter, where the forks are the cost;
+- executions/s of the two-increment locked counter, where the forks are the cost, in
+  the same four settings;
 - executions until the first failure of the lost update on a counter: shmstress
   (processes, PCT) next to Frontrun (threads, its default DPOR and its random
   strategy), over the same number of seeds. Frontrun is not a dependency: it is
@@ -53,12 +55,30 @@ FRONTRUN_STRATEGIES = ("dpor", "random")
 
 
 @dataclass(frozen=True)
+class Setting:
+    """Tracing (of the scenario's file, as the default traces its project) and the
+    self-check, each on or off."""
+
+    traced: bool
+    checked: bool
+
+    def describe(self) -> str:
+        return (f"trace {'on' if self.traced else 'off'}, "
+                f"self-check {'on' if self.checked else 'off'}")
+
+
+SETTINGS = (Setting(False, False), Setting(True, False), Setting(False, True),
+            Setting(True, True))
+"""Both off first; both on, ``shmstress test``'s default, last."""
+
+
+@dataclass(frozen=True)
 class PlainBudgets:
     """How much of each figure to measure: the defaults for the bench, tiny ones for tests."""
 
     pingpong_round_trips: int = 50_000
-    step_executions: int = 30  # of STEPS_SCENARIO, traced and untraced each
-    counter_executions: int = 300
+    step_executions: int = 30  # of STEPS_SCENARIO, in each setting
+    counter_executions: int = 300  # in each setting
     trials: int = 10  # seeds of the first-failure comparison, per tool and strategy
     detection_budget: int = 1000  # executions per trial before it counts as missed
 
@@ -110,9 +130,8 @@ class FrontrunFigures:
 @dataclass(frozen=True)
 class PlainBench:
     pingpong_round_trips_per_s: float
-    untraced: Throughput
-    traced: Throughput
-    counter: Throughput
+    steps: tuple[Throughput, ...]  # STEPS_SCENARIO in each of SETTINGS
+    counters: tuple[Throughput, ...]  # COUNTER_SCENARIO in each of SETTINGS
     shmstress: FirstFailures
     frontrun: FrontrunFigures | None
     frontrun_missing: str = ""  # why there is no Frontrun figure
@@ -134,23 +153,27 @@ def scenario_copy() -> Iterator[Path]:
 
 
 def _explore(scenario: Path, function: str, executions: int, seed: int,
-             trace: tuple[str, ...] = ()) -> PlainResult:
-    spec = PlainSpec(ScenarioRef(str(scenario), function), trace=trace)
+             setting: Setting = SETTINGS[-1]) -> PlainResult:
+    spec = PlainSpec(ScenarioRef(str(scenario), function),
+                     trace=(str(scenario),) if setting.traced else (),
+                     self_check=setting.checked)
     return explore(spec, Exploration(PCT, seed, executions))
 
 
 def plain_throughput(scenario: Path, function: str, executions: int, seed: int,
-                     traced: bool = False) -> Throughput:
+                     setting: Setting = SETTINGS[-1]) -> Throughput:
     """Steps and executions over the exploration's wall time, session start-up included
     (it is what a user waits for; a few executions' worth of steps amortise it)."""
-    trace = (str(scenario),) if traced else ()
-    result = _explore(scenario, function, executions, seed, trace)
+    result = _explore(scenario, function, executions, seed, setting)
     if result.failing is not None:  # a clean scenario: any failure is the bench's own bug
         failure = result.failing.failure
         raise ScenarioError(f"bench scenario {function} failed in execution "
                             f"{result.failing_index + 1}: "
                             f"{failure.message if failure else result.failing.end.value}")
-    what = f"{function}, {PCT.describe()}, --trace {'on' if traced else 'off'}"
+    if result.uncontrolled:  # the bench scenarios are all under control
+        raise ScenarioError(f"bench scenario {function} is not under control: "
+                            f"{next(iter(result.uncontrolled))}")
+    what = f"{function}, {setting.describe()}"
     return Throughput(what, result.executions, result.steps, result.elapsed_s)
 
 
@@ -245,21 +268,21 @@ def run_plain_bench(seed: int, log: Callable[[str], None],
     with interruptible(), scenario_copy() as scenario:
         log("plain: raw two-semaphore ping-pong, pinned to one CPU")
         pingpong_rate = pingpong(budgets.pingpong_round_trips)
-        log(f"plain: steps/s, {STEPS_SCENARIO}, --trace off and on")
-        untraced = plain_throughput(scenario, STEPS_SCENARIO, budgets.step_executions, seed)
-        traced = plain_throughput(scenario, STEPS_SCENARIO, budgets.step_executions, seed,
-                                  traced=True)
+        log(f"plain: steps/s, {STEPS_SCENARIO}, tracing and the self-check off and on")
+        steps = tuple(plain_throughput(scenario, STEPS_SCENARIO, budgets.step_executions,
+                                       seed, setting) for setting in SETTINGS)
         pingpong_rate = (pingpong_rate + pingpong(budgets.pingpong_round_trips)) / 2
-        log(f"plain: executions/s, {COUNTER_SCENARIO} counter")
-        counter = plain_throughput(scenario, COUNTER_SCENARIO, budgets.counter_executions,
-                                   seed)
+        log(f"plain: executions/s, {COUNTER_SCENARIO} counter, in the same settings")
+        counters = tuple(plain_throughput(scenario, COUNTER_SCENARIO,
+                                          budgets.counter_executions, seed, setting)
+                         for setting in SETTINGS)
         log(f"plain: executions until the first failure, {RACY_SCENARIO} counter, "
             f"{budgets.trials} seeds")
         ours = shmstress_first_failures(scenario, budgets.trials, budgets.detection_budget,
                                         seed)
         log("plain: the same race with threads under Frontrun")
         theirs = frontrun_first_failures(budgets.trials, budgets.detection_budget, seed)
-    return PlainBench(pingpong_rate, untraced, traced, counter, ours, theirs,
+    return PlainBench(pingpong_rate, steps, counters, ours, theirs,
                       FRONTRUN_MISSING if theirs is None else "")
 
 
@@ -269,20 +292,21 @@ def render_plain_bench(bench: PlainBench) -> list[str]:
         "plain multiprocessing code (controlled, every process pinned to one CPU):",
         f"  raw two-semaphore ping-pong (pinned to one CPU): {rate:,.0f} round trips/s",
     ]
-    for t in (bench.untraced, bench.traced):
+    bare = bench.steps[0].steps_per_s
+    for t in bench.steps:
         lines.append(
-            f"  {t.what:44} {t.steps_per_s:>9,.0f} steps/s ({bench.share(t):.0f}% of the "
-            f"ping-pong), {t.steps / max(1, t.executions):,.0f} steps per execution, "
+            f"  {t.what:52} {t.steps_per_s:>9,.0f} steps/s ({bench.share(t):.0f}% of the "
+            f"ping-pong, {t.steps_per_s / bare if bare else 0:.0%} of both off), "
+            f"{t.steps / max(1, t.executions):,.0f} steps per execution, "
             f"{t.executions} executions in {t.seconds:.2f} s"
         )
-    if bench.untraced.steps_per_s > 0:
-        cost = bench.traced.steps_per_s / bench.untraced.steps_per_s
-        lines.append(f"  --trace: traced steps/s are {cost:.0%} of untraced")
-    c = bench.counter
-    lines.append(
-        f"  {c.what:44} {c.executions_per_s:>9,.1f} executions/s ({c.executions} executions, "
-        f"{c.steps / max(1, c.executions):.0f} steps each, start-up included)"
-    )
+    bare = bench.counters[0].executions_per_s
+    for c in bench.counters:
+        lines.append(
+            f"  {c.what:52} {c.executions_per_s:>9,.1f} executions/s "
+            f"({c.executions_per_s / bare if bare else 0:.0%} of both off; {c.executions} "
+            f"executions, {c.steps / max(1, c.executions):.0f} steps each, start-up included)"
+        )
     lines.append("  lost update on a counter, executions until the first failure over seeds "
                  "(a miss counts as the budget):")
     rows = [bench.shmstress, *(bench.frontrun.strategies if bench.frontrun else ())]

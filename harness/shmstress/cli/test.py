@@ -24,7 +24,7 @@ from shmstress.core.files import require_writable, write_text_atomically
 from shmstress.core.signals import interruptible
 from shmstress.plain.checkpoint import Checkpointing
 from shmstress.plain.runner import Exploration, explore
-from shmstress.plain.scenario import ScenarioRef
+from shmstress.plain.scenario import ScenarioRef, traced_code
 from shmstress.plain.session import FreeSpec, PlainSpec
 from shmstress.render.plain_log import log_lines
 from shmstress.render.plain_report import result_lines
@@ -47,7 +47,8 @@ _DESCRIPTION = textwrap.dedent("""\
       shmstress test tests/scenarios.py:transfer --strategy random_walk --executions 5000
       shmstress test mymodule:scenario --seed 7
       shmstress test examples/plain/counter.py:racy --mode free --noise 0.2
-      shmstress test examples/plain/numpy_counts.py:racy --trace examples/plain/numpy_counts.py
+      shmstress test examples/plain/numpy_counts.py:racy
+      shmstress test tests/scenarios/libraries.py:distinct_keys --trace shared_memory_dict
       shmstress test examples/plain/counter.py:locked --executions 10000 --checkpoint c.ckpt
     """)
 
@@ -63,6 +64,18 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
                         help="also make points of the shared-memory accesses in this code: a "
                         "module, package, file or folder (repeatable); numpy arrays over "
                         "SharedMemory, libraries from site-packages")
+    parser.add_argument("--no-auto-trace", action="store_true",
+                        help="do not trace the scenario's own project by default (its folder "
+                        "up to the one with pyproject.toml, setup.py or .git; .venv and "
+                        "site-packages inside it excluded): only what --trace names")
+    parser.add_argument("--accept-uncontrolled", action="store_true",
+                        help="a search that found nothing but saw code outside shmstress's "
+                        "control (shared memory changed with no step, an unknown shared "
+                        "mapping, a thread) exits 0, not 6; its lines are printed still")
+    parser.add_argument("--no-self-check", action="store_true",
+                        help="do not look for what is outside control (saves a checksum of "
+                        "the shared buffers at every point; a clean run then says nothing "
+                        "of what it could not see)")
     parser.add_argument("--mode", choices=("controlled", "free"), default="controlled",
                         help="controlled: a strategy picks who takes each step (default); "
                         "free: the processes run on their own, one step at a time, in the "
@@ -188,9 +201,11 @@ def _cmd_test(args: argparse.Namespace) -> int:
                          100.0 if args.max_sleep_us is None else args.max_sleep_us)
     if free:
         free_spec.validate()
-    spec = PlainSpec(ScenarioRef.parse(args.scenario), max_processes=args.max_processes + 1,
-                     max_steps=args.max_steps, stop_timeout=args.stop_timeout, trace=trace,
-                     mailbox_mib=args.mailbox_mib,
+    ref = ScenarioRef.parse(args.scenario)
+    spec = PlainSpec(ref, max_processes=args.max_processes + 1,
+                     max_steps=args.max_steps, stop_timeout=args.stop_timeout,
+                     trace=traced_code(ref, trace, not args.no_auto_trace),
+                     self_check=not args.no_self_check, mailbox_mib=args.mailbox_mib,
                      free=free_spec if free else None)
     checkpoint = None
     if args.checkpoint:
@@ -223,4 +238,6 @@ def _cmd_test(args: argparse.Namespace) -> int:
     if (args.require_coverage and result.exit_code is ExitCode.CLEAN
             and result.coverage is not None and result.coverage.thin()):
         return int(ExitCode.THIN_COVERAGE)
-    return int(result.exit_code if result.exit_code is not ExitCode.CLEAN else 0)
+    if result.exit_code is ExitCode.NOT_CONTROLLED and args.accept_uncontrolled:
+        return int(ExitCode.CLEAN)
+    return int(result.exit_code)

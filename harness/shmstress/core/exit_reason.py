@@ -17,6 +17,7 @@ class ExitCode(enum.IntEnum):
     NOT_REPRODUCED = 3
     BROKEN = 4
     THIN_COVERAGE = 5
+    NOT_CONTROLLED = 6
     INTERRUPTED = 130
     OUTPUT_CLOSED = 141
 
@@ -54,6 +55,12 @@ _MEANINGS = {
                              "or a bounded search the budget cut short)",
                              "read the run's 'thin coverage' line: raise --max-steps or "
                              "--executions, or make waiting roles yield"),
+    ExitCode.NOT_CONTROLLED: ("not fully under control: no failure was found, but the "
+                              "self-check saw shared memory change with no step, a shared "
+                              "mapping or a thread shmstress does not control (each named in "
+                              "one line), so the search did not see every interleaving",
+                              "read the 'not under control' lines: trace the code they name "
+                              "(--trace), or accept it knowingly (--accept-uncontrolled)"),
     ExitCode.INTERRUPTED: ("interrupted by Ctrl-C or SIGTERM; workers and segments torn down",
                            "the job was cancelled; finished trials are kept (campaign --resume)"),
     ExitCode.OUTPUT_CLOSED: ("the reader of the output went away (`| head`); the run was "

@@ -72,10 +72,13 @@ G_HOST_EXIT = 10  # tells the host to leave instead of running another execution
 G_STEP_LIMIT = 11  # no step at or past it is granted
 G_SEGMENTS = 12  # named shared-memory segments in the segment table
 G_HOST_SEGMENTS = 13  # ... of which the first ones were created at import, in the host
+G_NAMES = 14  # entries of the name table
+G_GAPS = 15  # entries of the gap table: what the self-check saw outside control
+G_SCAN_MAPS = 16  # the self-check reads each process's mappings in this execution
 # the mailbox (sync/mailbox.py)
-G_MAIL_TOP = 16  # its first free word
-G_MAIL_BASE = 17  # ... below which are the messages put at import, in the host
-G_MAIL_LIVE = 18  # messages put in this execution and not yet taken
+G_MAIL_TOP = 17  # its first free word
+G_MAIL_BASE = 18  # ... below which are the messages put at import, in the host
+G_MAIL_LIVE = 19  # messages put in this execution and not yet taken
 _GLOBALS = 24
 MAX_SEGMENTS = 256
 
@@ -83,6 +86,21 @@ MAX_SEGMENTS = 256
 S_NAME = 0  # string id of its name
 S_UNLINKED = 1
 S_STRIDE = 2
+
+# the name table: an object the OS knows by a name (a segment) -> the name its steps use
+N_OS = 0  # string id of the OS name
+N_LABEL = 1  # string id of the name its steps use
+N_STRIDE = 2
+MAX_NAMES = 512
+
+# the gap table (``plain.selfcheck``): one row for each thing seen outside control
+GAP_KIND = 0  # selfcheck.Gap
+GAP_SLOT = 1  # the process that saw it
+GAP_WHAT = 2  # string id: the memory, the mapping, the thread
+GAP_FROM = 3  # label id of the point before (where the step that did it began), or 0
+GAP_TO = 4  # label id of the point after (where it was seen), or 0
+GAP_STRIDE = 5
+MAX_GAPS = 64
 
 # the slots a process waits on with Wait.ANY: per slot, up to WAITSET entries, each a
 # channel's object row (a message there, or no sender left) or -1 - slot (its exit)
@@ -157,8 +175,12 @@ class Board:
     step_value: SharedArray  # what a read saw or a write stored (see step_kind)
     step_kind: SharedArray  # ValueKind of step_value
     step_time: SharedArray  # monotonic ns at which the process took the step
+    step_loose: SharedArray  # free mode: after the step, code outside control ran unlocked
     failure: SharedArray
     segments: SharedArray
+    names: SharedArray
+    digests: SharedArray  # a checksum of each watched buffer, as the last step left it
+    gaps: SharedArray
     mailbox: SharedArray  # pickled messages of queues and pipes (sync/mailbox.py)
     waitsets: SharedArray  # Wait.ANY's entries, WAITSET a slot
     grants: list[MpSemaphore]
@@ -192,8 +214,12 @@ class Board:
             step_value=array("step_value", steps),
             step_kind=array("step_kind", steps),
             step_time=array("step_time", steps),
+            step_loose=array("step_loose", steps),
             failure=array("failure", FAILURE_BYTES // 8),
             segments=array("segments", MAX_SEGMENTS * S_STRIDE),
+            names=array("names", MAX_NAMES * N_STRIDE),
+            digests=array("digests", max_objects + MAX_NAMES),
+            gaps=array("gaps", MAX_GAPS * GAP_STRIDE),
             mailbox=array("mailbox", max(mailbox_bytes // 8, 1)),
             waitsets=array("waitsets", max_slots * WAITSET),
             grants=[sync.semaphore() for _ in range(max_slots)],
@@ -239,6 +265,7 @@ class Board:
         self.step_index.mv[step] = -1
         self.step_kind.mv[step] = ValueKind.ABSENT
         self.step_time.mv[step] = t_ns
+        self.step_loose.mv[step] = 0
         self.globals.mv[G_STEP] = step + 1
         return step
 

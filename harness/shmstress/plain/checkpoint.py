@@ -48,7 +48,7 @@ from shmstress.plain.outcome import PlainOutcome
 from shmstress.plain.session import PlainSpec
 from shmstress.plain.sources import Sources
 
-FORMAT = 2
+FORMAT = 3
 """The version of the file's layout and of what its state holds."""
 
 SAVE_EVERY_S = 60.0
@@ -108,6 +108,8 @@ class Tally:
     steps: int = 0
     elapsed_s: float = 0.0  # over every session of the exploration
     coverage: CoverageCount = field(default_factory=CoverageCount)
+    uncontrolled: dict[str, int] = field(default_factory=dict)  # self-check line -> executions
+    kinds: dict[str, int] = field(default_factory=dict)  # steps by their verb ("read": 1,200)
 
 
 @dataclass

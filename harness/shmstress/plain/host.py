@@ -42,6 +42,7 @@ from shmstress.plain.board import G_HOST_EXIT, G_HOST_SEGMENTS, MAILBOX_BYTES, B
 from shmstress.plain.patch import install
 from shmstress.plain.runtime import FreeNoise, PlainRuntime
 from shmstress.plain.scenario import ScenarioRef
+from shmstress.plain.selfcheck import SelfCheck
 from shmstress.plain.sources import loaded_sources
 from shmstress.plain.sync.process import run_main
 from shmstress.record.recorder import Recorder
@@ -91,6 +92,7 @@ class HostPlan:
     path: tuple[str, ...]  # the coordinator's sys.path and sys.argv
     argv: tuple[str, ...]
     unset: tuple[str, ...] = ()  # variables set for the interpreter's start alone
+    self_check: bool = True
 
 
 def boot() -> None:
@@ -110,6 +112,8 @@ def boot() -> None:
         arena.semaphores.unlink()  # every one is open here and in the coordinator
         runtime = PlainRuntime(board, recorder, plan.created)
         runtime.free = plan.free
+        if plan.self_check:
+            runtime.check = SelfCheck(board, recorder)
     except EOFError:  # the coordinator went away first
         os._exit(code)
     except BaseException as exc:
@@ -136,16 +140,20 @@ def host_main(
     faulthandler.register(signal.SIGUSR1, file=2, all_threads=True)
     ctypes.CDLL(None, use_errno=True).prctl(_PR_SET_CHILD_SUBREAPER, 1)
     try:
+        if runtime.check is not None:  # before any of the scenario's: the harness's own
+            runtime.check.remember_own_mappings()
         install(runtime)
         for module in _WARM:  # imported once here, not again in every execution
             importlib.import_module(module)
-        if trace:  # --trace's module is imported only here: it needs numpy, a host may not
+        if trace or runtime.free is not None:  # free mode's step lock needs the call hook
             from shmstress.plain.trace import Tracer, trace_roots
 
             runtime.tracer = Tracer(runtime, trace_roots(trace)).install
         function = scenario.load()
         _read_source(function)
         runtime.manifest.snapshot()
+        if runtime.check is not None:  # what the import left is where every execution starts
+            runtime.check.refresh()
     except ScenarioError as exc:
         ready.send(("error", str(exc)))
         return

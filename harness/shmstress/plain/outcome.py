@@ -35,6 +35,8 @@ class PlainStep:
     value: object = None  # what a read saw or a write stored; None: the step has no value
     has_value: bool = False
     t_ns: int = field(default=0, compare=False)  # monotonic; a replay's differ, not its steps
+    loose: bool = field(default=False, compare=False)  # free mode: then code with no points
+    # ran outside the step lock, so where it ran among the steps is not recorded
 
     @property
     def step(self) -> Step:
@@ -80,10 +82,17 @@ class PlainOutcome:
     clock: tuple[int, int] = (0, 0)  # (monotonic ns, wall ns) read together at its start
     failure: PlainFailure | None = None
     divergence: ScheduleDiverged | None = None
+    uncontrolled: tuple[str, ...] = ()  # what the self-check saw outside control, a line each
 
     @property
     def failed(self) -> bool:
         return self.end in FAILURES
+
+    @property
+    def loose(self) -> tuple[int, ...]:
+        """Steps after which code with no points ran beside the others (free mode): a
+        replay takes every step in order, but cannot promise where that code ran."""
+        return tuple(index for index, step in enumerate(self.steps) if step.loose)
 
     def who(self, worker: int) -> str:
         return self.processes[worker] if 0 <= worker < len(self.processes) else f"#{worker}"

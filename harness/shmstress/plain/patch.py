@@ -16,6 +16,7 @@ from __future__ import annotations
 import importlib
 import os
 import sys
+import threading
 import time
 from dataclasses import dataclass
 from typing import Any, SupportsIndex
@@ -127,7 +128,21 @@ def install(runtime: PlainRuntime) -> Bound:
     real_sleep = time.sleep
     time.sleep = sleep
     os.sched_yield = sched_yield
+    _watch_threads(runtime)
     return bound
+
+
+def _watch_threads(runtime: PlainRuntime) -> None:
+    """A thread started in an execution runs beside the scheduler, whatever it does: the
+    self-check names it (and where it was started); it still runs, as it would."""
+    start = threading.Thread.start
+
+    def watched_start(self: threading.Thread) -> None:
+        if runtime.scheduled:
+            runtime.uncontrolled_thread(self.name)
+        start(self)
+
+    threading.Thread.start = watched_start  # type: ignore[method-assign]
 
 
 def _lighten_bootstrap() -> None:

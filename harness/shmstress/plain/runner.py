@@ -70,6 +70,8 @@ class PlainResult:
     failing_index: int = -1  # 0-based among the executions
     found_by: StrategySpec | None = None  # the failing execution's (a portfolio's member)
     coverage: Coverage | None = None  # controlled mode's: what the search tried
+    uncontrolled: dict[str, int] = field(default_factory=dict)  # self-check line -> executions
+    kinds: dict[str, int] = field(default_factory=dict)  # steps taken, by their verb
 
     @property
     def strategy(self) -> StrategySpec:
@@ -82,6 +84,8 @@ class PlainResult:
             return ExitCode.FAILURE
         if self.ends.get(PlainEnd.HUNG.value):
             return ExitCode.BROKEN
+        if self.uncontrolled:
+            return ExitCode.NOT_CONTROLLED
         return ExitCode.CLEAN
 
     @property
@@ -172,6 +176,11 @@ def _search(spec: PlainSpec, exploration: Exploration, saved: Saved,
             tally.executions += 1
             ends[outcome.end.value] = ends.get(outcome.end.value, 0) + 1
             tally.steps += len(outcome.steps)
+            for line in outcome.uncontrolled:
+                tally.uncontrolled[line] = tally.uncontrolled.get(line, 0) + 1
+            for step in outcome.steps:
+                verb = step.label.partition(" ")[0]
+                tally.kinds[verb] = tally.kinds.get(verb, 0) + 1
             count.add(outcome.preemptions, outcome.end is PlainEnd.STEP_BOUND, None)
             if witness is not None:
                 witness(outcome)
@@ -212,7 +221,8 @@ def _result(spec: PlainSpec, exploration: Exploration, saved: Saved) -> PlainRes
                        tally.elapsed_s, ending.exhausted, failing,
                        tally.executions - 1 if failing is not None else -1, ending.found_by,
                        None if strategy is None else tally.coverage.result(strategy,
-                                                                           ending.exhausted))
+                                                                           ending.exhausted),
+                       dict(tally.uncontrolled), dict(tally.kinds))
 
 
 def replay(spec: PlainSpec, steps: Sequence[Step], execution_seed: int) -> PlainOutcome:

@@ -27,13 +27,18 @@ from shmstress.plain.board import (
     G_FAIL_STEP,
     G_FAILED,
     G_HOST_SEGMENTS,
+    G_NAMES,
     G_OBJECTS,
     G_SEED,
     G_SEGMENTS,
     G_SLOTS,
     G_STEP,
     G_WAKE,
+    MAX_NAMES,
     MAX_SEGMENTS,
+    N_LABEL,
+    N_OS,
+    N_STRIDE,
     NOBODY,
     O_FAMILY,
     O_KIND,
@@ -63,6 +68,7 @@ from shmstress.plain.board import (
     ValueKind,
     Wait,
 )
+from shmstress.plain.selfcheck import SelfCheck, writes
 from shmstress.plain.waits import wait_over
 from shmstress.record.recorder import Recorder
 
@@ -72,6 +78,8 @@ PLUMBING = True
 _ASSIGNED = re.compile(r"^\s*(?:self\.)?([A-Za-z_]\w*)\s*(?::[^=]*)?=(?!=)")
 _INT64 = (-(1 << 63), (1 << 63) - 1)
 _REAL_SLEEP = time.sleep  # the scenario's processes get a sleep that is a point instead
+_DOOR_WAIT_S = 0.002  # free mode: longest wait at a library's door for another's step
+_DOOR_POLL_S = 0.00005
 _REAL_YIELD = os.sched_yield
 _LIBRARY = ("multiprocessing", "concurrent.futures")
 
@@ -80,13 +88,17 @@ class Abort(BaseException):
     """The execution is over (a failure elsewhere, a deadlock, the step bound): unwind."""
 
 
+def plumbing(frame: FrameType) -> bool:
+    """Is ``frame`` shmstress's own or ``multiprocessing``'s (or ``concurrent.futures``',
+    whose executor and futures are made of it), not the program's?"""
+    return (frame.f_globals.get("PLUMBING") is True
+            or str(frame.f_globals.get("__name__", "")).startswith(_LIBRARY))
+
+
 def _user_frame(frame: FrameType | None) -> FrameType | None:
     """The first frame outside the plumbing and outside ``multiprocessing`` itself (and
     ``concurrent.futures``, whose executor and futures are made of it)."""
-    while frame is not None and (
-        frame.f_globals.get("PLUMBING") is True
-        or str(frame.f_globals.get("__name__", "")).startswith(_LIBRARY)
-    ):
+    while frame is not None and plumbing(frame):
         frame = frame.f_back
     return frame
 
@@ -130,6 +142,13 @@ class FreeNoise:
         it has waited."""
         return min(self.max_sleep_s * backoff, 0.001)
 
+    def at_door(self) -> bool:
+        """Wait at a library's door? Five times as likely as noise at a point (at most
+        always): a door is rarer than a point, and the only place a window with no point
+        inside can be widened (measured on a read-modify-write inside a library: p 0.1 at
+        doors found it in 4% of executions, as a plain loop did; 0.5, in 13%)."""
+        return bool(self.probability) and self._rng.random() < min(1.0, 5 * self.probability)
+
     def pause(self, backoff: int) -> None:
         if backoff:
             _REAL_SLEEP(self.backoff_s(backoff))
@@ -154,9 +173,14 @@ class PlainRuntime:
         self.free: FreeNoise | None = None  # free mode: no coordinator, a step lock
         self.holding = False  # free mode: this process holds the step lock
         self.woke = False  # free mode: a step of this process woke a waiter
+        self.last_step = -1  # free mode: the step this process took last
         self.shared_ranges: list[tuple[int, int]] = []  # [start, end) of shared buffers here
-        self.tracer: Callable[[], None] | None = None  # installs --trace in a new process
+        self.tracer: Callable[[], None] | None = None  # installs tracing in this process
+        self.exposed = False  # shared memory ordinary code can subscript exists here
+        self.tracing = False  # the tracer is installed in this process
+        self.check: SelfCheck | None = None  # the self-check, when it is on
         self._sites: dict[tuple[int, int, str], int] = {}
+        self._writing: dict[int, bool] = {}  # site id -> its step may write shared memory
         self._globals = board.globals.mv
         self._slots = board.slots.mv
 
@@ -180,6 +204,12 @@ class PlainRuntime:
         if globals_[G_ABORT]:
             raise self._aborted()
         ident = self._site_id(text)
+        check = self.check
+        if check is not None:
+            writing = self._writing.get(ident)
+            if writing is None:
+                writing = self._writing[ident] = writes(text)
+            check.at_point(slot, ident, writing)
         if self.free is not None:
             return self._free_step(ident, wait, obj, arg, timeout)
         timed = timeout is not None
@@ -233,7 +263,8 @@ class PlainRuntime:
                 if globals_[G_STEP] >= board.max_steps:
                     globals_[G_ABORT] = 1  # the coordinator reports the step bound
                     raise self._aborted()
-                return board.take_step(ident, slot, time.monotonic_ns())
+                self.last_step = board.take_step(ident, slot, time.monotonic_ns())
+                return self.last_step
             slots[base + P_LABEL] = ident  # what it waits for, for the coordinator to see
             slots[base + P_WAIT] = wait
             slots[base + P_OBJ] = obj
@@ -245,6 +276,35 @@ class PlainRuntime:
             # real waiter on a semaphore or a pipe is woken at once, not when it looks
             board.grants[slot].acquire(True, free.backoff_s(backoff + 1))
             backoff = min(backoff + 1, 10)
+
+    def step_done(self) -> None:
+        """Free mode: the access the last step stands for is over (the program's own code
+        runs again): let the others in. Code between two points then runs beside theirs,
+        as in a plain run, so a race inside code with no point (a library call) can
+        happen; only the steps themselves are ordered by the step lock."""
+        if self.holding:
+            self.holding = False
+            self.board.step_lock.release()
+
+    def at_library_door(self) -> None:
+        """Free mode's noise where there is no point: at a call into code that takes none
+        (a library's), now and then wait, outside the step lock, until another process
+        has taken a step (or 2 ms passed), so that its code runs while this one is inside
+        the library, where a plain run overlaps them only by luck."""
+        free = self.free
+        if free is None or not free.at_door():
+            return
+        globals_ = self._globals
+        step = globals_[G_STEP]
+        deadline = time.monotonic() + _DOOR_WAIT_S
+        while globals_[G_STEP] == step and time.monotonic() < deadline:
+            _REAL_SLEEP(_DOOR_POLL_S)
+
+    def ran_loose(self) -> None:
+        """Free mode: after its last step, this process ran code that takes no points,
+        outside the step lock: the replay cannot promise where it ran among the steps."""
+        if self.last_step >= 0:
+            self.board.step_loose.mv[self.last_step] = 1
 
     def _let_go(self, pause: bool, backoff: int = 0) -> None:
         """Free mode: release the step lock (and, asked to, give the CPU away a while)."""
@@ -275,6 +335,8 @@ class PlainRuntime:
         """What step ``step`` read or wrote (and at which index of an array)."""
         if step < 0:
             return
+        if self.check is not None and self.check.wrote:  # the write is done
+            self.check.settle()
         board = self.board
         kind, word = ValueKind.ABSENT, 0
         if isinstance(value, bool):
@@ -313,6 +375,11 @@ class PlainRuntime:
         self.point(text)
         self._let_go(True)
 
+    def uncontrolled_thread(self, name: str) -> None:
+        """The process starts a thread: the self-check's gap, at the caller's line."""
+        if self.check is not None:
+            self.check.thread_started(self.slot, name, self._site_id(f"start thread {name}"))
+
     def _site_id(self, text: str) -> int:
         frame = _user_frame(sys._getframe(2))
         if frame is None:
@@ -350,6 +417,28 @@ class PlainRuntime:
         objects[obj * O_STRIDE + O_OWNER] = NOBODY
         globals_[G_OBJECTS] = obj + 1
         return obj, name
+
+    def known_as(self, os_name: str, word: str) -> tuple[int, str]:
+        """What the steps call an object the OS knows by ``os_name`` (a segment): the name
+        given where the run first met that name, else a new one from the caller's variable
+        (``inferred_name``). An OS name may hold a pid or a random part, which differ in a
+        replay; the name a schedule uses must not, so an object is known by where the run
+        made (or first met) it, and every process that opens the same OS name later uses
+        the same name (numbered apart by ``new_object`` as any other repeat). Also returns
+        the name's entry in the table (-1 when the table is full)."""
+        names = self.board.names.mv
+        ident = self.recorder.intern(os_name)
+        count = int(self._globals[G_NAMES])
+        for index in range(count):
+            if names[index * N_STRIDE + N_OS] == ident:
+                return index, self.name_of(int(names[index * N_STRIDE + N_LABEL]))
+        label = inferred_name(_user_frame(sys._getframe(1)), word)
+        if count >= MAX_NAMES:  # past it, an OS name met again is named afresh
+            return -1, label
+        names[count * N_STRIDE + N_OS] = ident
+        names[count * N_STRIDE + N_LABEL] = self.recorder.intern(label)
+        self._globals[G_NAMES] = count + 1
+        return count, label
 
     def new_slot(self, word: str) -> tuple[int, str]:
         """The slot of a process about to be started, parked at its first point."""
@@ -397,8 +486,9 @@ class PlainRuntime:
                             NOBODY, 0, None)
         else:
             self._granted()
-        if self.tracer is not None:
-            self.tracer()
+        self.tracing = False  # a process starts untraced; its parent's settrace is gone
+        if self.exposed:
+            self.expose()
 
     def fail(self, text: str) -> None:
         """The process raised: the execution's failure (the first one counts)."""
@@ -412,6 +502,8 @@ class PlainRuntime:
         """The process is done: joiners may go on; the coordinator hears of it."""
         if self.slot == NOBODY:
             return
+        if self.check is not None and not self._globals[G_ABORT]:
+            self.check.at_end(self.slot, self.shared_ranges)
         base = self.slot * P_STRIDE
         self._slots[base + P_EXITCODE] = exitcode
         self._slots[base + P_STATE] = State.FINISHED
@@ -422,11 +514,45 @@ class PlainRuntime:
             self.board.report.release()
 
     # -- shared memory ------------------------------------------------------------------------
-    def register_buffer(self, address: int, size: int) -> None:
-        """A shared buffer mapped in this process (and in the processes it forks after)."""
+    def expose(self) -> None:
+        r"""Ordinary code can now reach shared memory through a buffer (a segment, a raw
+        ``Array``, an ``mmap``): from here on, in this process and the ones it starts,
+        the traced code's subscripts and lines that use such memory are points. Tracing
+        costs every call a trace hook (a quarter to a half of the steps/s), so code that
+        shares only ``Value``\ s and locks, whose every access is a point already, is
+        not traced at all."""
+        self.exposed = True
+        if self.scheduled and not self.tracing and self.tracer is not None:
+            self.tracing = True
+            self.tracer()
+
+    def register_buffer(self, address: int, size: int, memory: int = -1,
+                        name: str = "", exposed: bool = True) -> None:
+        """A shared buffer mapped in this process (and in the processes it forks after).
+        ``memory`` is where the self-check keeps its checksum (``memory_of``), the same in
+        every process that maps it; -1: it is not checked. ``exposed``: ordinary code
+        reaches it by subscript (not a ``Value``, whose accesses are points themselves)."""
+        if exposed:
+            self.expose()
         self.shared_ranges.append((address, address + size))
         if not self.scheduled:
             self.manifest.add(address, size)
+        if self.check is not None:
+            self.check.watch(address, size, memory, name)
+
+    def unregister_buffer(self, address: int) -> None:
+        """The buffer at ``address`` is unmapped here: no longer shared, nor checked."""
+        self.shared_ranges = [r for r in self.shared_ranges if r[0] != address]
+        if self.check is not None:
+            self.check.forget(address)
+
+    def memory_of(self, obj: int = NOBODY, name: int = -1) -> int:
+        """Where the checksum of a buffer lives: by its object row (a ``Value``, made once
+        and inherited), or by its entry in the name table (a segment every process opens
+        by name)."""
+        if name >= 0:
+            return self.board.max_objects + name
+        return obj
 
     def is_shared(self, start: int, end: int) -> bool:
         return any(start < high and low < end for low, high in self.shared_ranges)

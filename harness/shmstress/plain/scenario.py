@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import hashlib
 import importlib
+import importlib.machinery
 import importlib.util
 import sys
 from collections.abc import Callable
@@ -11,6 +12,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from shmstress.core.errors import ScenarioError
+
+_PROJECT_MARKERS = ("pyproject.toml", "setup.py", "setup.cfg", ".git")
 
 SCENARIO_ATTRIBUTE = "__shmstress_scenario__"
 """Set on a decorated test (``testing.plain.concurrency_test``): the function it runs."""
@@ -37,6 +40,25 @@ class ScenarioRef:
 
     def describe(self) -> str:
         return f"{self.module}:{self.function}"
+
+    def project(self) -> str | None:
+        """The folder of the project the scenario belongs to, found without importing
+        anything: from the scenario's file (or its top-level package's folder) up to the
+        first folder that holds ``pyproject.toml``, ``setup.py``, ``setup.cfg`` or ``.git``;
+        the file's own folder when there is none. Its code is traced by default."""
+        if self.module.endswith(".py"):
+            start = Path(self.module).parent
+        else:
+            found = importlib.machinery.PathFinder.find_spec(self.module.split(".")[0])
+            if found is None or found.origin is None:
+                return None
+            start = Path(found.origin).resolve().parent
+        for folder in (start, *start.parents):
+            if any((folder / marker).exists() for marker in _PROJECT_MARKERS):
+                return str(folder)
+            if folder.name in ("site-packages", "dist-packages"):
+                break  # an installed package: its own folder, not the environment's
+        return str(start)
 
     def load(self) -> Callable[[], object]:
         """Import the module (in the host, under the instrumented primitives) and find the
@@ -82,3 +104,14 @@ class ScenarioRef:
 def _one_line(exc: BaseException) -> str:
     text = str(exc).strip().splitlines()
     return f"{type(exc).__name__}: {text[0]}" if text else type(exc).__name__
+
+
+def traced_code(scenario: ScenarioRef, named: tuple[str, ...], project: bool = True
+                ) -> tuple[str, ...]:
+    """What a run traces: the code ``named`` (``--trace``) and, unless ``project`` is off
+    (``--no-auto-trace``), the scenario's own project, so that shared memory its code
+    reads and writes by subscript (a numpy array, a segment's buffer, an mmap) is made of
+    points without a flag. Resolved here, so a bundle keeps it and a replay traces the
+    same code."""
+    folder = scenario.project() if project else None
+    return named if folder is None or folder in named else (*named, folder)

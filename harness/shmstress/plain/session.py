@@ -53,12 +53,15 @@ from shmstress.plain.board import (
     G_ABORT,
     G_FAIL_STEP,
     G_FAILED,
+    G_GAPS,
     G_HOST_EXIT,
     G_OBJECTS,
+    G_SCAN_MAPS,
     G_SEED,
     G_SLOTS,
     G_STEP,
     G_WAKE,
+    GAP_STRIDE,
     HOST,
     MAILBOX_BYTES,
     O_COUNT,
@@ -96,13 +99,15 @@ from shmstress.plain.outcome import PlainEnd, PlainFailure, PlainOutcome, PlainS
 from shmstress.plain.progress import inert
 from shmstress.plain.runtime import FreeNoise, PlainRuntime
 from shmstress.plain.scenario import ScenarioRef
+from shmstress.plain.selfcheck import Gap, SelfCheck, scanned
 from shmstress.plain.sources import Sources
 from shmstress.plain.waits import can_go, queued_through
 
 _WAIT_SLICE_S = 0.1
 _POLL_S = 0.0005  # free mode: how often the coordinator looks
 _STUCK_S = 0.05  # free mode: no step for this long, every process waiting: stuck
-_RESTORED = tuple(ARRAY_PREFIX + name for name in ("slots", "objects", "globals", "segments"))
+_RESTORED = tuple(ARRAY_PREFIX + name for name in ("slots", "objects", "globals", "segments",
+                                                   "names", "digests"))
 _DOUBLE = struct.Struct("<d")
 _INT64 = struct.Struct("<q")
 
@@ -133,6 +138,7 @@ class PlainSpec:
     max_objects: int = 256
     mailbox_mib: int = MAILBOX_BYTES >> 20  # room for queue and pipe messages in flight
     trace: tuple[str, ...] = ()  # --trace: code whose shared-memory accesses are points
+    self_check: bool = True  # plain.selfcheck: notice what is outside control
     free: FreeSpec | None = None  # None: controlled mode
     pin: bool = True  # controlled mode: every process on one CPU (handoffs are cheaper)
     stop_timeout: float = 10.0  # for a process to reach its next point
@@ -190,6 +196,7 @@ class PlainSession:
         self._names = names if names is not None else Names()
         self._stalled: ProbeResult | None = None  # the last execution's probe, if it stalled
         self._healthy = True
+        self.executions = 0  # run in this session (the self-check scans some: ``scanned``)
         self._pinning = contextlib.ExitStack()
         try:
             self._build()
@@ -208,6 +215,8 @@ class PlainSession:
         self.board, self.recorder = size.build(self._arena)
         self.created = CreatedSegments.of(self._arena.owner_pid, self._arena.owner_started)
         self.runtime = PlainRuntime(self.board, self.recorder, self.created)
+        if spec.self_check:
+            self.runtime.check = SelfCheck(self.board, self.recorder)
         if spec.free is not None:
             spec.free.validate()
             self.runtime.free = FreeNoise(spec.free.noise, spec.free.max_sleep_us / 1e6)
@@ -251,7 +260,8 @@ class PlainSession:
         send.close()
         receive.send(HostPlan(
             self._arena.layout(), size, self.created, self.runtime.free, spec.scenario,
-            spec.trace, os.getpid(), tuple(sys.path), tuple(sys.argv), unset))
+            spec.trace, os.getpid(), tuple(sys.path), tuple(sys.argv), unset,
+            spec.self_check))
         return self._host, receive
 
     def close(self) -> None:
@@ -332,6 +342,8 @@ class PlainSession:
         globals_[G_SEED] = seed
         for field in (G_STEP, G_ABORT, G_WAKE, G_FAILED):
             globals_[field] = 0
+        globals_[G_SCAN_MAPS] = scanned(self.executions)
+        self.executions += 1
         globals_[G_SLOTS] = 1
         self._stalled = None
         self.runtime.claim_slot(0, "main", self._main)
@@ -347,7 +359,7 @@ class PlainSession:
             processes=tuple(self.who(s) for s in range(int(globals_[G_SLOTS]))),
             preemptions=preemptions, failure=failure, divergence=divergence,
             pids=tuple(board.slot(s, P_PID) for s in range(int(globals_[G_SLOTS]))),
-            clock=clock,
+            clock=clock, uncontrolled=self._gaps(),
         )
         self._unwind(end is PlainEnd.HUNG)
         if strategy is not None:
@@ -513,13 +525,48 @@ class PlainSession:
         values = board.step_value.np[:count].tolist()
         kinds = board.step_kind.np[:count].tolist()
         times = board.step_time.np[:count].tolist()
+        loose = board.step_loose.np[:count].tolist()
         out = []
-        for label, worker, index, word, kind, t_ns in zip(labels, workers, indexes, values,
-                                                          kinds, times, strict=True):
+        for label, worker, index, word, kind, t_ns, unlocked in zip(
+                labels, workers, indexes, values, kinds, times, loose, strict=True):
             site = self.label(label)
             out.append(PlainStep(worker, site.text, site.file, site.line, index,
-                                 _decoded(kind, word), kind != ValueKind.ABSENT, t_ns))
+                                 _decoded(kind, word), kind != ValueKind.ABSENT, t_ns,
+                                 bool(unlocked)))
         return tuple(out)
+
+    def _gaps(self) -> tuple[str, ...]:
+        """The self-check's rows (``plain.selfcheck``), a line each."""
+        board = self.board
+        gaps = board.gaps.mv
+        lines = []
+        for index in range(int(board.globals.mv[G_GAPS])):
+            kind, slot, what, since, site = (
+                int(value) for value in gaps[index * GAP_STRIDE: (index + 1) * GAP_STRIDE])
+            who, name = self.who(slot), self.text(what)
+            if kind == Gap.WRITE:  # in free mode another process may have made it
+                did = f"{name} changed, seen by {who}," if self.spec.free else \
+                    f"{who} changed {name}"
+                lines.append(f"{did} with no step that writes it, "
+                             f"{self._between(since, site)}: code shmstress does not see "
+                             "wrote it (a C call, ctypes, a module not traced: --trace it)")
+            elif kind == Gap.MAPPING:
+                lines.append(f"{who} mapped {name} shared and writable, unknown to shmstress: "
+                             "its reads and writes are no steps")
+            else:
+                lines.append(f"{who} started thread {name!r} ({self._where(site)}): it runs "
+                             "beside the scheduler, not under it")
+        return tuple(lines)
+
+    def _where(self, site: int) -> str:
+        label = self.label(site)
+        return f"{label.file}:{label.line}" if label.line > 0 else "where it starts"
+
+    def _between(self, since: int, site: int) -> str:
+        start = (f"after {self.text(since)!r} ({self._where(since)})" if since
+                 else "after it began")
+        end = f"before {self.text(site)!r} ({self._where(site)})" if site else "before it ended"
+        return f"{start} and {end}"
 
     def _failure(self, end: PlainEnd) -> PlainFailure | None:
         board = self.board

@@ -6,6 +6,7 @@ from pathlib import Path
 
 from shmstress.analysis.enabling import accessed
 from shmstress.analysis.plain_story import PlainStory, plain_story
+from shmstress.core.exit_reason import ExitCode
 from shmstress.core.plurals import counted
 from shmstress.plain.outcome import PlainEnd, PlainOutcome, PlainStep
 from shmstress.plain.runner import PlainResult
@@ -146,11 +147,48 @@ def outcome_lines(outcome: PlainOutcome) -> list[str]:
     if failure.end is PlainEnd.FAILED and failure.details:
         lines.append(f"  {outcome.who(failure.worker)} raised, after step {failure.step - 1}:")
         lines += [f"    {line}" for line in _traceback_tail(failure.details)]
+    lines += loose_lines(outcome.loose)
     return lines
+
+
+def loose_lines(loose: tuple[int, ...]) -> list[str]:
+    """What a free run's replay cannot promise: the steps after which code with no points
+    (a library's) ran beside the other processes."""
+    if not loose:
+        return []
+    shown = ", ".join(str(step) for step in loose[:8]) + (", ..." if len(loose) > 8 else "")
+    return [f"  not guaranteed on replay: after {counted(len(loose), 'step')} ({shown}) code "
+            "with no points (a library's, not traced) ran beside the other processes; a "
+            "replay takes every step in this order, but that code then runs between them, "
+            "not beside them (trace it: --trace, and a controlled search orders it too)"]
 
 
 def _ends(ends: dict[str, int]) -> str:
     return ", ".join(f"{count:,} {end}" for end, count in sorted(ends.items()))
+
+
+def control_lines(result: PlainResult) -> list[str]:
+    """What was under control (steps by kind, what the trace and the self-check covered),
+    and what was not: a line each, with the executions it was seen in."""
+    kinds = sorted(result.kinds.items(), key=lambda kind: (-kind[1], kind[0]))
+    shown = ", ".join(f"{verb} {count:,}" for verb, count in kinds[:8])
+    more = len(kinds) - 8
+    rest = f", {more} more kinds" if more > 0 else ""
+    lines = [f"  controlled: {result.steps:,} steps ({shown}{rest})"]
+    traced = result.spec.trace
+    lines.append(f"  traced: {', '.join(traced)}" if traced else
+                 "  traced: nothing (subscripts of shared memory in the code are no steps)")
+    if not result.spec.self_check:
+        lines.append("  self-check: off")
+    elif not result.uncontrolled:
+        lines.append("  self-check: no shared memory changed outside a step; no unknown "
+                     "shared mapping; no thread")
+    else:
+        lines.append(f"  not under control (the search did not see everything: exit "
+                     f"{int(ExitCode.NOT_CONTROLLED)}, --accept-uncontrolled to accept it):")
+        for line, seen in sorted(result.uncontrolled.items(), key=lambda item: -item[1]):
+            lines.append(f"    {line} (in {counted(seen, 'execution')})")
+    return lines
 
 
 def result_lines(result: PlainResult, named: str, bundle: Path | None,
@@ -174,6 +212,7 @@ def result_lines(result: PlainResult, named: str, bundle: Path | None,
                          "what comes after was not explored")
         if result.coverage is not None:
             lines.extend(coverage_lines(result.coverage, require_coverage))
+        lines.extend(control_lines(result))
         return lines
     failure = failing.failure
     assert failure is not None
@@ -181,6 +220,8 @@ def result_lines(result: PlainResult, named: str, bundle: Path | None,
     if failing.end is PlainEnd.HUNG:
         return lines
     lines += outcome_lines(failing)
+    if result.uncontrolled:
+        lines += control_lines(result)[2:]
     if bundle is not None:
         lines.append(f"  bundle: {bundle}")
         lines.append(f"  replay it: {replay_command(bundle)}")

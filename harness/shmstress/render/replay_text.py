@@ -12,7 +12,7 @@ from pathlib import Path
 
 from shmstress.core.plurals import counted
 from shmstress.render.failure import failure_report, report_lines
-from shmstress.render.plain_report import outcome_lines
+from shmstress.render.plain_report import loose_lines, outcome_lines
 from shmstress.repro.bundle import Bundle
 from shmstress.repro.plain_bundle import PlainBundle
 from shmstress.repro.plain_replay import PlainReplayReport
@@ -61,4 +61,6 @@ def render_plain_replay(report: PlainReplayReport, bundle: PlainBundle, path: Pa
     ]
     if report.outcome.failure is not None and report.outcome.failed:
         lines += outcome_lines(report.outcome)
+    else:
+        lines += loose_lines(bundle.loose)
     return "\n".join(lines)

@@ -62,6 +62,8 @@ class PlainBundleDoc(msgspec.Struct, kw_only=True):
     processes: list[str]
     labels: list[str]
     steps: list[tuple[int, int]]
+    # free mode: steps after which code with no points ran outside the step lock
+    loose: list[int] = msgspec.field(default_factory=list)
 
 
 @dataclass(frozen=True)
@@ -79,6 +81,7 @@ class PlainBundle:
     failure: FailureDoc
     processes: tuple[str, ...]
     steps: tuple[Step, ...]
+    loose: tuple[int, ...] = ()  # the steps a replay cannot promise (free mode's)
 
     def spec(self) -> PlainSpec:
         """The session to replay in; the scenario is looked for as named, then resolved."""
@@ -118,6 +121,7 @@ def from_outcome(named: str, spec: PlainSpec, strategy: StrategySpec, seed: int,
                            worker=failure.worker, message=failure.message),
         processes=outcome.processes,
         steps=tuple(step.step for step in outcome.steps),
+        loose=outcome.loose,
     )
 
 
@@ -142,6 +146,7 @@ def to_json(bundle: PlainBundle) -> dict[str, Any]:
         seed=bundle.seed, execution=bundle.execution, execution_seed=bundle.execution_seed,
         preemptions=bundle.preemptions, failure=bundle.failure,
         processes=list(bundle.processes), labels=list(labels), steps=steps,
+        loose=list(bundle.loose),
     )
     data = msgspec.to_builtins(doc)
     assert isinstance(data, dict)
@@ -194,6 +199,7 @@ def from_json(data: object) -> PlainBundle:
         execution_seed=doc.execution_seed, preemptions=doc.preemptions, failure=doc.failure,
         processes=tuple(doc.processes),
         steps=tuple(Step(worker, doc.labels[label]) for worker, label in doc.steps),
+        loose=tuple(step for step in doc.loose if 0 <= step < len(doc.steps)),
     )
 
 

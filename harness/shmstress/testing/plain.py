@@ -26,8 +26,9 @@ from shmstress.controlled.strategies import DEFAULT
 from shmstress.controlled.strategies.base import StrategySpec
 from shmstress.core.config import default_out
 from shmstress.core.errors import ScenarioError
+from shmstress.core.exit_reason import ExitCode
 from shmstress.plain.runner import Exploration, PlainResult, explore
-from shmstress.plain.scenario import SCENARIO_ATTRIBUTE, ScenarioRef
+from shmstress.plain.scenario import SCENARIO_ATTRIBUTE, ScenarioRef, traced_code
 from shmstress.plain.session import PlainSpec
 from shmstress.render.plain_report import result_lines
 from shmstress.repro.plain_bundle import from_outcome, write_plain_bundle
@@ -52,14 +53,16 @@ def scenario_of(function: Callable[..., Any]) -> ScenarioRef:
 
 def check(function: Callable[..., Any], *, executions: int = 1000, strategy: str = DEFAULT,
           seed: int = 0, depth: int = 3, trace: tuple[str, ...] = (),
+          auto_trace: bool = True, accept_uncontrolled: bool = False,
           max_steps: int = PlainSpec.max_steps,
           max_processes: int = PlainSpec.max_processes - 1) -> PlainResult:
     """Run ``function`` under controlled scheduling; raise ``ConcurrencyFailure`` if an
-    execution fails (its bundle is written where failing runs write, ``$SHMSTRESS_OUT``)."""
+    execution fails (its bundle is written where failing runs write, ``$SHMSTRESS_OUT``),
+    or, unless ``accept_uncontrolled``, if the self-check saw code outside control."""
     __tracebackhide__ = True
     ref = scenario_of(function)
     spec = PlainSpec(ref, max_processes=max_processes + 1, max_steps=max_steps,
-                     trace=tuple(trace))
+                     trace=traced_code(ref, tuple(trace), auto_trace))
     exploration = Exploration(StrategySpec(strategy, depth=depth), seed, executions)
     result = explore(spec, exploration)
     named = f"{ref.module}:{ref.function}"
@@ -70,19 +73,23 @@ def check(function: Callable[..., Any], *, executions: int = 1000, strategy: str
                 from_outcome(named, spec, result.strategy, seed, result.failing_index,
                              result.failing), Path(default_out()))
         raise ConcurrencyFailure("\n".join(result_lines(result, named, bundle)))
+    if result.exit_code is ExitCode.NOT_CONTROLLED and not accept_uncontrolled:
+        raise ConcurrencyFailure("\n".join(result_lines(result, named, None)))
     return result
 
 
 def concurrency_test(*, executions: int = 1000, strategy: str = DEFAULT, seed: int = 0,
-                     depth: int = 3, trace: tuple[str, ...] = (),
-                     max_steps: int = PlainSpec.max_steps,
+                     depth: int = 3, trace: tuple[str, ...] = (), auto_trace: bool = True,
+                     accept_uncontrolled: bool = False, max_steps: int = PlainSpec.max_steps,
                      max_processes: int = PlainSpec.max_processes - 1) -> Callable[[F], F]:
     """Decorate a module-level test: it passes when ``executions`` controlled executions
     of it all do, and fails with the interleaving and the replay command otherwise.
 
     ``strategy`` ("pct" with ``depth``, "random_walk", "exhaustive") picks who steps,
     from ``seed`` (the same seed, the same executions, so a CI failure repeats on a
-    laptop); ``trace`` names code whose shared-memory accesses are points (``--trace``);
+    laptop); ``trace`` names code whose shared-memory accesses are points (``--trace``),
+    besides the test's own project, traced unless ``auto_trace`` is off; a test that
+    found nothing but ran code outside control fails too, unless ``accept_uncontrolled``;
     ``max_steps`` bounds one execution before it counts as hung; ``max_processes`` is
     how many processes the scenario may start. Module-level, because each execution
     imports the test's module afresh in a process of its own.
@@ -93,7 +100,9 @@ def concurrency_test(*, executions: int = 1000, strategy: str = DEFAULT, seed: i
         def test() -> None:
             __tracebackhide__ = True
             check(function, executions=executions, strategy=strategy, seed=seed, depth=depth,
-                  trace=trace, max_steps=max_steps, max_processes=max_processes)
+                  trace=trace, auto_trace=auto_trace,
+                  accept_uncontrolled=accept_uncontrolled, max_steps=max_steps,
+                  max_processes=max_processes)
 
         setattr(test, SCENARIO_ATTRIBUTE, function)
         del test.__wrapped__  # pytest must see a test without arguments, not the scenario

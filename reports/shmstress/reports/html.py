@@ -1,15 +1,27 @@
 """The report's ``index.html``.
 
 Self-contained (inline CSS, no scripts, no external assets) so it can be attached to a CI
-run, opened from a file share or mailed around and still render the same.  Every piece
-of campaign data goes through ``html.escape``: log snippets and messages are arbitrary
-text and routinely contain ``<``, ``&`` and quotes.
+run, opened from a file share or mailed around and still render the same. A results file
+is data of unknown origin, so the page holds nothing it did not build itself:
+
+- every piece of campaign data is text through ``html.escape`` (the standard library's,
+  kept with Python): log snippets and messages are arbitrary text and routinely contain
+  ``<``, ``&`` and quotes. The page is a few dozen fixed fragments around escaped values,
+  not a template language's job: jinja2's autoescape would call the same escaping;
+- a link or an image names only a copy the report made below its own directory
+  (``_href``: relative, each segment percent-encoded, so no scheme such as
+  ``javascript:`` and no ``..`` can come out of a recorded path);
+- a swimlane is an ``<img>`` of the copied SVG, never its text (see ``swimlanes``);
+- a command is shown shell-quoted (``shlex``): what the reader copies runs ``shmstress``
+  with the words shown, whatever a path holds, and nothing else.
 """
 
 from __future__ import annotations
 
 import html
 import os
+import shlex
+import urllib.parse
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC
@@ -21,9 +33,9 @@ from shmstress.reports.aggregate import (
     NewFailures,
     campaign_order,
 )
+from shmstress.reports.bundles import Published
 from shmstress.reports.files import write_text
 from shmstress.reports.results import ConfigStats, Trial
-from shmstress.reports.swimlanes import Picture
 
 _CSS = """
 body { font-family: system-ui, -apple-system, "Segoe UI", sans-serif; margin: 2em auto;
@@ -48,7 +60,7 @@ section.failure { border: 1px solid #ddd; border-left: 4px solid #c0392b; paddin
 pre { background: #f7f7f7; padding: 0.6em; overflow-x: auto; white-space: pre-wrap; }
 code { background: #f3f3f3; padding: 0.1em 0.3em; }
 .swimlane { overflow-x: auto; margin: 0.5em 0; }
-.swimlane svg { display: block; }
+.swimlane img { display: block; max-width: none; }
 .new { background: #c0392b; color: #fff; border-radius: 3px; padding: 0 0.4em;
        font-size: 0.8em; vertical-align: middle; }
 """
@@ -67,6 +79,32 @@ class PlotImage:
 
 def _e(value: object) -> str:
     return html.escape(str(value), quote=True)
+
+
+def _href(relative: str) -> str:
+    """A link to ``relative``, a path below the page's directory, for an ``href``/``src``:
+    each segment percent-encoded (a ``:`` too, so a first segment never reads as a scheme).
+    Anything else is a bug here, never something a record may ask for."""
+    path = PurePosixPath(relative)
+    if path.is_absolute() or ".." in path.parts or not path.parts:
+        raise ValueError(f"not a path below the report directory: {relative!r}")
+    return _e("/".join(urllib.parse.quote(part, safe="") for part in path.parts))
+
+
+def _command(*words: str) -> str:
+    """A command line the page builds, shell-quoted."""
+    return shlex.join(words)
+
+
+def _recorded_command(text: str | None) -> str | None:
+    """A command a record carries, as the page may show it: a ``shmstress`` command,
+    re-quoted word by word, so no ``;``, ``|``, ``$(...)`` or redirection in it acts;
+    None for anything else (no command, or not one of ours)."""
+    try:
+        words = shlex.split(text or "")
+    except ValueError:  # an unclosed quote
+        return None
+    return shlex.join(words) if words[:1] == ["shmstress"] else None
 
 
 def counted(n: int, noun: str) -> str:
@@ -198,25 +236,27 @@ def _config_table(stats: Sequence[ConfigStats]) -> list[str]:
     return out
 
 
-def _swimlane(picture: Picture | None) -> list[str]:
-    """The engine's SVG inline (its tooltips work only inline), with a link to the file."""
-    if picture is None:
+def _swimlane(picture: Published | None) -> list[str]:
+    """The copied SVG as an image (an image runs no script), linked to the file itself,
+    where its tooltips work."""
+    if picture is None or (picture.href is None and picture.problem is None):
         return ['<p class="meta">no swimlane recorded (a campaign of an earlier shmstress, '
                 "or a failure without a recording)</p>"]
-    link = f'<a href="{_e(picture.href)}">swimlane.svg</a>'
-    if picture.svg is None:
-        return [f'<p class="meta">The swimlane {link} is not shown inline: '
-                f"{_e(picture.problem or 'unreadable')}.</p>"]
+    if picture.href is None:
+        return [f'<p class="meta">The recorded swimlane is not shown: '
+                f"{_e(picture.problem)}.</p>"]
+    link = _href(picture.href)
     return [
         '<p class="meta">One column per worker, one row per step; the steps the explanation '
-        "tells are red, long stretches of other steps are folded. Hover a step for its "
-        f"fields ({link}).</p>",
-        f'<div class="swimlane">{picture.svg.strip()}</div>',
+        "tells are red, long stretches of other steps are folded. Open the picture by itself "
+        f'(<a href="{link}">swimlane.svg</a>) and hover a step for its fields.</p>',
+        f'<div class="swimlane"><a href="{link}"><img src="{link}" '
+        'alt="Swimlane: who did what when, one column per worker"></a></div>',
     ]
 
 
 def _failure_section(
-    index: int, group: FailureGroup, bundle: str | None, picture: Picture | None = None,
+    index: int, group: FailureGroup, bundle: Published | None, picture: Published | None = None,
     new: NewFailures | None = None,
 ) -> list[str]:
     rep = group.representative
@@ -271,29 +311,37 @@ def _provenance_line(trial: Trial) -> str:
     return ", ".join(parts)
 
 
-def _reproduce(rep: Trial, bundle: str | None) -> list[str]:
+def _reproduce(rep: Trial, bundle: Published | None) -> list[str]:
     """The bundle replay first (the very schedule), then the seeded rerun."""
     out: list[str] = []
-    if bundle is not None:
+    copied = bundle.href if bundle is not None else None
+    if copied is not None:
         # Each failure's shrunk bundle gets a name of its own (the bundle's, unique), so
         # running the commands of two failures never overwrites the first one's result.
-        small = f"{PurePosixPath(bundle).stem}.small.json"
+        small = f"{PurePosixPath(copied).stem}.small.json"
         out += [
-            f'<p>Replay the recorded schedule (<a href="{_e(bundle)}">repro bundle</a>), '
+            f'<p>Replay the recorded schedule (<a href="{_href(copied)}">repro bundle</a>), '
             "from the directory of this page:</p>",
-            f"<pre><code>{_e(f'shmstress replay {bundle}')}</code></pre>",
+            f"<pre><code>{_e(_command('shmstress', 'replay', copied))}</code></pre>",
             "<p>Shrink it to the fewest steps, preemptions and workers, then replay the "
             "shrunk bundle to read its explanation:</p>",
-            f"<pre><code>{_e(f'shmstress shrink {bundle} -o {small}')}</code></pre>",
-            f"<pre><code>{_e(f'shmstress replay {small}')}</code></pre>",
+            f"<pre><code>{_e(_command('shmstress', 'shrink', copied, '-o', small))}"
+            "</code></pre>",
+            f"<pre><code>{_e(_command('shmstress', 'replay', small))}</code></pre>",
         ]
+    elif bundle is not None and bundle.problem:
+        out.append(f'<p class="meta">Its repro bundle <code>{_e(rep.bundle)}</code> is not '
+                   f"in this report: {_e(bundle.problem)}.</p>")
     elif rep.bundle:
+        replay = _recorded_command(rep.replay_command)
         out.append(
             f'<p class="meta">Its repro bundle <code>{_e(rep.bundle)}</code> was not found '
-            f"next to <code>{_e(rep.source)}</code>; in the campaign directory that wrote it: "
-            f"<code>{_e(rep.replay_command or '')}</code></p>"
+            f"next to <code>{_e(rep.source)}</code>"
+            + (f"; in the campaign directory that wrote it: <code>{_e(replay)}</code>"
+               if replay else "") + "</p>"
         )
-    rerun = rep.rerun_command or (None if rep.bundle else rep.replay_command)
+    rerun = _recorded_command(rep.rerun_command or (None if rep.bundle else
+                                                    rep.replay_command))
     if rerun:
         out.append(
             '<p class="meta">Rerun the configuration with the same seed (a free run finds '
@@ -335,8 +383,8 @@ def render_index(
     stats: Sequence[ConfigStats],
     failures: Sequence[FailureGroup],
     plots: Sequence[PlotImage],
-    bundles: Mapping[FailureGroup, str] | None = None,
-    swimlanes: Mapping[FailureGroup, Picture] | None = None,
+    bundles: Mapping[FailureGroup, Published] | None = None,
+    swimlanes: Mapping[FailureGroup, Published] | None = None,
     warnings: Sequence[str] = (),
     sources: Sequence[Path] = (),
     title: str = "shmstress campaign report",
@@ -384,9 +432,9 @@ def render_index(
     if plots:
         parts.append('<h2 id="charts">Charts</h2>')
     for plot in plots:
-        src = Path(os.path.relpath(plot.path, out_dir)).as_posix()
+        src = _href(Path(os.path.relpath(plot.path, out_dir)).as_posix())
         parts.append(
-            f'<figure><a href="{_e(src)}"><img src="{_e(src)}" alt="{_e(plot.alt)}"></a>'
+            f'<figure><a href="{src}"><img src="{src}" alt="{_e(plot.alt)}"></a>'
             f"<figcaption>{_e(plot.caption)}</figcaption></figure>"
         )
 
@@ -423,8 +471,8 @@ def write_index(
     stats: Sequence[ConfigStats],
     failures: Sequence[FailureGroup],
     plots: Sequence[PlotImage],
-    bundles: Mapping[FailureGroup, str] | None = None,
-    swimlanes: Mapping[FailureGroup, Picture] | None = None,
+    bundles: Mapping[FailureGroup, Published] | None = None,
+    swimlanes: Mapping[FailureGroup, Published] | None = None,
     warnings: Sequence[str] = (),
     sources: Sequence[Path] = (),
     skipped_lines: int = 0,

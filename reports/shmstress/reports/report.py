@@ -1,7 +1,9 @@
 """Build a report (charts, index.html and the failures' bundles) from results.jsonl files.
 
 Read-only with respect to campaign output: a report can be rebuilt at any time, from
-any set of result files, without disturbing a campaign that is still appending.
+any set of result files, without disturbing a campaign that is still appending. It reads
+nothing but the results files and the files they name below their own directories
+(``files.opened_beneath``), and writes nothing outside ``out_dir``.
 """
 
 from __future__ import annotations
@@ -94,15 +96,18 @@ def build_report(results_paths: Sequence[Path], out_dir: Path) -> ReportSummary:
             "(with one campaign, its variants side by side).",
         ),
     ]
+    warnings = list(loaded.warnings)  # and a line for each file a record names, not copied
+    bundles = copy_bundles(failures, out_dir, warnings)
+    swimlanes = copy_swimlanes(failures, out_dir, warnings)
     index = write_index(
         out_dir,
         trials=trials,
         stats=stats,
         failures=failures,
         plots=plots,
-        bundles=copy_bundles(failures, out_dir),
-        swimlanes=copy_swimlanes(failures, out_dir),
-        warnings=loaded.warnings,
+        bundles=bundles,
+        swimlanes=swimlanes,
+        warnings=warnings,
         sources=sources,
         skipped_lines=loaded.skipped_lines,
         provenance=campaign_provenance(trials),
@@ -117,5 +122,5 @@ def build_report(results_paths: Sequence[Path], out_dir: Path) -> ReportSummary:
         n_configs=len(stats),
         n_failures=len(failures),
         n_skipped_lines=loaded.skipped_lines,
-        warnings=loaded.warnings,
+        warnings=tuple(warnings),
     )

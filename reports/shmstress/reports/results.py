@@ -12,18 +12,29 @@ A violation found at rest (in the state the workers left) was found when the run
 a record that left its time out (releases before this one did) gets the run's elapsed
 time and points, so every chart and the table count it as a detection, with a time.
 
-A failing trial's ``bundle`` is a path relative to the directory of its results file
-(absolute paths are kept as they are), and its ``replay_command`` replays it from that
-directory; ``rerun_command`` reruns the configuration with the trial's seed.
+A failing trial's ``bundle`` is a path relative to the directory of its results file, and
+its ``replay_command`` replays it from that directory; ``rerun_command`` reruns the
+configuration with the trial's seed. A path that leaves that directory (absolute, or with
+``..``) names nothing the report will read (``files.beneath``).
+
+A record appended twice (a resumed campaign that wrote it again, a history concatenated
+with a night it already held) is one trial: ``load_results`` keeps the first and says how
+many it dropped. A record's identity is its whole content: two runs never share their
+start time, seed, timings and counts, while the campaign's own trial key
+(campaign, config_key, trial) is shared by the runs of two pytest tests of one
+configuration.
 """
 
 from __future__ import annotations
 
+import hashlib
+import json
 import statistics
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
+from shmstress.reports.files import RefusedFileError, beneath
 from shmstress.reports.schema import (
     READABLE_VERSIONS,
     Config,
@@ -130,16 +141,28 @@ class Trial:
     shmstress_version: str | None = None
     python_version: str | None = None
     code_commit: str | None = None
+    identity: bytes = field(default=b"", compare=False, repr=False)
+    """A digest of the whole record as written: equal for the same record read twice."""
 
     @property
     def bundle_file(self) -> Path | None:
-        """Where the bundle should be: paths in a results file are relative to its directory."""
-        return self.source.parent / self.bundle if self.bundle else None
+        """Where the bundle should be: paths in a results file are relative to its directory
+        (None: no bundle, or a path out of that directory)."""
+        return _below(self.source, self.bundle)
 
     @property
     def swimlane_file(self) -> Path | None:
         """Where the swimlane SVG should be, relative to the results file like the bundle."""
-        return self.source.parent / self.swimlane if self.swimlane else None
+        return _below(self.source, self.swimlane)
+
+
+def _below(results: Path, recorded: str | None) -> Path | None:
+    if not recorded:
+        return None
+    try:
+        return results.parent / beneath(recorded)
+    except RefusedFileError:
+        return None
 
 
 @dataclass(frozen=True)
@@ -222,10 +245,16 @@ def parse_trial(obj: object, source: Path, line: int) -> Trial:
         raise UnknownSchemaError(source, line, exc.version) from None
     except SchemaError as exc:
         raise ResultsFormatError(source, line, str(exc)) from None
-    return _trial(record, source, line)
+    return _trial(record, source, line, record_identity(obj))
 
 
-def _trial(record: Record[Config], source: Path, line: int) -> Trial:
+def record_identity(obj: object) -> bytes:
+    """``obj``'s content, whatever the order of its keys or its spacing, as a digest."""
+    canonical = json.dumps(obj, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+    return hashlib.blake2b(canonical.encode("utf-8", "surrogatepass"), digest_size=16).digest()
+
+
+def _trial(record: Record[Config], source: Path, line: int, identity: bytes) -> Trial:
     config = record.config
     violation = record.violation
     seconds, points = record.time_to_violation_s, record.points_to_violation
@@ -275,6 +304,7 @@ def _trial(record: Record[Config], source: Path, line: int) -> Trial:
         shmstress_version=record.shmstress_version,
         python_version=record.python_version,
         code_commit=record.code_commit,
+        identity=identity,
     )
 
 
@@ -346,14 +376,19 @@ def load_results_file(path: Path, *, strict: bool = False) -> LoadedResults:
 
 
 def load_results(paths: Iterable[Path]) -> LoadedResults:
-    """Parse several results files (e.g. one per nightly campaign) into one trial list."""
+    """Parse several results files (e.g. one per nightly campaign) into one trial list,
+    each record once.
+
+    A record read twice, from the same file passed twice (a shell glob plus an explicit
+    name) or written twice, would double its count and make the Wilson intervals look
+    tighter than the evidence allows. A file passed twice is read once; a record written
+    twice is kept once, with a warning saying how many were dropped.
+    """
     trials: list[Trial] = []
     warnings: list[str] = []
     skipped = 0
     seen: set[Path] = set()
     for path in paths:
-        # The same file passed twice (a shell glob plus an explicit name) would double every
-        # count and make the Wilson intervals look tighter than the evidence allows.
         resolved = Path(path).resolve()
         if resolved in seen:
             continue
@@ -362,7 +397,30 @@ def load_results(paths: Iterable[Path]) -> LoadedResults:
         trials.extend(loaded.trials)
         warnings.extend(loaded.warnings)
         skipped += loaded.skipped_lines
-    return LoadedResults(tuple(trials), skipped, tuple(warnings))
+    distinct, repeats = _distinct(trials)
+    if repeats:
+        warnings.append(_repeats_warning(repeats))
+    return LoadedResults(tuple(distinct), skipped, tuple(warnings))
+
+
+def _distinct(trials: Sequence[Trial]) -> tuple[list[Trial], list[tuple[Trial, Trial]]]:
+    """The trials, each record's first reading only; and each later reading with the first."""
+    first: dict[bytes, Trial] = {}
+    repeats: list[tuple[Trial, Trial]] = []
+    for trial in trials:
+        earlier = first.setdefault(trial.identity, trial)
+        if earlier is not trial:
+            repeats.append((trial, earlier))
+    return list(first.values()), repeats
+
+
+def _repeats_warning(repeats: Sequence[tuple[Trial, Trial]]) -> str:
+    shown = ", ".join(f"{again.source}:{again.line} repeats {earlier.source}:{earlier.line}"
+                      for again, earlier in repeats[:_LISTED])
+    more = f" and {len(repeats) - _LISTED} more" if len(repeats) > _LISTED else ""
+    return (f"dropped {len(repeats)} duplicate record{'s' if len(repeats) != 1 else ''} "
+            f"(the same record written again, by a resumed campaign or a merged history): "
+            f"{shown}{more}; each trial is counted once")
 
 
 # --------------------------------------------------------------------------- grouping

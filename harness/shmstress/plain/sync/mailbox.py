@@ -103,7 +103,7 @@ class Mailbox:
         else:  # put at import: kept for every execution
             globals_[G_MAIL_BASE] = top + need
             address = ctypes.addressof(ctypes.c_char.from_buffer(self._bytes, top * 8))
-            runtime.register_buffer(address, need * 8)
+            runtime.register_buffer(address, need * 8, exposed=False)  # restored, unchecked
 
     def take(self, row: int) -> bytes:
         """Remove the channel's oldest message and return it (the caller has taken the step

@@ -37,13 +37,21 @@ class SharedMemory(shared_memory.SharedMemory):
                 self.close()
                 super().unlink()
                 raise
-        # a name the code chose is stable; one made up for it is random, so then its variable
-        _, self._shm_label = runtime.new_object(Kind.VALUE, "segment",
-                                                self.name if name is not None else None)
+        os_name: str = self._name  # type: ignore[attr-defined]
+        entry, known = runtime.known_as(os_name, "segment")
+        _, self._shm_label = runtime.new_object(Kind.VALUE, "segment", known)
+        self._shm_address = 0
         if self.size:
             mapping = getattr(self, "_mmap")  # noqa: B009 - private in the stubs
-            runtime.register_buffer(ctypes.addressof(ctypes.c_char.from_buffer(mapping)),
-                                    self.size)
+            self._shm_address = ctypes.addressof(ctypes.c_char.from_buffer(mapping))
+            runtime.register_buffer(self._shm_address, self.size,
+                                    runtime.memory_of(name=entry), known)
+
+    def close(self) -> None:
+        if getattr(self, "_shm_address", 0):
+            self._runtime.unregister_buffer(self._shm_address)
+            self._shm_address = 0
+        super().close()
 
     def unlink(self) -> None:
         self._runtime.point(f"unlink {self._shm_label}")
@@ -58,6 +66,8 @@ class ShareableList(shared_memory.ShareableList[Any]):
         super().__init__(sequence, name=name)
         _, self._shm_name = self._runtime.new_object(Kind.ARRAY, "list")
         self._shm_list = True
+        if self._runtime.check is not None:  # it laid out its segment without a step
+            self._runtime.check.refresh()
 
     def __getitem__(self, position: int) -> Any:
         step = self._runtime.point(f"read {self._shm_name}[]")

@@ -98,10 +98,13 @@ class SharedData:
         return found
 
     def _traced(self, plain: Any, kind: Kind, word: str) -> Any:
-        """A traced view of the freshly made ctypes object ``plain``, named and registered."""
+        """A traced view of the freshly made ctypes object ``plain``, named and registered
+        (not yet exposed: a synchronized one's buffer is reached only through
+        ``get_obj``)."""
         runtime = self._runtime
-        _, name = runtime.new_object(kind, word)
-        runtime.register_buffer(ctypes.addressof(plain), ctypes.sizeof(plain))
+        obj, name = runtime.new_object(kind, word)
+        runtime.register_buffer(ctypes.addressof(plain), ctypes.sizeof(plain),
+                                runtime.memory_of(obj), name, exposed=False)
         traced_type = self._traced_type(type(plain))
         if traced_type is None:
             return plain
@@ -113,14 +116,14 @@ class SharedData:
         return traced
 
     # -- what multiprocessing.sharedctypes offers -------------------------------------------
-    def raw_value(self, typecode_or_type: Any, *args: Any) -> Any:
+    def _raw_value(self, typecode_or_type: Any, *args: Any) -> Any:
         base = _TYPECODES.get(typecode_or_type, typecode_or_type)
         plain = _new_value(base)
         ctypes.memset(ctypes.addressof(plain), 0, ctypes.sizeof(plain))
         plain.__init__(*args)
         return self._traced(plain, Kind.VALUE, "value")
 
-    def raw_array(self, typecode_or_type: Any, size_or_initializer: Any) -> Any:
+    def _raw_array(self, typecode_or_type: Any, size_or_initializer: Any) -> Any:
         base = _TYPECODES.get(typecode_or_type, typecode_or_type)
         if isinstance(size_or_initializer, int):
             plain = _new_value(base * size_or_initializer)
@@ -133,16 +136,25 @@ class SharedData:
 
     def value(self, typecode_or_type: Any, *args: Any, lock: Any = True,
               ctx: object = None) -> Any:
-        obj = self.raw_value(typecode_or_type, *args)
+        obj = self._raw_value(typecode_or_type, *args)
         return self._synchronized(obj, lock, SynchronizedValue)
 
     def array(self, typecode_or_type: Any, size_or_initializer: Any, *, lock: Any = True,
               ctx: object = None) -> Any:
-        obj = self.raw_array(typecode_or_type, size_or_initializer)
+        obj = self._raw_array(typecode_or_type, size_or_initializer)
         return self._synchronized(obj, lock, SynchronizedArray)
+
+    def raw_value(self, typecode_or_type: Any, *args: Any) -> Any:
+        self._runtime.expose()  # the ctypes object itself: numpy can view its buffer
+        return self._raw_value(typecode_or_type, *args)
+
+    def raw_array(self, typecode_or_type: Any, size_or_initializer: Any) -> Any:
+        self._runtime.expose()
+        return self._raw_array(typecode_or_type, size_or_initializer)
 
     def _synchronized(self, obj: Any, lock: Any, wrapper: type[Synchronized]) -> Any:
         if lock is False:
+            self._runtime.expose()
             return obj
         if lock is True or lock is None:
             lock = self._rlock.__new__(self._rlock)
@@ -174,6 +186,9 @@ class Synchronized:
         self._lock.release()
 
     def get_obj(self) -> Any:
+        runtime = getattr(self._obj, "_shm_runtime", None)
+        if runtime is not None:  # its buffer is in the open now: numpy can view it
+            runtime.expose()
         return self._obj
 
     def __reduce__(self) -> NoReturn:
