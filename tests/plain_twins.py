@@ -7,6 +7,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+from shmstress.plain.outcome import PlainEnd, PlainOutcome
 from shmstress.plain.scenario import ScenarioRef
 from shmstress.plain.session import FreeSpec, PlainSession, PlainSpec
 
@@ -20,21 +21,28 @@ failures = 0
 for _ in range(int(sys.argv[3])):
     try:
         getattr(module, sys.argv[2])()
-    except Exception:
+    except AssertionError:
         failures += 1
 print(failures)
 """
 
 
 def free_and_plain_failures(where: Path, function: str, runs: int) -> tuple[int, int]:
-    """(free-mode executions that failed, plain runs that failed), ``runs`` of each: the
-    plain ones call the function in a loop, real ``multiprocessing``, no shmstress."""
+    """(free-mode executions whose assertion failed, plain runs whose assertion failed),
+    ``runs`` of each: the plain ones call the function in a loop, real ``multiprocessing``,
+    no shmstress."""
     spec = PlainSpec(ScenarioRef.parse(f"{where}:{function}"), free=FreeSpec(0.1))
     with PlainSession(spec) as session:
-        free = sum(session.execute(None, seed).failed for seed in range(runs))
+        free = sum(_asserted(session.execute(None, seed)) for seed in range(runs))
     done = subprocess.run([sys.executable, "-c", _PLAIN_LOOP, str(where), function, str(runs)],
                           capture_output=True, text=True, timeout=600, check=True)
     return free, int(done.stdout.split()[-1])
+
+
+def _asserted(outcome: PlainOutcome) -> bool:
+    failure = outcome.failure
+    return (failure is not None and failure.end is PlainEnd.FAILED
+            and failure.message.startswith("AssertionError"))
 
 
 def assert_not_rarer(free: int, plain: int, runs: int) -> None:
