@@ -105,6 +105,9 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     parser.add_argument("--max-processes", type=int, default=PlainSpec.max_processes - 1,
                         metavar="N", help="processes a scenario may start "
                         f"(default {PlainSpec.max_processes - 1})")
+    parser.add_argument("--mailbox-mib", type=int, default=PlainSpec.mailbox_mib,
+                        metavar="N", help="room on the board for the queue and pipe messages "
+                        f"not yet taken, in MiB (default {PlainSpec.mailbox_mib})")
     parser.add_argument("--stop-timeout", type=float, default=PlainSpec.stop_timeout,
                         metavar="S", help="seconds a process may run without reaching its "
                         f"next point before it is reported hung (default "
@@ -198,6 +201,7 @@ def _cmd_test(args: argparse.Namespace) -> int:
         spin=args.spin or "demote")
     for flag, value, least in (("--max-steps", args.max_steps, 1),
                                ("--max-processes", args.max_processes, 1),
+                               ("--mailbox-mib", args.mailbox_mib, 1),
                                ("--executions", args.executions, 1),
                                ("--depth", strategy.depth, 1),
                                ("--bound", strategy.bound, -1 if chosen == "dpor" else 0)):
@@ -216,7 +220,8 @@ def _cmd_test(args: argparse.Namespace) -> int:
     spec = PlainSpec(ref, max_processes=args.max_processes + 1,
                      max_steps=args.max_steps, stop_timeout=args.stop_timeout,
                      trace=traced_code(ref, trace, not args.no_auto_trace),
-                     self_check=not args.no_self_check, free=free_spec if free else None)
+                     self_check=not args.no_self_check, mailbox_mib=args.mailbox_mib,
+                     free=free_spec if free else None)
     out = Path(args.out or default_out())
     require_writable(out, "the --out directory", directory=True)
     checkpoint = None

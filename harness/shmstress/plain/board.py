@@ -46,7 +46,16 @@ O_LIMIT = 4  # a bounded semaphore's bound, a barrier's parties
 O_GENERATION = 5  # a barrier's generation
 O_BROKEN = 6  # a barrier that was aborted
 O_FAMILY = 7  # string id of the name it was created under, before a "#2" told it apart
-O_STRIDE = 8
+# ... of a queue, or of a pipe's direction (sync/connection.py, sync/queue.py): a channel
+O_HEAD = 8  # mailbox word of its first message, or NOBODY (O_COUNT: its messages)
+O_TAIL = 9  # ... of its last one (O_LIMIT: a bounded queue's maxsize, else 0)
+O_SENT_BY = 10  # the slot that put or sent last, HOST at import, or NOBODY
+O_TAKEN_BY = 11  # the slot that got or received last, or NOBODY
+O_SENDERS = 12  # slots with an end open that sends into it, a bit each (handle_bit)
+O_RECEIVERS = 13  # ... that receives from it
+O_UNFINISHED = 14  # a JoinableQueue's tasks not yet marked done
+O_PIPE_BYTES = 15  # what the OS pipe it stands for would hold, or 0 (not modelled)
+O_STRIDE = 16
 
 # globals
 G_STEP = 0  # index of the next step
@@ -66,6 +75,10 @@ G_HOST_SEGMENTS = 13  # ... of which the first ones were created at import, in t
 G_NAMES = 14  # entries of the name table
 G_GAPS = 15  # entries of the gap table: what the self-check saw outside control
 G_SCAN_MAPS = 16  # the self-check reads each process's mappings in this execution
+# the mailbox (sync/mailbox.py)
+G_MAIL_TOP = 17  # its first free word
+G_MAIL_BASE = 18  # ... below which are the messages put at import, in the host
+G_MAIL_LIVE = 19  # messages put in this execution and not yet taken
 _GLOBALS = 24
 MAX_SEGMENTS = 256
 
@@ -89,6 +102,19 @@ GAP_TO = 4  # label id of the point after (where it was seen), or 0
 GAP_STRIDE = 5
 MAX_GAPS = 64
 
+# the slots a process waits on with Wait.ANY: per slot, up to WAITSET entries, each a
+# channel's object row (a message there, or no sender left) or -1 - slot (its exit)
+WAITSET = 32
+HANDLE_BITS = 62  # slots from this one on share one bit of O_SENDERS / O_RECEIVERS
+MAILBOX_BYTES = 4 << 20  # the default: messages in flight, pickled
+# a message in the mailbox: a header of M_HEADER words, then its bytes
+M_NEXT = 0  # the word of the channel's next message, or NOBODY
+M_SIZE = 1  # its length in bytes
+M_SENDER = 2  # the slot that sent it
+M_HEADER = 3
+PIPE_BYTES = 65536  # a Linux pipe's buffer: a queue's or a one-way Pipe's
+PIPE_FRAME = 4  # the length word multiprocessing writes before each message
+
 FAILURE_BYTES = 16384
 
 
@@ -111,6 +137,12 @@ class Wait(enum.IntEnum):
     NOTIFY = 4  # a notify on the condition the process waits on
     BARRIER = 5  # the barrier's generation to move past P_ARG
     JOIN = 6  # the process in slot P_OBJ to finish
+    # queues, pipes, pools (sync/connection.py, sync/queue.py)
+    MESSAGE = 7  # a message in channel P_OBJ, or no process left with an end that sends
+    ROOM = 8  # the bounded queue P_OBJ below its maxsize
+    TASKS_DONE = 9  # every task put into the joinable queue P_OBJ marked done
+    ANY = 10  # any of the slot's P_ARG waitset entries (a message, an exit)
+    FLUSHED = 11  # what slot P_ARG sent into channel P_OBJ fits in its OS pipe, or no reader
 
 
 class Kind(enum.IntEnum):
@@ -125,6 +157,9 @@ class Kind(enum.IntEnum):
     BARRIER = 7
     VALUE = 8
     ARRAY = 9
+    # sync/connection.py, sync/queue.py
+    PIPE = 10  # one direction of a Pipe: the messages one end receives
+    QUEUE = 11  # a Queue, JoinableQueue or SimpleQueue
 
 
 @dataclass
@@ -146,6 +181,8 @@ class Board:
     names: SharedArray
     digests: SharedArray  # a checksum of each watched buffer, as the last step left it
     gaps: SharedArray
+    mailbox: SharedArray  # pickled messages of queues and pipes (sync/mailbox.py)
+    waitsets: SharedArray  # Wait.ANY's entries, WAITSET a slot
     grants: list[MpSemaphore]
     step_lock: MpLock  # free mode: held from a point to the next one
     report: MpSemaphore
@@ -157,8 +194,10 @@ class Board:
 
     @classmethod
     def build(cls, arena: Arena, max_slots: int, max_objects: int, max_steps: int,
-              room: int = 0) -> Board:
-        """``room``: steps the step log keeps past ``max_steps`` (the no-progress probe's)."""
+              room: int = 0, mailbox_bytes: int = MAILBOX_BYTES) -> Board:
+        """``room``: steps the step log keeps past ``max_steps`` (the no-progress probe's).
+        The mailbox costs memory only where messages were written: its pages are touched
+        as they are used, and none of it is restored between executions (sync/mailbox.py)."""
         def array(name: str, length: int, fill: int = 0) -> SharedArray:
             return arena.array(ARRAY_PREFIX + name, length, fill)
 
@@ -181,6 +220,8 @@ class Board:
             names=array("names", MAX_NAMES * N_STRIDE),
             digests=array("digests", max_objects + MAX_NAMES),
             gaps=array("gaps", MAX_GAPS * GAP_STRIDE),
+            mailbox=array("mailbox", max(mailbox_bytes // 8, 1)),
+            waitsets=array("waitsets", max_slots * WAITSET),
             grants=[sync.semaphore() for _ in range(max_slots)],
             step_lock=sync.lock(),
             report=sync.semaphore(),
@@ -203,6 +244,19 @@ class Board:
     def set_obj(self, obj: int, field: int, value: int) -> None:
         self.objects.mv[obj * O_STRIDE + field] = value
 
+    def inherit(self, parent: int, child: int) -> None:
+        """A process started by ``parent`` has every queue and pipe end open that its parent
+        has, as a fork's child has its parent's descriptors (sync/connection.py)."""
+        if parent < 0:
+            return
+        objects = self.objects.mv
+        have, bit = handle_bit(parent), handle_bit(child)
+        for base in range(0, int(self.globals.mv[G_OBJECTS]) * O_STRIDE, O_STRIDE):
+            if objects[base + O_KIND] in (Kind.PIPE, Kind.QUEUE):
+                for field in (O_SENDERS, O_RECEIVERS):
+                    if objects[base + field] & have:
+                        objects[base + field] |= bit
+
     def take_step(self, label: int, slot: int, t_ns: int = 0) -> int:
         """Log the next step of the execution (whoever owns the board now); its index."""
         step = int(self.globals.mv[G_STEP])
@@ -223,6 +277,12 @@ class Board:
     def failure_text(self) -> str:
         length = int(self.globals.mv[G_FAIL_LEN])
         return bytes(self.failure.mv.cast("B")[:length]).decode("utf-8", "replace")
+
+
+def handle_bit(slot: int) -> int:
+    """The bit of a slot in a channel's O_SENDERS or O_RECEIVERS (slot 0 for the host: an
+    execution's main inherits what the host opened at import)."""
+    return 1 << min(max(slot, 0), HANDLE_BITS)
 
 
 class ValueKind(enum.IntEnum):

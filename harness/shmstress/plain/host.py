@@ -38,7 +38,7 @@ from multiprocessing.connection import Connection
 from shmstress.core.errors import ScenarioError
 from shmstress.core.processes import become_worker
 from shmstress.core.shm import Arena, ArenaLayout, CreatedSegments
-from shmstress.plain.board import G_HOST_EXIT, G_HOST_SEGMENTS, Board
+from shmstress.plain.board import G_HOST_EXIT, G_HOST_SEGMENTS, MAILBOX_BYTES, Board
 from shmstress.plain.patch import install
 from shmstress.plain.runtime import FreeNoise, PlainRuntime
 from shmstress.plain.scenario import ScenarioRef
@@ -68,12 +68,13 @@ class BoardSize:
     max_steps: int
     room: int  # steps the step log keeps past max_steps
     max_strings: int = 16384
+    mailbox_bytes: int = MAILBOX_BYTES
 
     def build(self, arena: Arena) -> tuple[Board, Recorder]:
         """The board and the recorder, always in this order: an attached arena hands out
         arrays by name and semaphores in the order they were made."""
         board = Board.build(arena, self.max_slots, self.max_objects, self.max_steps,
-                            room=self.room)
+                            room=self.room, mailbox_bytes=self.mailbox_bytes)
         return board, Recorder(arena, 1, 16, 1, max_strings=self.max_strings)
 
 

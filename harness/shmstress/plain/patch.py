@@ -2,7 +2,8 @@
 
 Only in the host process (and so in every execution forked from it), before
 the scenario's module is imported: the module attributes of
-``multiprocessing.synchronize``, ``sharedctypes`` and the ``Popen`` modules,
+``multiprocessing.synchronize``, ``sharedctypes``, ``queues``, ``connection``
+(``Pipe``, ``wait``), ``pool``, ``concurrent.futures`` and the ``Popen`` modules,
 which every way in (``multiprocessing.Lock``, a context's ``Lock``, ``from
 multiprocessing.synchronize import Lock`` at import) resolves through. The
 classes themselves are not touched, so objects made before (the harness's own
@@ -23,9 +24,14 @@ from typing import Any, SupportsIndex
 from shmstress.plain.runtime import PlainRuntime
 from shmstress.plain.sync.barrier import Barrier
 from shmstress.plain.sync.condition import Condition
+from shmstress.plain.sync.connection import Connection
 from shmstress.plain.sync.event import Event
+from shmstress.plain.sync.executor import ProcessPoolExecutor
 from shmstress.plain.sync.lock import Lock, RLock
+from shmstress.plain.sync.mailbox import Mailbox
+from shmstress.plain.sync.pool import Pool
 from shmstress.plain.sync.process import PlainPopen
+from shmstress.plain.sync.queue import JoinableQueue, Queue, SimpleQueue
 from shmstress.plain.sync.semaphore import BoundedSemaphore, Semaphore
 from shmstress.plain.sync.shared_memory import ShareableList, SharedMemory
 from shmstress.plain.sync.value import SharedData
@@ -34,6 +40,17 @@ PLUMBING = True
 
 _POPEN_MODULES = ("multiprocessing.popen_fork", "multiprocessing.popen_spawn_posix",
                   "multiprocessing.popen_forkserver")
+_HOMES: dict[str, tuple[str, ...]] = {  # where each class goes; the rest: synchronize
+    "SharedMemory": ("multiprocessing.shared_memory",),
+    "ShareableList": ("multiprocessing.shared_memory",),
+    # queues, pipes, pools
+    "Connection": (),  # reached through Pipe and wait, below
+    "Queue": ("multiprocessing.queues",),
+    "JoinableQueue": ("multiprocessing.queues",),
+    "SimpleQueue": ("multiprocessing.queues",),
+    "Pool": ("multiprocessing.pool",),
+    "ProcessPoolExecutor": ("concurrent.futures", "concurrent.futures.process"),
+}
 
 
 @dataclass(frozen=True)
@@ -54,17 +71,28 @@ def bind(runtime: PlainRuntime) -> Bound:
         classes[base.__name__] = type(base.__name__, (base,), {"_runtime": runtime})
     rlock = classes["RLock"]
     classes["Condition"]._new_lock = staticmethod(rlock)  # type: ignore[attr-defined]
+    # queues, pipes, pools: the messages live in the board's mailbox
+    mailbox = Mailbox(runtime)
+    carried: dict[str, Any] = {"_runtime": runtime, "_mailbox": mailbox}
+    classes["Connection"] = connection = type("Connection", (Connection,), carried)
+    for channelled in (Queue, JoinableQueue, SimpleQueue):
+        classes[channelled.__name__] = type(channelled.__name__, (channelled,),
+                                            {**carried, "_connection": connection})
+    queues = {"_queue": classes["Queue"], "_simple_queue": classes["SimpleQueue"]}
+    for pool in (Pool, ProcessPoolExecutor):
+        classes[pool.__name__] = type(pool.__name__, (pool,), {"_runtime": runtime, **queues})
     popen = type("Popen", (PlainPopen,), {"_runtime": runtime})
     return Bound(classes, SharedData(runtime, rlock), popen)
 
 
 def install(runtime: PlainRuntime) -> Bound:
     bound = bind(runtime)
-    synchronize = importlib.import_module("multiprocessing.synchronize")
-    shared_memory = importlib.import_module("multiprocessing.shared_memory")
     for name, cls in bound.classes.items():
-        setattr(shared_memory if name in ("SharedMemory", "ShareableList") else synchronize,
-                name, cls)
+        for home in _HOMES.get(name, ("multiprocessing.synchronize",)):
+            setattr(importlib.import_module(home), name, cls)
+    connection = importlib.import_module("multiprocessing.connection")
+    vars(connection)["Pipe"] = bound.classes["Connection"].pipe  # type: ignore[attr-defined]
+    vars(connection)["wait"] = bound.classes["Connection"].wait  # type: ignore[attr-defined]
     tracker = importlib.import_module("multiprocessing.resource_tracker")
     register, unregister = tracker.register, tracker.unregister
 

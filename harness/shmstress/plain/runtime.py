@@ -81,6 +81,7 @@ _REAL_SLEEP = time.sleep  # the scenario's processes get a sleep that is a point
 _DOOR_WAIT_S = 0.002  # free mode: longest wait at a library's door for another's step
 _DOOR_POLL_S = 0.00005
 _REAL_YIELD = os.sched_yield
+_LIBRARY = ("multiprocessing", "concurrent.futures")
 
 
 class Abort(BaseException):
@@ -88,13 +89,15 @@ class Abort(BaseException):
 
 
 def plumbing(frame: FrameType) -> bool:
-    """Is ``frame`` shmstress's own or ``multiprocessing``'s (not the program's)?"""
+    """Is ``frame`` shmstress's own or ``multiprocessing``'s (or ``concurrent.futures``',
+    whose executor and futures are made of it), not the program's?"""
     return (frame.f_globals.get("PLUMBING") is True
-            or str(frame.f_globals.get("__name__", "")).startswith("multiprocessing"))
+            or str(frame.f_globals.get("__name__", "")).startswith(_LIBRARY))
 
 
 def _user_frame(frame: FrameType | None) -> FrameType | None:
-    """The first frame outside the plumbing and outside ``multiprocessing`` itself."""
+    """The first frame outside the plumbing and outside ``multiprocessing`` itself (and
+    ``concurrent.futures``, whose executor and futures are made of it)."""
     while frame is not None and plumbing(frame):
         frame = frame.f_back
     return frame
@@ -134,6 +137,11 @@ class FreeNoise:
     def noise(self) -> bool:
         return bool(self.probability) and self._rng.random() < self.probability
 
+    def backoff_s(self, backoff: int) -> float:
+        """How long a waiter waits before it looks again (unless woken): longer the longer
+        it has waited."""
+        return min(self.max_sleep_s * backoff, 0.001)
+
     def at_door(self) -> bool:
         """Wait at a library's door? Five times as likely as noise at a point (at most
         always): a door is rarer than a point, and the only place a window with no point
@@ -143,7 +151,7 @@ class FreeNoise:
 
     def pause(self, backoff: int) -> None:
         if backoff:
-            _REAL_SLEEP(min(self.max_sleep_s * backoff, 0.001))
+            _REAL_SLEEP(self.backoff_s(backoff))
         elif self._rng.random() < 0.5:
             _REAL_YIELD()
         else:
@@ -164,6 +172,7 @@ class PlainRuntime:
         self.manifest = Manifest()
         self.free: FreeNoise | None = None  # free mode: no coordinator, a step lock
         self.holding = False  # free mode: this process holds the step lock
+        self.woke = False  # free mode: a step of this process woke a waiter
         self.last_step = -1  # free mode: the step this process took last
         self.shared_ranges: list[tuple[int, int]] = []  # [start, end) of shared buffers here
         self.tracer: Callable[[], None] | None = None  # installs tracing in this process
@@ -238,7 +247,8 @@ class PlainRuntime:
         slot = self.slot
         base = slot * P_STRIDE
         slots = self._slots
-        self._let_go(free.noise())
+        self._let_go(free.noise() or self.woke)
+        self.woke = False
         deadline = None if timeout is None else time.monotonic() + max(timeout, 0.0)
         backoff = 0
         while True:
@@ -261,7 +271,10 @@ class PlainRuntime:
             slots[base + P_ARG] = arg
             slots[base + P_TIMED] = int(deadline is not None)  # it will go on: not stuck
             slots[base + P_STATE] = State.PARKED
-            self._let_go(True, backoff)
+            self._let_go(False)
+            # backs off, unless a step that may end the wait wakes it first (``wake``): a
+            # real waiter on a semaphore or a pipe is woken at once, not when it looks
+            board.grants[slot].acquire(True, free.backoff_s(backoff + 1))
             backoff = min(backoff + 1, 10)
 
     def step_done(self) -> None:
@@ -349,7 +362,12 @@ class PlainRuntime:
             if (other != self.slot and slots[base + P_STATE] == State.PARKED
                     and slots[base + P_WAIT] != Wait.NOTHING):
                 self._globals[G_WAKE] = 1
-                return
+                if self.free is None:
+                    return
+                # free mode: the waiter looks again now, and this process lets go of the
+                # step lock at its next point, so the two race as they would for real
+                self.board.grants[other].release()
+                self.woke = True
 
     def pause(self, text: str) -> None:
         """A sleep or a yield: a point at which the process says it waits for others."""
@@ -435,6 +453,7 @@ class PlainRuntime:
         same = sum(1 for other in range(slot) if slots[other * P_STRIDE + P_FAMILY] == family)
         name = f"{word} #{same + 1}"
         self.claim_slot(slot, name, family)
+        board.inherit(self.slot, slot)  # the queue and pipe ends open here, as a fork's
         globals_[G_SLOTS] = slot + 1
         globals_[G_WAKE] = 1  # one more process to choose from
         return slot, name
@@ -461,6 +480,7 @@ class PlainRuntime:
         random.seed(f"shmstress:{int(self._globals[G_SEED])}:{slot}")
         if self.free is not None:
             self.holding = False  # a forked child does not hold its parent's step lock
+            self.woke = False
             self.free.seed(int(self._globals[G_SEED]), slot)
             self._free_step(int(self._slots[slot * P_STRIDE + P_LABEL]), Wait.NOTHING,
                             NOBODY, 0, None)

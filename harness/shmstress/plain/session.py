@@ -63,11 +63,19 @@ from shmstress.plain.board import (
     G_WAKE,
     GAP_STRIDE,
     HOST,
+    MAILBOX_BYTES,
     O_COUNT,
     O_KIND,
     O_LIMIT,
     O_NAME,
     O_OWNER,
+    O_PIPE_BYTES,
+    O_RECEIVERS,
+    O_SENDERS,
+    O_SENT_BY,
+    O_TAKEN_BY,
+    O_UNFINISHED,
+    P_ARG,
     P_LABEL,
     P_LEASE,
     P_NAME,
@@ -77,11 +85,13 @@ from shmstress.plain.board import (
     P_STRIDE,
     P_WAIT,
     P_YIELDED,
+    WAITSET,
     Board,
     Kind,
     State,
     ValueKind,
     Wait,
+    handle_bit,
 )
 from shmstress.plain.footprints import Names, footprints
 from shmstress.plain.host import BOOT, BoardSize, HostPlan, host_main
@@ -91,7 +101,7 @@ from shmstress.plain.runtime import FreeNoise, PlainRuntime
 from shmstress.plain.scenario import ScenarioRef
 from shmstress.plain.selfcheck import Gap, SelfCheck, scanned
 from shmstress.plain.sources import Sources
-from shmstress.plain.waits import can_go
+from shmstress.plain.waits import can_go, queued_through
 
 _WAIT_SLICE_S = 0.1
 _POLL_S = 0.0005  # free mode: how often the coordinator looks
@@ -126,6 +136,7 @@ class PlainSpec:
     max_processes: int = 16  # main included
     max_steps: int = 20_000
     max_objects: int = 256
+    mailbox_mib: int = MAILBOX_BYTES >> 20  # room for queue and pipe messages in flight
     trace: tuple[str, ...] = ()  # --trace: code whose shared-memory accesses are points
     self_check: bool = True  # plain.selfcheck: notice what is outside control
     free: FreeSpec | None = None  # None: controlled mode
@@ -199,7 +210,8 @@ class PlainSession:
         if spec.max_processes < 2:
             raise ScenarioError(f"--max-processes must be at least 2, got {spec.max_processes}")
         size = BoardSize(spec.max_processes, spec.max_objects, spec.max_steps,
-                         probe_capacity(spec.max_processes))
+                         probe_capacity(spec.max_processes),
+                         mailbox_bytes=spec.mailbox_mib << 20)
         self.board, self.recorder = size.build(self._arena)
         self.created = CreatedSegments.of(self._arena.owner_pid, self._arena.owner_started)
         self.runtime = PlainRuntime(self.board, self.recorder, self.created)
@@ -635,9 +647,59 @@ class PlainSession:
         elif wait == Wait.BARRIER:
             reason = (f"waits at {self.object_name(obj)} ({board.obj(obj, O_COUNT)} of "
                       f"{board.obj(obj, O_LIMIT)} arrived)")
+        elif wait in (Wait.MESSAGE, Wait.ROOM, Wait.TASKS_DONE, Wait.ANY,
+                      Wait.FLUSHED):  # queues, pipes
+            reason, holder = self._waiting_on_channel(worker, wait, obj)
         else:
             reason = f"is at {label!r}"
         return Waiting(worker, label, reason, holder, held)
+
+    def _waiting_on_channel(self, worker: int, wait: int, obj: int) -> tuple[str, int]:
+        """Why a get, put, receive, join or wait on queues and pipes waits, and the process
+        it waits for: the one that put (for a get) or got (for a put) last, if it is still
+        there; the processes that still could are named too."""
+        board = self.board
+        if wait == Wait.ANY:
+            first = worker * WAITSET
+            entries = board.waitsets.mv[first: first + board.slot(worker, P_ARG)]
+            names = [self.object_name(e) if e >= 0 else f"the exit of {self.who(-1 - e)}"
+                     for e in entries]
+            return f"waits for a message on {' or '.join(names)}", -1
+        name, count = self.object_name(obj), board.obj(obj, O_COUNT)
+        queue = board.obj(obj, O_KIND) == Kind.QUEUE
+        notes = []
+        if wait == Wait.ROOM:
+            last, verb = board.obj(obj, O_TAKEN_BY), "got from it"
+            what = f"waits to put into {name}, which is full"
+            notes.append(f"{count} of {board.obj(obj, O_LIMIT)}")
+        elif wait == Wait.TASKS_DONE:
+            last, verb = board.obj(obj, O_TAKEN_BY), "got from it"
+            what = f"waits to join {name}: {board.obj(obj, O_UNFINISHED)} tasks not done"
+        elif wait == Wait.FLUSHED:
+            last, verb = board.obj(obj, O_TAKEN_BY), "got from it" if queue else "received"
+            what = (f"waits for what it {'put into' if queue else 'sent on'} {name} to be "
+                    f"read: its OS pipe holds {board.obj(obj, O_PIPE_BYTES):,} bytes, "
+                    f"{queued_through(board, obj, worker):,} are queued up to its last")
+        else:
+            last, verb = board.obj(obj, O_SENT_BY), "put into it" if queue else "sent on it"
+            what = (f"waits to get from {name}, which is empty" if queue else
+                    f"waits to receive on {name}, where nothing is left")
+        who = "the scenario's module" if last == HOST else self.who(last) if last >= 0 else ""
+        notes.append(f"{who} {verb} last" if who else f"nothing was ever {verb}")
+        if wait == Wait.MESSAGE:
+            able = [s for s in range(int(board.globals.mv[G_SLOTS])) if s != worker
+                    and board.obj(obj, O_SENDERS) & handle_bit(s)
+                    and board.slot(s, P_STATE) not in (State.FINISHED, State.UNUSED)]
+            could = (", ".join(self.who(s) for s in able) if able
+                     else "no other process left")
+            notes.append(f"{could} could {'put' if queue else 'send'}")
+            if not queue and board.obj(obj, O_SENDERS) & handle_bit(worker):
+                notes[-1] += ", and it has an end that sends into it open itself"
+        said = "; ".join(notes)
+        ends = board.obj(obj, O_SENDERS if wait == Wait.MESSAGE else O_RECEIVERS)
+        holder = last if last >= 0 and last != worker and ends & handle_bit(last) and board.slot(
+            last, P_STATE) not in (State.FINISHED, State.UNUSED) else -1
+        return f"{what} ({said})", holder
 
     def _verdict(self, end: PlainEnd, waiting: Sequence[Waiting]) -> tuple[int, str, str]:
         """(first process, one-line message, one line per waiting process)."""

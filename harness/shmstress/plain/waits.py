@@ -8,13 +8,24 @@ from __future__ import annotations
 
 from shmstress.plain.board import (
     G_ABORT,
+    G_SLOTS,
+    HANDLE_BITS,
+    M_NEXT,
+    M_SENDER,
+    M_SIZE,
     NOBODY,
     O_BROKEN,
     O_COUNT,
     O_GENERATION,
+    O_HEAD,
     O_KIND,
+    O_LIMIT,
     O_OWNER,
+    O_PIPE_BYTES,
+    O_RECEIVERS,
+    O_SENDERS,
     O_STRIDE,
+    O_UNFINISHED,
     P_ARG,
     P_NOTIFIED,
     P_OBJ,
@@ -22,6 +33,8 @@ from shmstress.plain.board import (
     P_STRIDE,
     P_TIMED,
     P_WAIT,
+    PIPE_FRAME,
+    WAITSET,
     Board,
     Kind,
     State,
@@ -48,7 +61,51 @@ def wait_over(board: Board, slot: int, wait: int, obj: int, arg: int) -> bool:
         return objects[base + O_GENERATION] != arg or objects[base + O_BROKEN] != 0
     if wait == Wait.JOIN:
         return board.slots.mv[obj * P_STRIDE + P_STATE] == State.FINISHED
+    # queues, pipes, pools
+    if wait == Wait.MESSAGE:
+        return objects[base + O_COUNT] > 0 or not anyone_with(board, objects[base + O_SENDERS])
+    if wait == Wait.ROOM:
+        return objects[base + O_COUNT] < objects[base + O_LIMIT]
+    if wait == Wait.TASKS_DONE:
+        return objects[base + O_UNFINISHED] == 0
+    if wait == Wait.FLUSHED:
+        return (queued_through(board, obj, arg) <= objects[base + O_PIPE_BYTES]
+                or not anyone_with(board, objects[base + O_RECEIVERS]))
+    if wait == Wait.ANY:
+        entries = board.waitsets.mv
+        first = slot * WAITSET
+        return any(wait_over(board, slot, Wait.MESSAGE, entry, 0) if entry >= 0
+                   else wait_over(board, slot, Wait.JOIN, -1 - entry, 0)
+                   for entry in entries[first: first + arg])
     raise AssertionError(f"unknown wait {wait}")
+
+
+def queued_through(board: Board, obj: int, sender: int) -> int:
+    """The bytes an OS pipe would hold from the oldest message of channel ``obj`` to the
+    last one ``sender`` sent (0 if none of its messages is left): the real sender is
+    blocked until they fit."""
+    words = board.mailbox.mv
+    at, total, through = int(board.objects.mv[obj * O_STRIDE + O_HEAD]), 0, 0
+    while at != NOBODY:
+        total += words[at + M_SIZE] + PIPE_FRAME
+        if words[at + M_SENDER] == sender:
+            through = total
+        at = int(words[at + M_NEXT])
+    return through
+
+
+def anyone_with(board: Board, mask: int) -> bool:
+    """Is a process of these handle bits (``board.handle_bit``) still there to use them?"""
+    slots = board.slots.mv
+    in_use = int(board.globals.mv[G_SLOTS])
+    while mask:
+        slot = (mask & -mask).bit_length() - 1
+        mask &= mask - 1
+        last = in_use if slot == HANDLE_BITS else slot + 1  # the last bit: every slot past
+        if any(State.UNUSED != slots[s * P_STRIDE + P_STATE] != State.FINISHED
+               for s in range(slot, last)):
+            return True
+    return False
 
 
 def can_go(board: Board, slot: int) -> bool:

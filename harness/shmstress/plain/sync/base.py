@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import ClassVar
+from typing import ClassVar, NoReturn
 
 from shmstress.plain.board import HOST, O_COUNT, O_OWNER, O_STRIDE, Kind
 from shmstress.plain.runtime import PlainRuntime
@@ -32,6 +32,18 @@ class Primitive:
         runtime = self._runtime
         return runtime.slot if runtime.scheduled else HOST
 
+    def __reduce__(self) -> NoReturn:
+        inherited_only(type(self).__name__)
+
     def __repr__(self) -> str:
         return (f"<shmstress {self._kind.name.lower()} {self.name!r} owner={self._get(O_OWNER)} "
                 f"count={self._get(O_COUNT)}>")
+
+
+def inherited_only(kind: str) -> NoReturn:
+    """Pickling a lock, a value or a queue: refused as the real ones refuse it outside a
+    process's start (fork is the start method here, so a start pickles nothing). Put into
+    a queue, the real one fails on the feeder thread and the item is lost; here the put
+    raises."""
+    raise RuntimeError(f"{kind} objects should only be shared between processes through "
+                       "inheritance")

@@ -18,11 +18,11 @@ import ctypes
 from collections.abc import Iterator
 from multiprocessing import sharedctypes
 from types import TracebackType
-from typing import Any, ClassVar
+from typing import Any, ClassVar, NoReturn
 
 from shmstress.plain.board import NOBODY, Kind, Wait
 from shmstress.plain.runtime import PlainRuntime
-from shmstress.plain.sync.base import Primitive
+from shmstress.plain.sync.base import Primitive, inherited_only
 from shmstress.plain.sync.lock import Lock
 
 PLUMBING = True
@@ -71,6 +71,10 @@ def _set_item(self: Any, index: Any, value: Any) -> None:
     runtime.note(step, value, index if isinstance(index, int) else -1)
 
 
+def _inherited_only(self: Any) -> NoReturn:
+    inherited_only(self._shm_base.__name__)
+
+
 class SharedData:
     """The factories patched into ``multiprocessing.sharedctypes`` for one runtime."""
 
@@ -82,7 +86,8 @@ class SharedData:
     def _traced_type(self, base: Any) -> Any:
         found = self._types.get(base)
         if found is None:
-            namespace: dict[str, Any] = {"_shm_runtime": self._runtime, "_shm_base": base}
+            namespace: dict[str, Any] = {"_shm_runtime": self._runtime, "_shm_base": base,
+                                         "__reduce__": _inherited_only}
             if issubclass(base, ctypes.Array):
                 namespace.update(__getitem__=_get_item, __setitem__=_set_item)
             elif hasattr(base, "_type_") and isinstance(base._type_, str):
@@ -185,6 +190,9 @@ class Synchronized:
         if runtime is not None:  # its buffer is in the open now: numpy can view it
             runtime.expose()
         return self._obj
+
+    def __reduce__(self) -> NoReturn:
+        inherited_only("Synchronized")
 
     def get_lock(self) -> Lock:
         return self._lock

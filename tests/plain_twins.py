@@ -1,0 +1,59 @@
+"""Free mode against a plain loop: how often each fails a racy scenario in as many runs."""
+
+from __future__ import annotations
+
+import math
+import subprocess
+import sys
+from pathlib import Path
+
+from shmstress.plain.outcome import PlainEnd, PlainOutcome
+from shmstress.plain.scenario import ScenarioRef
+from shmstress.plain.session import FreeSpec, PlainSession, PlainSpec
+
+_PLAIN_LOOP = """
+import importlib.util, sys
+spec = importlib.util.spec_from_file_location("scenario_under_test", sys.argv[1])
+module = importlib.util.module_from_spec(spec)
+sys.modules[spec.name] = module
+spec.loader.exec_module(module)
+failures = 0
+for _ in range(int(sys.argv[3])):
+    try:
+        getattr(module, sys.argv[2])()
+    except AssertionError:
+        failures += 1
+print(failures)
+"""
+
+
+def free_and_plain_failures(where: Path, function: str, runs: int) -> tuple[int, int]:
+    """(free-mode executions whose assertion failed, plain runs whose assertion failed),
+    ``runs`` of each: the plain ones call the function in a loop, real ``multiprocessing``,
+    no shmstress."""
+    spec = PlainSpec(ScenarioRef.parse(f"{where}:{function}"), free=FreeSpec(0.1))
+    with PlainSession(spec) as session:
+        free = sum(_asserted(session.execute(None, seed)) for seed in range(runs))
+    done = subprocess.run([sys.executable, "-c", _PLAIN_LOOP, str(where), function, str(runs)],
+                          capture_output=True, text=True, timeout=600, check=True)
+    return free, int(done.stdout.split()[-1])
+
+
+def _asserted(outcome: PlainOutcome) -> bool:
+    failure = outcome.failure
+    return (failure is not None and failure.end is PlainEnd.FAILED
+            and failure.message.startswith("AssertionError"))
+
+
+def assert_not_rarer(free: int, plain: int, runs: int) -> None:
+    """Free mode fails the scenario at least as often as the plain loop, up to the noise of
+    counting ``runs`` of each: it fails this only when the plain loop's rate is higher by
+    more than 2.33 standard errors of the difference (a one-sided test at 1%), so a gap
+    like 0 in 40 against 24 in 40 fails it, and 12 against 14 on a loaded machine does
+    not. It also asks free mode to have failed at least once."""
+    assert free > 0, f"free mode never failed in {runs} runs (a plain loop: {plain})"
+    pooled = (free + plain) / (2 * runs)
+    error = math.sqrt(max(pooled * (1 - pooled), 1e-9) * 2 / runs)
+    gap = (plain - free) / runs
+    assert gap <= 2.33 * error, (f"free mode failed {free} of {runs} runs, a plain loop "
+                                 f"{plain}: rarer beyond the noise of counting")
