@@ -2,7 +2,7 @@
 
 Only in the host process (and so in every execution forked from it), before
 the scenario's module is imported: the module attributes of
-``multiprocessing.synchronize``, ``sharedctypes`` and the ``Popen`` modules,
+``multiprocessing.synchronize``, ``sharedctypes``, ``managers`` and the ``Popen`` modules,
 which every way in (``multiprocessing.Lock``, a context's ``Lock``, ``from
 multiprocessing.synchronize import Lock`` at import) resolves through. The
 classes themselves are not touched, so objects made before (the harness's own
@@ -24,6 +24,7 @@ from shmstress.plain.sync.barrier import Barrier
 from shmstress.plain.sync.condition import Condition
 from shmstress.plain.sync.event import Event
 from shmstress.plain.sync.lock import Lock, RLock
+from shmstress.plain.sync.manager import manager_classes
 from shmstress.plain.sync.process import PlainPopen
 from shmstress.plain.sync.semaphore import BoundedSemaphore, Semaphore
 from shmstress.plain.sync.shared_memory import ShareableList, SharedMemory
@@ -42,6 +43,7 @@ class Bound:
     classes: dict[str, type]
     data: SharedData
     popen: type
+    managers: dict[str, Any]  # multiprocessing.managers' classes
 
 
 def bind(runtime: PlainRuntime) -> Bound:
@@ -54,7 +56,7 @@ def bind(runtime: PlainRuntime) -> Bound:
     rlock = classes["RLock"]
     classes["Condition"]._new_lock = staticmethod(rlock)  # type: ignore[attr-defined]
     popen = type("Popen", (PlainPopen,), {"_runtime": runtime})
-    return Bound(classes, SharedData(runtime, rlock), popen)
+    return Bound(classes, SharedData(runtime, rlock), popen, manager_classes(runtime))
 
 
 def install(runtime: PlainRuntime) -> Bound:
@@ -64,6 +66,7 @@ def install(runtime: PlainRuntime) -> Bound:
     for name, cls in bound.classes.items():
         setattr(shared_memory if name in ("SharedMemory", "ShareableList") else synchronize,
                 name, cls)
+    vars(importlib.import_module("multiprocessing.managers")).update(bound.managers)
     tracker = importlib.import_module("multiprocessing.resource_tracker")
     register, unregister = tracker.register, tracker.unregister
 
