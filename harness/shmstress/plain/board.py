@@ -107,8 +107,9 @@ class Kind(enum.IntEnum):
     BARRIER = 7
     VALUE = 8
     ARRAY = 9
-    MANAGER = 10  # a multiprocessing manager (plain.sync.manager)
-    MANAGED = 11  # an object one holds (a dict, a Namespace, a registered class's)
+    # sync/manager.py
+    MANAGER = 12  # a multiprocessing manager
+    MANAGED = 13  # an object a manager holds (a dict, a Namespace, a registered class's)
 
 
 @dataclass
