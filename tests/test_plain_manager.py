@@ -5,6 +5,7 @@ plain Python does, and nothing a manager made is left behind."""
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import os
 import subprocess
@@ -101,8 +102,9 @@ def test_what_managers_offer_works_as_it_does_for_real(where: Path, function: st
     assert result.ends == {"finished": 30}
 
 
-@pytest.mark.skip(reason="a manager's Queue is the context's JoinableQueue, which waits for "
-                         "the instrumented multiprocessing.Queue (issue 28, another helper)")
+@pytest.mark.skipif(importlib.util.find_spec("shmstress.plain.sync.queue") is None,
+                    reason="a manager's Queue is the context's JoinableQueue: it waits for the "
+                           "instrumented multiprocessing.Queue (issue 28, another branch)")
 def test_a_managers_queue_carries_a_pipeline() -> None:
     result = search("queue_pipeline", 100)
     assert result.failing is None, result.failing and result.failing.failure
@@ -171,3 +173,13 @@ def test_a_method_that_takes_steps_of_its_own_is_refused_when_another_call_gets_
     assert failing is not None and failing.failure is not None, result.ends
     assert "UncontrolledError: shmstress: Stepping.slow_add on stepping took steps of its own" \
         in failing.failure.message
+
+
+def test_objects_that_outgrow_their_place_move_and_the_store_compacts() -> None:
+    result = search("growing_values", 5)
+    assert result.failing is None, result.failing and result.failing.failure
+    result = search("too_big_a_value", 1)
+    assert result.failing is not None and result.failing.failure is not None
+    assert result.failing.failure.message == (
+        "shmstress.core.errors.PlainLimitError: blobs does not fit in its manager's store "
+        "under shmstress (1 MiB of pickled objects per manager)")

@@ -337,6 +337,22 @@ def stepping_method():
         _run(_slow_add, (stepping,), 2)
 
 
+def growing_values():
+    """Values that outgrow their place in the manager's store, until it has to compact."""
+    with mp.Manager() as manager:
+        blobs = manager.dict(blob=b"")
+        for size, fill in ((300_000, b"a"), (400_000, b"b"), (600_000, b"c"), (10, b"d")):
+            blobs["blob"] = fill * size
+            blob = blobs["blob"]
+            assert len(blob) == size and blob[:1] == blob[-1:] == fill, (size, len(blob))
+
+
+def too_big_a_value():
+    with mp.Manager() as manager:
+        blobs = manager.dict()
+        blobs["blob"] = b"x" * 2_000_000
+
+
 def plain_loop(scenario, runs):
     """Run ``scenario`` ``runs`` times under plain multiprocessing; how many raised."""
     failures = 0

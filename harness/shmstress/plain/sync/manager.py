@@ -85,9 +85,12 @@ _FALLBACKS = ("__str__", "__repr__")  # served whether exposed or not, as the se
 
 
 def _label(name: str, methodname: str, args: tuple[Any, ...]) -> str:
+    """``call d.__setitem__('n')``: the key when it is a short string. Not an int key: it
+    may be a pid (``results[os.getpid()] = ...``), and a replay, whose pids differ, must
+    find the labels it recorded."""
     if methodname == "#GETVALUE":
         return f"call {name}._getvalue"
-    if methodname in _KEYED and args and isinstance(args[0], (str, int)):
+    if methodname in _KEYED and args and type(args[0]) is str:
         shown = repr(args[0])
         if len(shown) <= _SHOWN_KEY:
             return f"call {name}.{methodname}({shown})"
