@@ -190,7 +190,6 @@ class Stores:
         return found
 
 
-
 def store_key(name: str) -> str:
     """A store's name as ``SharedMemory`` takes it (the segment table keeps the slash)."""
     return name.lstrip("/")
