@@ -160,6 +160,9 @@ class Kind(enum.IntEnum):
     # sync/connection.py, sync/queue.py
     PIPE = 10  # one direction of a Pipe: the messages one end receives
     QUEUE = 11  # a Queue, JoinableQueue or SimpleQueue
+    # sync/manager.py
+    MANAGER = 12  # a multiprocessing manager
+    MANAGED = 13  # an object a manager holds (a dict, a Namespace, a registered class's)
 
 
 @dataclass

@@ -3,7 +3,7 @@
 Only in the host process (and so in every execution forked from it), before
 the scenario's module is imported: the module attributes of
 ``multiprocessing.synchronize``, ``sharedctypes``, ``queues``, ``connection``
-(``Pipe``, ``wait``), ``pool``, ``concurrent.futures`` and the ``Popen`` modules,
+(``Pipe``, ``wait``), ``pool``, ``managers``, ``concurrent.futures`` and the ``Popen`` modules,
 which every way in (``multiprocessing.Lock``, a context's ``Lock``, ``from
 multiprocessing.synchronize import Lock`` at import) resolves through. The
 classes themselves are not touched, so objects made before (the harness's own
@@ -29,6 +29,7 @@ from shmstress.plain.sync.event import Event
 from shmstress.plain.sync.executor import ProcessPoolExecutor
 from shmstress.plain.sync.lock import Lock, RLock
 from shmstress.plain.sync.mailbox import Mailbox
+from shmstress.plain.sync.manager import manager_classes
 from shmstress.plain.sync.pool import Pool
 from shmstress.plain.sync.process import PlainPopen
 from shmstress.plain.sync.queue import JoinableQueue, Queue, SimpleQueue
@@ -60,6 +61,7 @@ class Bound:
     classes: dict[str, type]
     data: SharedData
     popen: type
+    managers: dict[str, Any]  # multiprocessing.managers' classes
 
 
 def bind(runtime: PlainRuntime) -> Bound:
@@ -82,7 +84,7 @@ def bind(runtime: PlainRuntime) -> Bound:
     for pool in (Pool, ProcessPoolExecutor):
         classes[pool.__name__] = type(pool.__name__, (pool,), {"_runtime": runtime, **queues})
     popen = type("Popen", (PlainPopen,), {"_runtime": runtime})
-    return Bound(classes, SharedData(runtime, rlock), popen)
+    return Bound(classes, SharedData(runtime, rlock), popen, manager_classes(runtime))
 
 
 def install(runtime: PlainRuntime) -> Bound:
@@ -93,6 +95,7 @@ def install(runtime: PlainRuntime) -> Bound:
     connection = importlib.import_module("multiprocessing.connection")
     vars(connection)["Pipe"] = bound.classes["Connection"].pipe  # type: ignore[attr-defined]
     vars(connection)["wait"] = bound.classes["Connection"].wait  # type: ignore[attr-defined]
+    vars(importlib.import_module("multiprocessing.managers")).update(bound.managers)
     tracker = importlib.import_module("multiprocessing.resource_tracker")
     register, unregister = tracker.register, tracker.unregister
 
