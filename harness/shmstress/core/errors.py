@@ -69,6 +69,10 @@ class ScenarioError(ConfigError):
     """A plain-code scenario cannot be loaded: no such file or function, or its import fails."""
 
 
+class UncontrolledError(ScenarioError):
+    """Scenario code reached something shmstress cannot run under its control (named)."""
+
+
 class PlainLimitError(ConfigError):
     """A scenario started more processes, or made more shared objects, than its board holds."""
 

@@ -47,6 +47,13 @@ O_GENERATION = 5  # a barrier's generation
 O_BROKEN = 6  # a barrier that was aborted
 O_FAMILY = 7  # string id of the name it was created under, before a "#2" told it apart
 O_STRIDE = 8
+# ... of what the OS or the user knows by a name of its own (sync/file_lock.py,
+# sync/posix_semaphore.py, sync/declared.py), in fields their kinds do not use otherwise
+O_KEY = O_GENERATION  # a file lock's inode; a named semaphore's or declared lock's key (0: none)
+O_DEVICE = O_COUNT  # a file lock's device
+O_HOLDERS = O_LIMIT  # a file lock's shared holders, a bit a slot (HOLDER_BITS)
+O_SITE = O_BROKEN  # 1 + label id of the step at which its holder took it, or 0
+HOLDER_BITS = 62  # slots a shared file lock tells apart; the HOST's bit is the last one
 
 # globals
 G_STEP = 0  # index of the next step
@@ -93,6 +100,7 @@ class Wait(enum.IntEnum):
     NOTIFY = 4  # a notify on the condition the process waits on
     BARRIER = 5  # the barrier's generation to move past P_ARG
     JOIN = 6  # the process in slot P_OBJ to finish
+    FILE_LOCK = 20  # the file lock P_OBJ free of other holders (P_ARG 1: exclusive, 0: shared)
 
 
 class Kind(enum.IntEnum):
@@ -107,6 +115,8 @@ class Kind(enum.IntEnum):
     BARRIER = 7
     VALUE = 8
     ARRAY = 9
+    FILE_LOCK = 20  # an flock on a file (sync/file_lock.py)
+    RECORD_LOCK = 21  # a lockf / fcntl(F_SETLK) lock on a file
 
 
 @dataclass
