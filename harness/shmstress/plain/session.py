@@ -588,6 +588,7 @@ class PlainSession:
             taker = board.obj(obj, O_OWNER)  # a named semaphore's last taker, if no release since
             if taker != NOBODY:
                 reason += f", taken last {self._by(taker)}{self._site(obj, taker)}"
+                holder = taker if taker >= 0 else -1
         elif wait == Wait.BARRIER:
             reason = (f"waits at {self.object_name(obj)} ({board.obj(obj, O_COUNT)} of "
                       f"{board.obj(obj, O_LIMIT)} arrived)")

@@ -7,9 +7,10 @@ takes a point first, labelled with what it does (``load`` and ``store`` as a rea
 a write of ``atomic[]``, the others by their name: ``cas atomic[]``,
 ``fetch_add atomic[]``), and records the value it saw (what a ``load`` read, what a
 ``store`` stored, what a compare-and-swap found, what a fetch returned) at the byte
-offset in its buffer. A compare-and-swap that fails says the process waits for another
-(as a yield does), so a strategy lets the holder run rather than counting the spin as
-progress. A view of private memory takes no point. The package was chosen as the
+offset in its buffer. A compare-and-swap that fails, and a load that sees what this
+process's last load there saw, say the process waits for another (as a yield does): a
+strategy then lets the holder run instead of granting the spin step after step. A view
+of private memory takes no point. The package was chosen as the
 maintained one on PyPI that works on any buffer (``atomics`` 1.0, over ``patomic``).
 """
 
@@ -34,11 +35,12 @@ _OPERATIONS = ("load", "store", "exchange", "cmpxchg_weak", "cmpxchg_strong", "a
 
 def patch_atomics(runtime: PlainRuntime, atomics: ModuleType) -> None:
     """Make the operations of ``atomics``' views points (its classes, changed in place)."""
+    loaded: dict[int, object] = {}  # address -> what this process's last load there saw
     for view in _view_classes(atomics):
         for operation in _OPERATIONS:
             method = getattr(view, operation, None)
             if method is not None and not hasattr(method, "_shm_point"):
-                setattr(view, operation, _point(runtime, operation, method))
+                setattr(view, operation, _point(runtime, operation, method, loaded))
 
 
 def _view_classes(atomics: ModuleType) -> list[type]:
@@ -53,8 +55,8 @@ def _view_classes(atomics: ModuleType) -> list[type]:
     return found
 
 
-def _point(runtime: PlainRuntime, operation: str,
-           method: Callable[..., Any]) -> Callable[..., Any]:
+def _point(runtime: PlainRuntime, operation: str, method: Callable[..., Any],
+           loaded: dict[int, object]) -> Callable[..., Any]:
     verb = _VERBS.get(operation, operation)
 
     @functools.wraps(method)
@@ -68,12 +70,15 @@ def _point(runtime: PlainRuntime, operation: str,
         step = runtime.point(f"{verb} atomic[]")
         result = method(self, *args, **kwargs)
         if verb == "cas":
-            value, failed = result.expected, not result.success
+            value, spins = result.expected, not result.success
+        elif verb == "read":
+            value, spins = result, loaded.get(address, loaded) == result
+            loaded[address] = result
         else:
-            value, failed = (args[0] if verb == "write" and args else result), False
+            value, spins = (args[0] if verb == "write" and args else result), False
         runtime.note(step, value if isinstance(value, int) else None, address - start)
-        if failed:
-            runtime.yielded = 1  # it spins: the holder should run
+        if spins:
+            runtime.yielded = 1  # it waits for another process: that one should run
         return result
 
     operate._shm_point = True  # type: ignore[attr-defined]
