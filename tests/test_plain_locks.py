@@ -167,6 +167,7 @@ def test_a_file_lock_deadlock_names_the_locks_their_holders_and_where_they_took_
     assert failure.message.startswith("deadlock: _both #"), failure.message
     for line in failure.details.splitlines()[1:]:
         assert " waits for lockf@file_locks.py:" in line, line
+        assert " on /dev/shm/shmstress_tests_file_lock" in line, line  # the file, by its path
         assert ", held by _both #" in line and "(taken at file_locks.py:89; _both #" in line
 
 

@@ -62,6 +62,8 @@ from shmstress.plain.board import (
     HOST,
     NOBODY,
     O_COUNT,
+    O_DEVICE,
+    O_KEY,
     O_KIND,
     O_LIMIT,
     O_NAME,
@@ -89,6 +91,7 @@ from shmstress.plain.progress import inert
 from shmstress.plain.runtime import FreeNoise, PlainRuntime
 from shmstress.plain.scenario import ScenarioRef
 from shmstress.plain.sources import Sources
+from shmstress.plain.sync.file_lock import path_of
 from shmstress.plain.waits import can_go, file_lock_holders
 
 _WAIT_SLICE_S = 0.1
@@ -598,7 +601,10 @@ class PlainSession:
             holder = next((h for h in holders if h >= 0), -1)
             by = " and ".join(self._by(h).removeprefix("by ") for h in holders)
             mode = "" if owner != NOBODY else " (shared)"
-            reason = (f"waits for {self.object_name(obj)}, held by {by}{mode}"
+            path = path_of(board.slot(worker, P_PID), board.obj(obj, O_DEVICE),
+                           board.obj(obj, O_KEY))
+            on = f" on {path}" if path else ""
+            reason = (f"waits for {self.object_name(obj)}{on}, held by {by}{mode}"
                       f"{self._site(obj, holder)}")
         else:
             reason = f"is at {label!r}"

@@ -51,7 +51,7 @@ from shmstress.plain.board import (
     Wait,
 )
 from shmstress.plain.runtime import PlainRuntime
-from shmstress.plain.sync.identity import find_row, new_keyed_row, note_site
+from shmstress.plain.sync.identity import find_row, new_keyed_row, not_the_scenarios, note_site
 from shmstress.plain.waits import file_lock_holders, holder_bit, os_holders
 
 PLUMBING = True
@@ -72,6 +72,9 @@ class FileLocks:
 
     # -- what the code calls ----------------------------------------------------------------
     def flock(self, fd: Any, operation: int) -> None:
+        if not_the_scenarios(1):
+            return self._flock(fd, operation)
+
         def real(nonblocking: int) -> None:
             self._flock(fd, nonblocking)
 
@@ -79,13 +82,17 @@ class FileLocks:
 
     def lockf(self, fd: Any, cmd: int, length: int = 0, start: int = 0,
               whence: int = 0) -> Any:
+        if not_the_scenarios(1):
+            return self._lockf(fd, cmd, length, start, whence)
+
         def real(nonblocking: int) -> None:
             self._lockf(fd, nonblocking, length, start, whence)
 
         self._request(Kind.RECORD_LOCK, fd, cmd, real)
 
     def fcntl(self, fd: Any, cmd: int, arg: Any = 0) -> Any:
-        if cmd not in (fcntl.F_SETLK, fcntl.F_SETLKW) or not isinstance(arg, bytes | bytearray):
+        if (cmd not in (fcntl.F_SETLK, fcntl.F_SETLKW) or not isinstance(arg, bytes | bytearray)
+                or not_the_scenarios(1)):
             return self._fcntl(fd, cmd, arg)
         kind = _FLOCK.unpack_from(arg)[0]
         operation = {fcntl.F_UNLCK: fcntl.LOCK_UN, fcntl.F_RDLCK: fcntl.LOCK_SH}.get(
@@ -180,6 +187,24 @@ class FileLocks:
         by = ", ".join(holders) or "a process shmstress cannot see"
         return (f"shmstress: the {'flock' if kind == Kind.FILE_LOCK else 'lockf'} on {path} is "
                 f"held outside the run's control by {by}; the real call would block")
+
+
+def path_of(pid: int, device: int, inode: int) -> str | None:
+    """The path under which process ``pid`` has the file (device, inode) open, if it has:
+    for a report, which names the file a process waits to lock."""
+    folder = f"/proc/{pid}/fd"
+    try:
+        numbers = os.listdir(folder)
+    except OSError:
+        return None
+    for number in numbers:
+        try:
+            status = os.stat(f"{folder}/{number}")
+            if status.st_ino == inode and status.st_dev == device:
+                return os.readlink(f"{folder}/{number}")
+        except OSError:
+            continue
+    return None
 
 
 def _command(pid: int) -> str:

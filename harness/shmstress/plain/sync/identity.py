@@ -11,6 +11,7 @@ board is restored; one made at import stays for every execution.
 from __future__ import annotations
 
 import hashlib
+import sys
 
 from shmstress.plain.board import (
     G_OBJECTS,
@@ -26,6 +27,13 @@ from shmstress.plain.board import (
 from shmstress.plain.runtime import PlainRuntime
 
 PLUMBING = True
+
+
+def not_the_scenarios(depth: int) -> bool:
+    """Is the caller ``depth`` frames up ``multiprocessing`` or shmstress itself? Their own
+    mappings and locks (a heap arena, a segment of the harness) are not the scenario's."""
+    module = str(sys._getframe(depth + 1).f_globals.get("__name__", ""))
+    return module.startswith(("multiprocessing", "shmstress."))
 
 
 def key_of(*parts: object) -> int:

@@ -26,11 +26,11 @@ from __future__ import annotations
 
 import ctypes
 import mmap
-import sys
 from typing import Any, ClassVar
 
 from shmstress.plain.board import Kind
 from shmstress.plain.runtime import PlainRuntime
+from shmstress.plain.sync.identity import not_the_scenarios
 
 PLUMBING = True
 _REAL = mmap.mmap
@@ -74,8 +74,7 @@ class SharedMapping(_REAL):
     _runtime: ClassVar[PlainRuntime]
 
     def __new__(cls, *args: Any, **kwargs: Any) -> Any:
-        caller = str(sys._getframe(1).f_globals.get("__name__", ""))
-        if caller.startswith("multiprocessing"):
+        if not_the_scenarios(1):
             return _REAL(*args, **kwargs)  # the heap's arenas, SharedMemory: theirs to say
         return super().__new__(cls, *args, **kwargs)
 
