@@ -56,6 +56,13 @@ O_RECEIVERS = 13  # ... that receives from it
 O_UNFINISHED = 14  # a JoinableQueue's tasks not yet marked done
 O_PIPE_BYTES = 15  # what the OS pipe it stands for would hold, or 0 (not modelled)
 O_STRIDE = 16
+# ... of what the OS or the user knows by a name of its own (sync/file_lock.py,
+# sync/posix_semaphore.py, sync/declared.py), in fields their kinds do not use otherwise
+O_KEY = O_GENERATION  # a file lock's inode; a named semaphore's or declared lock's key (0: none)
+O_DEVICE = O_COUNT  # a file lock's device
+O_HOLDERS = O_LIMIT  # a file lock's shared holders, a bit a slot (HOLDER_BITS)
+O_SITE = O_BROKEN  # 1 + label id of the step at which its holder took it, or 0
+HOLDER_BITS = 62  # slots a shared file lock tells apart; the HOST's bit is the last one
 
 # globals
 G_STEP = 0  # index of the next step
@@ -143,6 +150,7 @@ class Wait(enum.IntEnum):
     TASKS_DONE = 9  # every task put into the joinable queue P_OBJ marked done
     ANY = 10  # any of the slot's P_ARG waitset entries (a message, an exit)
     FLUSHED = 11  # what slot P_ARG sent into channel P_OBJ fits in its OS pipe, or no reader
+    FILE_LOCK = 20  # the file lock P_OBJ free of other holders (P_ARG 1: exclusive, 0: shared)
 
 
 class Kind(enum.IntEnum):
@@ -163,6 +171,8 @@ class Kind(enum.IntEnum):
     # sync/manager.py
     MANAGER = 12  # a multiprocessing manager
     MANAGED = 13  # an object a manager holds (a dict, a Namespace, a registered class's)
+    FILE_LOCK = 20  # an flock on a file (sync/file_lock.py)
+    RECORD_LOCK = 21  # a lockf / fcntl(F_SETLK) lock on a file
 
 
 @dataclass

@@ -14,22 +14,32 @@ become points at which the process says it waits for the others.
 from __future__ import annotations
 
 import importlib
+import importlib.abc
+import importlib.util
+import mmap
 import os
 import sys
 import threading
 import time
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from importlib.machinery import ModuleSpec
+from types import ModuleType
 from typing import Any, SupportsIndex
 
 from shmstress.plain.runtime import PlainRuntime
+from shmstress.plain.sync import posix_semaphore
+from shmstress.plain.sync.atomic import patch_atomics
 from shmstress.plain.sync.barrier import Barrier
 from shmstress.plain.sync.condition import Condition
 from shmstress.plain.sync.connection import Connection
 from shmstress.plain.sync.event import Event
 from shmstress.plain.sync.executor import ProcessPoolExecutor
+from shmstress.plain.sync.file_lock import FileLocks
 from shmstress.plain.sync.lock import Lock, RLock
 from shmstress.plain.sync.mailbox import Mailbox
 from shmstress.plain.sync.manager import manager_classes
+from shmstress.plain.sync.mmap import SharedMapping
 from shmstress.plain.sync.pool import Pool
 from shmstress.plain.sync.process import PlainPopen
 from shmstress.plain.sync.queue import JoinableQueue, Queue, SimpleQueue
@@ -132,6 +142,7 @@ def install(runtime: PlainRuntime) -> Bound:
     time.sleep = sleep
     os.sched_yield = sched_yield
     _watch_threads(runtime)
+    _install_foreign(runtime)
     return bound
 
 
@@ -146,6 +157,53 @@ def _watch_threads(runtime: PlainRuntime) -> None:
         start(self)
 
     threading.Thread.start = watched_start  # type: ignore[method-assign]
+
+
+
+# -- mmap, file locks, foreign locks ------------------------------------------------------------
+def _install_foreign(runtime: PlainRuntime) -> None:
+    """``mmap.mmap`` and ``fcntl``'s file locks at once; the packages of foreign locks
+    (``posix_ipc``'s named semaphores, ``atomics``' compare-and-swap) when the scenario
+    imports them, so a run that does not use them neither imports them nor needs them."""
+    vars(mmap)["mmap"] = type("mmap", (SharedMapping,), {"_runtime": runtime})
+    FileLocks(runtime).install()
+
+    def named_semaphores(module: ModuleType) -> None:
+        semaphore = posix_semaphore.bind(runtime, module)
+        vars(module).update(Semaphore=semaphore, unlink_semaphore=semaphore.unlink_name)
+
+    sys.meta_path.insert(0, _PatchOnImport({
+        "posix_ipc": named_semaphores,
+        "atomics": lambda module: patch_atomics(runtime, module),
+    }))
+
+
+class _PatchOnImport(importlib.abc.MetaPathFinder):
+    """Patch a module right after it is first imported (at once if it is already)."""
+
+    def __init__(self, patches: dict[str, Callable[[ModuleType], None]]) -> None:
+        self._patches = dict(patches)
+        for name in list(self._patches):
+            if name in sys.modules:
+                self._patches.pop(name)(sys.modules[name])
+
+    def find_spec(self, fullname: str, path: Sequence[str] | None,
+                  target: ModuleType | None = None) -> ModuleSpec | None:
+        patch = self._patches.pop(fullname, None)
+        if patch is None:
+            return None
+        spec = importlib.util.find_spec(fullname)  # by the other finders: it is popped here
+        loader = spec.loader if spec is not None else None
+        if loader is None or not hasattr(loader, "exec_module"):
+            return spec
+        run = loader.exec_module
+
+        def exec_and_patch(module: ModuleType) -> None:
+            run(module)
+            patch(module)
+
+        loader.exec_module = exec_and_patch  # type: ignore[method-assign]
+        return spec
 
 
 def _lighten_bootstrap() -> None:

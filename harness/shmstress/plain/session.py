@@ -64,7 +64,10 @@ from shmstress.plain.board import (
     GAP_STRIDE,
     HOST,
     MAILBOX_BYTES,
+    NOBODY,
     O_COUNT,
+    O_DEVICE,
+    O_KEY,
     O_KIND,
     O_LIMIT,
     O_NAME,
@@ -73,6 +76,7 @@ from shmstress.plain.board import (
     O_RECEIVERS,
     O_SENDERS,
     O_SENT_BY,
+    O_SITE,
     O_TAKEN_BY,
     O_UNFINISHED,
     P_ARG,
@@ -101,7 +105,8 @@ from shmstress.plain.runtime import FreeNoise, PlainRuntime
 from shmstress.plain.scenario import ScenarioRef
 from shmstress.plain.selfcheck import Gap, SelfCheck, scanned
 from shmstress.plain.sources import Sources
-from shmstress.plain.waits import can_go, queued_through
+from shmstress.plain.sync.file_lock import path_of
+from shmstress.plain.waits import can_go, file_lock_holders, queued_through
 
 _WAIT_SLICE_S = 0.1
 _POLL_S = 0.0005  # free mode: how often the coordinator looks
@@ -626,14 +631,12 @@ class PlainSession:
         obj = board.slot(worker, P_OBJ)
         label = self.text(board.slot(worker, P_LABEL))
         held = tuple(self.object_name(o) for o in range(_objects(board))
-                     if board.obj(o, O_KIND) in (Kind.LOCK, Kind.RLOCK)
-                     and board.obj(o, O_OWNER) == worker)
+                     if board.obj(o, O_KIND) in _HELD and board.obj(o, O_OWNER) == worker)
         holder = -1
         if wait == Wait.LOCK:
             holder = board.obj(obj, O_OWNER)
-            owner = ("since the scenario's module was imported" if holder == HOST
-                     else f"by {self.who(holder)}")
-            reason = f"waits for {self.object_name(obj)}, held {owner}"
+            reason = (f"waits for {self.object_name(obj)}, held {self._by(holder)}"
+                      f"{self._site(obj, holder)}")
             holder = holder if holder >= 0 else -1
         elif wait == Wait.JOIN:
             holder = obj
@@ -644,12 +647,27 @@ class PlainSession:
             reason = f"waits for {self.object_name(obj)} to be set"
         elif wait == Wait.SEMAPHORE:
             reason = f"waits for {self.object_name(obj)}, which is at zero"
+            taker = board.obj(obj, O_OWNER)  # a named semaphore's last taker, if no release since
+            if taker != NOBODY:
+                reason += f", taken last {self._by(taker)}{self._site(obj, taker)}"
+                holder = taker if taker >= 0 else -1
         elif wait == Wait.BARRIER:
             reason = (f"waits at {self.object_name(obj)} ({board.obj(obj, O_COUNT)} of "
                       f"{board.obj(obj, O_LIMIT)} arrived)")
         elif wait in (Wait.MESSAGE, Wait.ROOM, Wait.TASKS_DONE, Wait.ANY,
                       Wait.FLUSHED):  # queues, pipes
             reason, holder = self._waiting_on_channel(worker, wait, obj)
+        elif wait == Wait.FILE_LOCK:
+            owner, shared = file_lock_holders(board, obj, worker)
+            holders = [owner] if owner != NOBODY else shared
+            holder = next((h for h in holders if h >= 0), -1)
+            by = " and ".join(self._by(h).removeprefix("by ") for h in holders)
+            mode = "" if owner != NOBODY else " (shared)"
+            path = path_of(board.slot(worker, P_PID), board.obj(obj, O_DEVICE),
+                           board.obj(obj, O_KEY))
+            on = f" on {path}" if path else ""
+            reason = (f"waits for {self.object_name(obj)}{on}, held by {by}{mode}"
+                      f"{self._site(obj, holder)}")
         else:
             reason = f"is at {label!r}"
         return Waiting(worker, label, reason, holder, held)
@@ -700,6 +718,25 @@ class PlainSession:
         holder = last if last >= 0 and last != worker and ends & handle_bit(last) and board.slot(
             last, P_STATE) not in (State.FINISHED, State.UNUSED) else -1
         return f"{what} ({said})", holder
+
+    def _by(self, holder: int) -> str:
+        return ("since the scenario's module was imported" if holder == HOST
+                else f"by {self.who(holder)}")
+
+    def _site(self, obj: int, holder: int) -> str:
+        """Where the holder of ``obj`` took it (``O_SITE``, if that was kept), and where it
+        is now: both ends of the holder's part in the wait."""
+        board = self.board
+        places = []
+        site = board.obj(obj, O_SITE)
+        taken = self.label(site - 1) if site else None
+        if taken is not None and taken.file:
+            places.append(f"taken at {taken.file}:{taken.line}")
+        if holder >= 0 and board.slot(holder, P_STATE) == State.PARKED:
+            now = self.label(board.slot(holder, P_LABEL))
+            if now.file:
+                places.append(f"{self.who(holder)} is at {now.file}:{now.line}")
+        return f" ({'; '.join(places)})" if places else ""
 
     def _verdict(self, end: PlainEnd, waiting: Sequence[Waiting]) -> tuple[int, str, str]:
         """(first process, one-line message, one line per waiting process)."""
@@ -770,6 +807,9 @@ class _Probing:
 
     def state(self) -> Hashable:
         return self._changes
+
+
+_HELD = (Kind.LOCK, Kind.RLOCK, Kind.FILE_LOCK, Kind.RECORD_LOCK)  # what "holds X" names
 
 
 def _objects(board: Board) -> int:

@@ -6,18 +6,25 @@ process asks it for itself to know whether it may go on under its lease.
 
 from __future__ import annotations
 
+import os
+
 from shmstress.plain.board import (
     G_ABORT,
     G_SLOTS,
     HANDLE_BITS,
+    HOLDER_BITS,
+    HOST,
     M_NEXT,
     M_SENDER,
     M_SIZE,
     NOBODY,
     O_BROKEN,
     O_COUNT,
+    O_DEVICE,
     O_GENERATION,
     O_HEAD,
+    O_HOLDERS,
+    O_KEY,
     O_KIND,
     O_LIMIT,
     O_OWNER,
@@ -29,6 +36,7 @@ from shmstress.plain.board import (
     P_ARG,
     P_NOTIFIED,
     P_OBJ,
+    P_PID,
     P_STATE,
     P_STRIDE,
     P_TIMED,
@@ -77,6 +85,10 @@ def wait_over(board: Board, slot: int, wait: int, obj: int, arg: int) -> bool:
         return any(wait_over(board, slot, Wait.MESSAGE, entry, 0) if entry >= 0
                    else wait_over(board, slot, Wait.JOIN, -1 - entry, 0)
                    for entry in entries[first: first + arg])
+    # file locks
+    if wait == Wait.FILE_LOCK:
+        owner, shared = file_lock_holders(board, obj, slot)
+        return owner == NOBODY and (not arg or not shared)
     raise AssertionError(f"unknown wait {wait}")
 
 
@@ -106,6 +118,63 @@ def anyone_with(board: Board, mask: int) -> bool:
                for s in range(slot, last)):
             return True
     return False
+
+
+# -- file locks ------------------------------------------------------------------------------
+_OS_TYPE = {Kind.FILE_LOCK: "FLOCK", Kind.RECORD_LOCK: "POSIX"}
+
+
+def holder_bit(slot: int) -> int:
+    """A slot's bit among a file lock's shared holders (``O_HOLDERS``)."""
+    return 1 << (HOLDER_BITS - 1 if slot == HOST else slot)
+
+
+def file_lock_holders(board: Board, obj: int, slot: int) -> tuple[int, list[int]]:
+    """Who, other than ``slot``, still holds the file lock ``obj``: its exclusive holder (or
+    NOBODY) and its shared holders. The board keeps who took it; a holder that finished, or
+    whose lock the OS no longer has (it closed the file: ``with open(...)`` ends, a last
+    descriptor goes), holds it no longer, though nobody wrote that down: the closing is no
+    point, and the holder's next step would come too late for a waiter to see it in time.
+    The OS is asked only when someone else holds it (``/proc/locks``, one read)."""
+    objects = board.objects.mv
+    base = obj * O_STRIDE
+    owner = int(objects[base + O_OWNER])
+    bits = int(objects[base + O_HOLDERS])
+    shared = [HOST if s == HOLDER_BITS - 1 else s
+              for s in range(bits.bit_length()) if bits >> s & 1]
+    shared = [s for s in shared if s != slot]
+    others = [s for s in (owner, *shared) if s not in (NOBODY, slot)]
+    if not others:
+        return NOBODY, []
+    live = os_holders(Kind(objects[base + O_KIND]), int(objects[base + O_DEVICE]),
+                      int(objects[base + O_KEY]))
+
+    def holds(other: int) -> bool:
+        if other == HOST:
+            return True  # the host keeps what it took at import for the whole session
+        base_ = other * P_STRIDE
+        return (board.slots.mv[base_ + P_STATE] != State.FINISHED
+                and int(board.slots.mv[base_ + P_PID]) in live)
+
+    owner = owner if owner not in (NOBODY, slot) and holds(owner) else NOBODY
+    return owner, [s for s in shared if holds(s)]
+
+
+def os_holders(kind: Kind, device: int, inode: int) -> set[int]:
+    """The pids holding an OS lock of ``kind`` on the file (device, inode), waiters aside."""
+    where = f"{os.major(device):02x}:{os.minor(device):02x}:{inode}"
+    word = _OS_TYPE[kind]
+    try:
+        with open("/proc/locks", encoding="ascii", errors="replace") as table:
+            lines = table.read().splitlines()
+    except OSError:
+        return set()
+    pids = set()
+    for line in lines:
+        fields = line.split()
+        if len(fields) >= 6 and fields[1] == word and fields[5] == where:
+            pids.add(int(fields[4]))
+    return pids
 
 
 def can_go(board: Board, slot: int) -> bool:
