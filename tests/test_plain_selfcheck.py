@@ -56,6 +56,12 @@ def test_a_thread_is_named_where_it_starts() -> None:
     (SCENARIOS, "segment_written_under_steps"),
     (Path(__file__).resolve().parents[1] / "examples" / "plain" / "numpy_counts.py", "locked"),
     (Path(__file__).resolve().parents[1] / "examples" / "plain" / "counter.py", "locked"),
+    # a manager's store is the harness's own segment, mapped after the import
+    (SCENARIOS.with_name("lib_manager.py"), "dict_locked"),
+    # an atomic compare-and-swap writes what it names
+    (SCENARIOS.with_name("lib_spinlock.py"), "locked"),
+    # a segment created again under an unlinked one's name is other memory
+    (SCENARIOS.with_name("lib_posix_list.py"), "reattach"),
 ])
 def test_code_under_control_stays_clean(where: Path, function: str) -> None:
     ref = ScenarioRef.parse(f"{where}:{function}")

@@ -418,21 +418,30 @@ class PlainRuntime:
         globals_[G_OBJECTS] = obj + 1
         return obj, name
 
-    def known_as(self, os_name: str, word: str) -> tuple[int, str]:
+    def known_as(self, os_name: str, word: str, made: bool = False) -> tuple[int, str]:
         """What the steps call an object the OS knows by ``os_name`` (a segment): the name
         given where the run first met that name, else a new one from the caller's variable
         (``inferred_name``). An OS name may hold a pid or a random part, which differ in a
         replay; the name a schedule uses must not, so an object is known by where the run
         made (or first met) it, and every process that opens the same OS name later uses
-        the same name (numbered apart by ``new_object`` as any other repeat). Also returns
-        the name's entry in the table (-1 when the table is full)."""
+        the same name (numbered apart by ``new_object`` as any other repeat).
+
+        Also returns the object's entry in the table (-1 when the table is full), which is
+        the object's identity (the self-check's checksum is kept by it): ``made``, the OS
+        object is a new one, though its name may be an old one's (a segment unlinked and
+        created again under its name: whoever still maps the old one maps other memory),
+        so it gets an entry of its own, under the name the old one had."""
         names = self.board.names.mv
         ident = self.recorder.intern(os_name)
         count = int(self._globals[G_NAMES])
-        for index in range(count):
+        label = ""
+        for index in range(count - 1, -1, -1):  # the latest object of that name
             if names[index * N_STRIDE + N_OS] == ident:
-                return index, self.name_of(int(names[index * N_STRIDE + N_LABEL]))
-        label = inferred_name(_user_frame(sys._getframe(1)), word)
+                label = self.name_of(int(names[index * N_STRIDE + N_LABEL]))
+                if not made:
+                    return index, label
+                break
+        label = label or inferred_name(_user_frame(sys._getframe(1)), word)
         if count >= MAX_NAMES:  # past it, an OS name met again is named afresh
             return -1, label
         names[count * N_STRIDE + N_OS] = ident

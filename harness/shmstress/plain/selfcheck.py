@@ -9,7 +9,7 @@ racy code they could not instrument; this module makes such a run say so.
 * **Writes with no step.** Each buffer the run knows (a ``Value``, an ``Array``, a
   segment) has a checksum on the board, as the last step left it. At each of its points
   a process checksums the buffers it has mapped: one that changed, when the process's
-  previous step was no write (no ``write`` or ``use`` point), or once that write was
+  previous step was no write (``KEEPING_VERBS``), or once that write was
   done (``settle``: the element stored, the traced line that used the buffer over), was
   changed by code between those two points that took no step, and the gap names both.
   One process runs at a time, so the change is that process's. The checksums live on the
@@ -34,6 +34,7 @@ import os
 import zlib
 from dataclasses import dataclass, field
 
+from shmstress.core.shm import SEGMENT_PREFIX
 from shmstress.plain.board import (
     G_GAPS,
     G_SCAN_MAPS,
@@ -50,9 +51,17 @@ from shmstress.record.recorder import Recorder
 
 PLUMBING = True
 
-WRITING_VERBS = ("write ", "use ")
-"""A step whose label starts so may change the shared memory it names (a traced line that
-uses a buffer may do anything with it); after any other step, memory must stay as it was."""
+KEEPING_VERBS = frozenset((
+    "read", "acquire", "try", "release", "wait", "wake", "take", "notify", "join", "check",
+    "start", "begin", "sleep", "yield", "poll", "put", "get", "send", "receive", "close",
+    "open", "unlink", "arrive", "pass", "abort", "reset", "set", "clear", "flush", "task",
+    "shut", "call", "kill", "terminate", "share"))
+"""Steps whose label starts so change no shared buffer of the program (locks, channels,
+processes, a manager's calls, whose state is the board's or a manager's store): after
+one, memory must stay as it was. Any other step (``write``, a traced line's ``use``, an
+atomic ``cas`` or ``add``, a verb an instrumentation adds) may change what it names,
+until its access is done (``settle``): an unknown verb loosens the check, never makes
+it cry wolf."""
 
 
 class Gap(enum.IntEnum):
@@ -64,7 +73,7 @@ class Gap(enum.IntEnum):
 
 
 def writes(text: str) -> bool:
-    return text.startswith(WRITING_VERBS)
+    return text.partition(" ")[0] not in KEEPING_VERBS
 
 
 @dataclass
@@ -106,6 +115,14 @@ def shared_mappings() -> list[tuple[int, int, str, tuple[str, str]]]:
         path = parts[5].strip() if len(parts) > 5 else ""
         found.append((int(start, 16), int(end, 16), path, (parts[3], parts[4])))
     return found
+
+
+def _not_data(path: str) -> bool:
+    """A mapping that holds no data of the program: a POSIX semaphore's, or one of the
+    harness's own segments made after the import (a manager's store: its every use is a
+    step of its own)."""
+    name = os.path.basename(path.removesuffix(" (deleted)"))
+    return name.startswith(("sem.", SEGMENT_PREFIX))
 
 
 @dataclass
@@ -172,7 +189,7 @@ class SelfCheck:
             return
         for start, end, path, inode in shared_mappings():
             if inode in self.own or any(start <= low < end for low, _ in ranges) \
-                    or os.path.basename(path).startswith("sem."):  # a POSIX semaphore's
+                    or _not_data(path):
                 continue
             where = path or f"anonymous memory at {start:#x}"
             self.record(Gap.MAPPING, slot, self.recorder.intern(where), 0, 0)

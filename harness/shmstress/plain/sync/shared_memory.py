@@ -38,7 +38,7 @@ class SharedMemory(shared_memory.SharedMemory):
                 super().unlink()
                 raise
         os_name: str = self._name  # type: ignore[attr-defined]
-        entry, known = runtime.known_as(os_name, "segment")
+        entry, known = runtime.known_as(os_name, "segment", made=create)
         _, self._shm_label = runtime.new_object(Kind.VALUE, "segment", known)
         self._shm_address = 0
         if self.size:
