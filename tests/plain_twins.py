@@ -12,31 +12,57 @@ from shmstress.plain.scenario import ScenarioRef
 from shmstress.plain.session import FreeSpec, PlainSession, PlainSpec
 
 _PLAIN_LOOP = """
-import importlib.util, sys
+import importlib.util, os, sys
+sys.path.insert(0, os.path.dirname(sys.argv[1]))  # its sibling modules import as they would
 spec = importlib.util.spec_from_file_location("scenario_under_test", sys.argv[1])
 module = importlib.util.module_from_spec(spec)
 sys.modules[spec.name] = module
 spec.loader.exec_module(module)
-failures = 0
-for _ in range(int(sys.argv[3])):
-    try:
-        getattr(module, sys.argv[2])()
-    except AssertionError:
-        failures += 1
-print(failures)
+scenario, runs = getattr(module, sys.argv[2]), int(sys.argv[3])
+loop = getattr(module, "plain_loop", None)  # one that resets what a run leaves, if any
+if loop is not None:
+    print(loop(scenario, runs))
+else:
+    failures = 0
+    for _ in range(runs):
+        try:
+            scenario()
+        except AssertionError:
+            failures += 1
+    print(failures)
 """
 
 
-def free_and_plain_failures(where: Path, function: str, runs: int) -> tuple[int, int]:
+def free_and_plain_failures(where: Path, function: str, runs: int,
+                            trace: tuple[str, ...] = ()) -> tuple[int, int]:
     """(free-mode executions whose assertion failed, plain runs whose assertion failed),
     ``runs`` of each: the plain ones call the function in a loop, real ``multiprocessing``,
-    no shmstress."""
-    spec = PlainSpec(ScenarioRef.parse(f"{where}:{function}"), free=FreeSpec(0.1))
+    no shmstress (the module's own ``plain_loop(scenario, runs)`` if it has one: a
+    scenario whose state outlives a run resets it there)."""
+    spec = PlainSpec(ScenarioRef.parse(f"{where}:{function}"), free=FreeSpec(0.1),
+                     trace=trace)
     with PlainSession(spec) as session:
         free = sum(_asserted(session.execute(None, seed)) for seed in range(runs))
     done = subprocess.run([sys.executable, "-c", _PLAIN_LOOP, str(where), function, str(runs)],
                           capture_output=True, text=True, timeout=600, check=True)
     return free, int(done.stdout.split()[-1])
+
+
+def assert_free_not_rarer(where: Path, function: str, runs: int,
+                          trace: tuple[str, ...] = (), rounds: int = 4,
+                          enough: int = 8) -> None:
+    """Free mode fails the scenario at least as often as a plain loop (``assert_not_rarer``),
+    counted in rounds of ``runs`` each until the two have failed ``enough`` times between
+    them, or ``rounds`` rounds: a race both see rarely on a loaded machine (every process
+    runs late, so windows seldom overlap, in a plain loop as in free mode) needs more
+    runs before the comparison says anything, and one neither sees at all fails it."""
+    free = plain = total = 0
+    for _ in range(rounds):
+        more_free, more_plain = free_and_plain_failures(where, function, runs, trace)
+        free, plain, total = free + more_free, plain + more_plain, total + runs
+        if free + plain >= enough:
+            break
+    assert_not_rarer(free, plain, total)
 
 
 def _asserted(outcome: PlainOutcome) -> bool:

@@ -14,7 +14,6 @@ from __future__ import annotations
 import fcntl
 import json
 import os
-import subprocess
 import sys
 from collections.abc import Iterator
 from pathlib import Path
@@ -24,13 +23,14 @@ import pytest
 
 from shmstress.controlled.strategies import exploring_strategy
 from shmstress.controlled.strategies.base import StrategySpec
-from shmstress.plain.outcome import PlainEnd, PlainOutcome
+from shmstress.plain.outcome import PlainEnd
 from shmstress.plain.runner import Exploration, PlainResult, explore
 from shmstress.plain.scenario import ScenarioRef
-from shmstress.plain.session import FreeSpec, PlainSession, PlainSpec
+from shmstress.plain.session import PlainSession, PlainSpec
 from shmstress.repro.plain_bundle import from_json, from_outcome, to_json
 from shmstress.repro.plain_replay import replay_plain
 from shmstress.repro.replay import Verdict
+from tests.plain_twins import assert_free_not_rarer
 
 SCENARIOS = Path(__file__).resolve().parent / "scenarios"
 OURS = "shmstress_tests_"  # every file, segment and semaphore these scenarios name
@@ -111,28 +111,12 @@ def test_correct_twins_run_100_executions_clean(where: str, function: str) -> No
     assert result.ends == {"finished": executions}
 
 
-def _ends(outcomes: list[PlainOutcome]) -> dict[str, int]:
-    ends: dict[str, int] = {}
-    for outcome in outcomes:
-        ends[outcome.end.value] = ends.get(outcome.end.value, 0) + 1
-    return ends
-
-
 @pytest.mark.parametrize(("where", "function"), [
     ("lib_mmap_dict.py", "racy"), ("lib_posix_list.py", "orphan"), ("lib_declared.py", "racy")])
 def test_free_mode_finds_the_race_at_least_as_often_as_a_plain_loop(
         where: str, function: str) -> None:
-    runs = 40
-    with PlainSession(spec(where, function, free=FreeSpec(0.1))) as session:
-        outcomes = [session.execute(None, seed) for seed in range(runs)]
-    free = sum(outcome.end is PlainEnd.FAILED for outcome in outcomes)
-    module = where.removesuffix(".py")
-    done = subprocess.run(
-        [sys.executable, "-c", f"import {module} as L; print(L.plain_loop(L.{function}, {runs}))"],
-        cwd=SCENARIOS, capture_output=True, text=True, timeout=600, check=True)
-    plain = int(done.stdout)
-    assert free >= plain, f"free mode found {free} of {runs}, a plain loop {plain}"
-    assert free > 0, _ends(outcomes)
+    path = SCENARIOS / where
+    assert_free_not_rarer(path, function, 40, trace=(str(path),))
 
 
 # -- file locks -----------------------------------------------------------------------------------

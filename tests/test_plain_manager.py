@@ -8,8 +8,6 @@ from __future__ import annotations
 import importlib.util
 import json
 import os
-import subprocess
-import sys
 from multiprocessing import util
 from pathlib import Path
 
@@ -17,13 +15,14 @@ import pytest
 
 from shmstress.controlled.strategies import exploring_strategy
 from shmstress.controlled.strategies.base import StrategySpec
-from shmstress.plain.outcome import PlainEnd, PlainOutcome
+from shmstress.plain.outcome import PlainEnd
 from shmstress.plain.runner import Exploration, PlainResult, explore
 from shmstress.plain.scenario import ScenarioRef
-from shmstress.plain.session import FreeSpec, PlainSession, PlainSpec
+from shmstress.plain.session import PlainSession, PlainSpec
 from shmstress.repro.plain_bundle import from_json, from_outcome, to_json
 from shmstress.repro.plain_replay import replay_plain
 from shmstress.repro.replay import Verdict
+from tests.plain_twins import assert_free_not_rarer
 
 SCENARIOS = Path(__file__).resolve().parent / "scenarios"
 LIBRARY = SCENARIOS / "lib_manager.py"
@@ -110,25 +109,8 @@ def test_a_managers_queue_carries_a_pipeline() -> None:
     assert result.failing is None, result.failing and result.failing.failure
 
 
-def _ends(outcomes: list[PlainOutcome]) -> dict[str, int]:
-    ends: dict[str, int] = {}
-    for outcome in outcomes:
-        ends[outcome.end.value] = ends.get(outcome.end.value, 0) + 1
-    return ends
-
-
 def test_free_mode_finds_the_racy_dict_at_least_as_often_as_a_plain_loop() -> None:
-    runs = 60
-    with PlainSession(spec("dict_racy", free=FreeSpec(0.1))) as session:
-        outcomes = [session.execute(None, seed) for seed in range(runs)]
-    free = sum(outcome.end is PlainEnd.FAILED for outcome in outcomes)
-    done = subprocess.run(
-        [sys.executable, "-c", "import lib_manager as L; "
-         f"print(L.plain_loop(L.dict_racy, {runs}))"],
-        cwd=SCENARIOS, capture_output=True, text=True, timeout=600, check=True)
-    plain = int(done.stdout)
-    assert free >= plain, f"free mode found {free} of {runs}, a plain loop {plain}"
-    assert free > 0, _ends(outcomes)
+    assert_free_not_rarer(LIBRARY, "dict_racy", 60)
 
 
 def test_nothing_a_manager_made_is_left_behind() -> None:

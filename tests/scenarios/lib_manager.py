@@ -4,7 +4,7 @@ correct twin (the same under a manager's lock, or one method call per update).
 
 Every way in is used: ``mp.Manager()``, a context's ``Manager()``, ``SyncManager`` and
 ``BaseManager`` imported from ``multiprocessing.managers``, ``SharedMemoryManager``. The
-scenarios run as they are under plain Python too (``plain_loop`` counts failures there).
+scenarios run as they are under plain Python too (``tests/plain_twins.py`` counts failures there).
 """
 
 import multiprocessing as mp
@@ -351,14 +351,3 @@ def too_big_a_value():
     with mp.Manager() as manager:
         blobs = manager.dict()
         blobs["blob"] = b"x" * 2_000_000
-
-
-def plain_loop(scenario, runs):
-    """Run ``scenario`` ``runs`` times under plain multiprocessing; how many raised."""
-    failures = 0
-    for _ in range(runs):
-        try:
-            scenario()
-        except AssertionError:
-            failures += 1
-    return failures

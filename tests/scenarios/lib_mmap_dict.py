@@ -105,14 +105,3 @@ def racy() -> None:
 def locked() -> None:
     n = _twice(add_one_locked)
     assert n == 2, f"2 increments, n is {n}"
-
-
-def plain_loop(scenario: Callable[[], None], runs: int) -> int:
-    """How many of ``runs`` plain runs (no shmstress) of ``scenario`` fail."""
-    failed = 0
-    for _ in range(runs):
-        try:
-            scenario()
-        except AssertionError:
-            failed += 1
-    return failed

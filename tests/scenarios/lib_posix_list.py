@@ -13,7 +13,6 @@ segment it holds has moved.
 from __future__ import annotations
 
 import struct
-from collections.abc import Callable
 from multiprocessing import Process, shared_memory
 
 import posix_ipc
@@ -118,14 +117,3 @@ def orphan() -> None:
 def reattach() -> None:
     items = _appended(ReattachingList)
     assert items == [1, 2, 11, 12], f"appended 1, 2, 11, 12; the list has {items}"
-
-
-def plain_loop(scenario: Callable[[], None], runs: int) -> int:
-    """How many of ``runs`` plain runs (no shmstress) of ``scenario`` fail."""
-    failed = 0
-    for _ in range(runs):
-        try:
-            scenario()
-        except AssertionError:
-            failed += 1
-    return failed
