@@ -48,7 +48,7 @@ from shmstress.plain.outcome import PlainOutcome
 from shmstress.plain.session import PlainSpec
 from shmstress.plain.sources import Sources
 
-FORMAT = 2
+FORMAT = 3  # 3: DPOR keeps its untried choices by execution (dpor._Kept)
 """The version of the file's layout and of what its state holds."""
 
 SAVE_EVERY_S = 60.0
