@@ -368,10 +368,9 @@ def test_choices_filed_from_one_execution_share_its_lists() -> None:
     while executions < 60 and strategy.new_execution():
         run_once(strategy, spinning)
         executions += 1
-    kept = [(entry[2], entry[3]) for entry in strategy._pending]
-    kept += [(entry[1], entry[2]) for entry in strategy._deferred]
+    kept = [entry[2] for entry in strategy._pending] + [entry[1] for entry in strategy._deferred]
     assert len(kept) > executions  # more choices than executions: sharing matters here
-    lists = {id(choices): (choices, taken) for choices, taken in kept}
+    lists = {id(execution.trail): (execution.trail, execution.taken) for execution in kept}
     assert len(lists) <= executions
     steps = sum(len(program) for program in spinning)
     for choices, taken in lists.values():

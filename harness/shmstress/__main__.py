@@ -1,7 +1,7 @@
-"""``python -m shmstress``: the command line."""
+"""``python -m shmstress``: the command line, through its entry point."""
 
 import sys
 
-from shmstress.cli.main import main
+from shmstress.cli.entry import main
 
 sys.exit(main())

@@ -9,7 +9,7 @@ result back over a pipe. The parent logs the lines as they come and keeps the re
 by the trial's index, so the caller assembles them in the serial order, whatever order
 they finished in.
 
-The pool's processes are fresh interpreters (``python -c``), not forks of the command:
+The pool's processes are fresh interpreters (``core.fresh``), not forks of the command:
 they import only what a trial needs (about 21 MB of heap against the command's 29 with
 every subcommand imported). A plain-code session forks its host from there, and the
 host every process of every execution; a fork copies the page tables of all the parent
@@ -30,7 +30,6 @@ from __future__ import annotations
 import contextlib
 import os
 import signal
-import subprocess
 import sys
 import time
 import traceback
@@ -42,6 +41,7 @@ from typing import TypeVar
 import psutil
 
 from shmstress.core.errors import TrialError
+from shmstress.core.fresh import FreshProcess
 from shmstress.core.processes import become_worker
 from shmstress.core.shm import sweep_segments_of
 from shmstress.core.signals import InterruptFlag, shielded
@@ -69,7 +69,7 @@ def usable_cpus() -> list[int]:
 class _Worker:
     """A trial process: its pipes, its CPU, and the trial it runs (None: idle)."""
 
-    process: subprocess.Popen[bytes]
+    process: FreshProcess
     tasks: Connection
     results: Connection
     cpu: int
@@ -105,7 +105,7 @@ def run_pool(tasks: Sequence[T], work: Work[T, R], jobs: int, log: Log,
                 failure = _receive(worker, results, log)
                 if failure is None and worker.ended and not interrupt.fired:
                     failure = (f"the process of trial {worker.index} ended without its result "
-                               f"(exit code {worker.process.poll()})")
+                               f"(exit code {worker.process.exitcode})")
                 if failure is not None:
                     break
     except KeyboardInterrupt:  # a signal while waiting (``interrupt`` says so): stop
@@ -122,9 +122,9 @@ def _start(cpu: int) -> _Worker:
     task_read, task_write = os.pipe()
     result_read, result_write = os.pipe()
     try:
-        process = subprocess.Popen(
-            [sys.executable, "-c", _BOOT, str(task_read), str(result_write), str(os.getpid()),
-             str(cpu)], pass_fds=(task_read, result_write))
+        process = FreshProcess(_BOOT, (task_read, result_write), "shmstress-bench-trial",
+                               args=(str(os.getpid()), str(cpu)))
+        process.start()
     except BaseException:
         os.close(task_write)
         os.close(result_read)
@@ -162,9 +162,8 @@ def _stop(workers: list[_Worker], log: Log) -> None:
     family = _family(workers)
     for worker in workers:
         worker.tasks.close()
-        if worker.index is not None and worker.process.poll() is None:
-            with contextlib.suppress(ProcessLookupError):
-                worker.process.send_signal(signal.SIGTERM)
+        if worker.index is not None and worker.process.exitcode is None:
+            worker.process.terminate()  # SIGTERM
     deadline = time.monotonic() + _DRAIN_S
     for worker in workers:
         with contextlib.suppress(OSError, EOFError):
@@ -182,11 +181,14 @@ def _stop(workers: list[_Worker], log: Log) -> None:
 def _family(workers: list[_Worker]) -> set[int]:
     """The pool's processes and their descendants (a trial's session host and the
     processes of its execution): whoever may own a segment a cut trial leaves."""
-    family = set()
+    family: set[int] = set()
     for worker in workers:
-        family.add(worker.process.pid)
+        pid = worker.process.pid
+        if pid is None:  # never started
+            continue
+        family.add(pid)
         with contextlib.suppress(psutil.Error):
-            family.update(p.pid for p in psutil.Process(worker.process.pid).children(True))
+            family.update(p.pid for p in psutil.Process(pid).children(True))
     return family
 
 
@@ -195,11 +197,12 @@ def _reap(worker: _Worker) -> None:
     process = worker.process
     for stop in (None, process.terminate, process.kill):
         if stop is not None:
-            with contextlib.suppress(ProcessLookupError):
-                stop()
-        with contextlib.suppress(subprocess.TimeoutExpired):
-            process.wait(_REAP_S)
+            stop()
+        process.join(_REAP_S)
+        if process.exitcode is not None:
             break
+    with contextlib.suppress(ValueError):  # still running after SIGKILL: left to the OS
+        process.close()
     worker.results.close()
 
 

@@ -106,6 +106,9 @@ def report_run_log(
     unwritten: list[ArtifactError] = []
     recording = result.recording
     if recording is None:
+        if args.log and result.exit_code == ExitCode.INTERRUPTED:  # not decoded: see run
+            lines.append(f"  log: {args.log} not written: the run was interrupted before "
+                         "it found a violation")
         return lines, unwritten
     broke = result.exit_code == ExitCode.BROKEN
     wanted = bool(args.log) or bool(result.violation_count) or broke  # a log is read

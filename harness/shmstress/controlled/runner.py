@@ -9,6 +9,7 @@ replay), and returns the totals of every execution.
 from __future__ import annotations
 
 import time
+from collections import Counter
 from dataclasses import replace
 
 from shmstress.controlled.coverage import CoverageCount
@@ -77,7 +78,7 @@ def run_controlled(config: RunConfig, options: ControlledOptions) -> ControlledR
     spec = session_spec(config, tracker_cls, workers, options.max_steps, pin=options.pin)
     plan = PhasePlan(options.run_steps)
     sweep_stale_segments()
-    ends: list[ExecutionEnd] = []
+    ends: Counter[ExecutionEnd] = Counter()  # counts, not a list: a run may last hours
     failing: FailingExecution | None = None
     exhausted = False
     found_by = strategy.spec
@@ -98,7 +99,7 @@ def run_controlled(config: RunConfig, options: ControlledOptions) -> ControlledR
                         exhausted = True
                         break
                     outcome = session.execute(strategy, strategy.next_u64() & SEED_MASK, plan)
-                    ends.append(outcome.end)
+                    ends[outcome.end] += 1
                     count.add(outcome.preemptions, outcome.end is ExecutionEnd.STEP_BOUND,
                               outcome.yields)
                     steps += len(outcome.steps)
@@ -143,7 +144,7 @@ def run_controlled(config: RunConfig, options: ControlledOptions) -> ControlledR
         run=run_result,
         strategy=found_by,
         options=options,
-        executions=len(ends),
+        executions=ends.total(),
         ends=describe_ends(ends),
         failing=failing,
         exhausted=exhausted,
@@ -171,7 +172,7 @@ def end_reason(end: ExecutionEnd) -> ExitReason:
 
 
 def _reason(
-    ends: list[ExecutionEnd], failing: FailingExecution | None, crashes: tuple[str, ...]
+    ends: Counter[ExecutionEnd], failing: FailingExecution | None, crashes: tuple[str, ...]
 ) -> ExitReason:
     if failing is not None:
         return end_reason(failing.outcome.end)

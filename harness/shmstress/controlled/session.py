@@ -778,8 +778,6 @@ class _Probing:
         return self._session.tracker_state()
 
 
-def describe_ends(ends: Sequence[ExecutionEnd]) -> dict[str, int]:
-    counts: dict[str, int] = {}
-    for end in ends:
-        counts[end.value] = counts.get(end.value, 0) + 1
-    return counts
+def describe_ends(ends: Mapping[ExecutionEnd, int]) -> dict[str, int]:
+    """How many executions ended each way, by the end's name (in the order first seen)."""
+    return {end.value: count for end, count in ends.items()}

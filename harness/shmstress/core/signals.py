@@ -21,7 +21,19 @@ Contexts nest: an inner ``interruptible()`` (a run inside a campaign) shares the
 one's flag and handlers and arms it for its duration, so a campaign that runs its own
 bookkeeping ``shielded()`` (a signal must not split a results line from its bundle)
 is still interrupted inside each trial, and sees the flag between trials. The
-handlers live only as long as the outermost context.
+handlers live only as long as the outermost context, except the command's own
+(``until_exit``): the entry point installs it before anything else is imported, and
+it stays, shielded, while the interpreter exits.
+
+A command that starts with SIGINT ignored (a background job of a script, ``cmd &``)
+keeps ignoring it for its whole run, as shells and Python itself do: the handler
+takes SIGINT over but lets it pass, so that a command it execs still starts with
+SIGINT at its default (a distributed campaign's pytest hears the SIGINT it is sent).
+SIGTERM always ends the command.
+
+The command imports this module first (``cli.entry``), and a signal before the policy
+is installed meets Python's defaults, so it imports only small modules of the standard
+library: no dataclasses, no typing.
 """
 
 from __future__ import annotations
@@ -32,9 +44,7 @@ import os
 import signal
 import sys
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass
 from types import FrameType
-from typing import Any
 
 SIGNALS = (signal.SIGINT, signal.SIGTERM)
 
@@ -43,18 +53,21 @@ class Interrupted(KeyboardInterrupt):
     """SIGINT or SIGTERM arrived: the command tears down and exits 130."""
 
 
-@dataclass
 class InterruptFlag:
     """Whether a signal came (``fired``), and whether it raises where it lands (``armed``).
 
     ``pending``: a signal came whose ``Interrupted`` no code has seen yet (it landed while
-    shielded, or Python discarded the exception); ``check`` delivers it.
+    shielded, or Python discarded the exception); ``check`` delivers it. (Not a dataclass:
+    importing dataclasses would double the time before the policy is installed.)
     """
 
-    fired: bool = False
-    armed: bool = True
-    signal: int = 0  # the latest signal that came
-    pending: bool = False
+    __slots__ = ("armed", "fired", "pending", "signal")
+
+    def __init__(self) -> None:
+        self.fired = False
+        self.armed = True
+        self.signal = 0  # the latest signal that came
+        self.pending = False
 
     def check(self) -> None:
         """Raise ``Interrupted`` if a signal came and the code here may be interrupted."""
@@ -70,11 +83,14 @@ class InterruptFlag:
 class _Handler:
     """The installed handler; it carries the flag so nested contexts find and share it."""
 
-    def __init__(self) -> None:
+    def __init__(self, obeyed: frozenset[int]) -> None:
         self.flag = InterruptFlag()
+        self.obeyed = obeyed  # the others were ignored when the policy was installed
         self.mask_before_fork: set[int | signal.Signals] | None = None
 
     def __call__(self, signum: int, frame: FrameType | None) -> None:
+        if signum not in self.obeyed:
+            return
         flag = self.flag
         flag.fired = True
         flag.signal = signum
@@ -102,8 +118,10 @@ def checkpoint() -> None:
         handler.flag.check()
 
 
-def _unraisable_hook(previous: Callable[[Any], object]) -> Callable[[Any], object]:
-    def hook(unraisable: Any) -> None:
+def _unraisable_hook(
+    previous: Callable[[sys.UnraisableHookArgs], object],
+) -> Callable[[sys.UnraisableHookArgs], object]:
+    def hook(unraisable: sys.UnraisableHookArgs) -> None:
         handler = _installed()
         if isinstance(unraisable.exc_value, Interrupted) and handler is not None:
             handler.flag.pending = True  # discarded where it was raised: deliver it later
@@ -114,11 +132,14 @@ def _unraisable_hook(previous: Callable[[Any], object]) -> Callable[[Any], objec
 
 
 @contextlib.contextmanager
-def interruptible() -> Iterator[InterruptFlag]:
+def interruptible(*, until_exit: bool = False) -> Iterator[InterruptFlag]:
     """SIGINT and SIGTERM raise ``Interrupted`` in the block, and set the yielded flag.
 
     Outside the main thread (an execnet gateway, a test's thread) signals cannot be
-    handled here: the block runs with a flag that never fires.
+    handled here: the block runs with a flag that never fires. ``until_exit`` (the
+    command's entry point): when the block ends the handlers stay installed, shielded,
+    so that a signal while the interpreter exits neither prints a traceback nor kills
+    it by the signal's default; the exit code the command returned stands.
     """
     outer = _installed()
     if outer is not None:
@@ -131,7 +152,8 @@ def interruptible() -> Iterator[InterruptFlag]:
         finally:
             flag.armed = armed
         return
-    handler = _Handler()
+    ignored = signal.getsignal(signal.SIGINT) == signal.SIG_IGN
+    handler = _Handler(frozenset({signal.SIGTERM} if ignored else SIGNALS))
     try:
         previous = {signum: signal.signal(signum, handler) for signum in SIGNALS}
     except ValueError:  # not the main thread
@@ -144,9 +166,12 @@ def interruptible() -> Iterator[InterruptFlag]:
         if handler.flag.pending:  # the block finished, but a signal's exception was lost
             handler.flag.check()
     finally:
-        for signum, action in previous.items():
-            signal.signal(signum, action)
-        sys.unraisablehook = previous_hook
+        if until_exit:
+            handler.flag.armed = False
+        else:
+            for signum, action in previous.items():
+                signal.signal(signum, action)
+            sys.unraisablehook = previous_hook
 
 
 @contextlib.contextmanager

@@ -128,7 +128,10 @@ def run(config: RunConfig, progress: ProgressFn | None = None,
                     unsaved = learning.save(config, aim.export())
                     notes += [f"{learning.file(config)} {unsaved}"] if unsaved else []
                 result = replace(result, aim=replace(aim.stats(), notes=tuple(notes)))
-            if recorder is not None:
+            # Decoding the workers' rings takes seconds on a loaded machine: an interrupted
+            # run does it only for a violation's report and bundle, and ends at once.
+            if recorder is not None and (reason is not ExitReason.INTERRUPTED
+                                         or result.violation_count):
                 recording = recorder.collect(result.points)
                 result = replace(result, recording=recording,
                                  coverage=interleaving_coverage(recording, words))

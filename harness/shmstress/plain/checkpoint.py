@@ -48,7 +48,8 @@ from shmstress.plain.outcome import PlainOutcome
 from shmstress.plain.session import PlainSpec
 from shmstress.plain.sources import Sources
 
-FORMAT = 3
+FORMAT = 4  # 3: DPOR keeps its untried choices by execution (dpor._Kept); 4: the tally
+# keeps what the self-check saw and the steps by kind
 """The version of the file's layout and of what its state holds."""
 
 SAVE_EVERY_S = 60.0

@@ -98,8 +98,7 @@ class HostPlan:
 def boot() -> None:
     """The fresh host: map the coordinator's board, then ``host_main``; exits, never
     returns (as a multiprocessing child does: its exit handlers, then ``os._exit``)."""
-    signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the coordinator's
-    code = 1
+    code = 1  # Ctrl-C is the coordinator's: ignored from the start (``core.fresh``)
     channel = Connection(int(sys.argv[1]))
     try:
         plan: HostPlan = channel.recv()

@@ -260,7 +260,7 @@ class PlainSession:
         env = dict(os.environ)
         unset = () if HASH_SEED in env else (HASH_SEED,)
         env.setdefault(HASH_SEED, "0")  # the host's string hashes: the same in every run
-        self._host = FreshProcess(BOOT, send.fileno(), "shmstress-plain-host", env)
+        self._host = FreshProcess(BOOT, (send.fileno(),), "shmstress-plain-host", env)
         self._host.start()
         send.close()
         receive.send(HostPlan(

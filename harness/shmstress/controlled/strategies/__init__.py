@@ -11,7 +11,7 @@ from shmstress.controlled.strategies.base import (
     StrategySpec,
 )
 from shmstress.controlled.strategies.blocks import Blocks
-from shmstress.controlled.strategies.dpor import DPOR_BOUND, Dpor
+from shmstress.controlled.strategies.dpor import DPOR_BOUND, MEMBER_KEPT_STEPS, Dpor
 from shmstress.controlled.strategies.exhaustive import Exhaustive
 from shmstress.controlled.strategies.guided import Guided
 from shmstress.controlled.strategies.pct import SPIN_RULES, Pct
@@ -40,13 +40,14 @@ nothing, or declare it (``Words.accesses``), or the code is plain (``portfolio.p
 
 
 def exploring_strategy(spec: StrategySpec, seed: int, workers: int, max_steps: int,
-                       footprints: str = "undeclared") -> Strategy:
+                       footprints: str = "undeclared", member: bool = False) -> Strategy:
     """A strategy that searches for failures (replay and guided are built from a schedule);
     ``max_steps`` bounds the length of every execution (PCT's first k); ``footprints``
-    (a key of ``MIXES``) picks the portfolio's mix."""
+    (a key of ``MIXES``) picks the portfolio's mix; a ``member`` of a portfolio keeps a
+    bounded frontier (DPOR's ``MEMBER_KEPT_STEPS``)."""
     if spec.name == "portfolio":
-        return Portfolio(seed, lambda member, member_seed: exploring_strategy(
-            member, member_seed, workers, max_steps), MIXES[footprints])
+        return Portfolio(seed, lambda spec, member_seed: exploring_strategy(
+            spec, member_seed, workers, max_steps, member=True), MIXES[footprints])
     if spec.name == "pct":
         if spec.depth < 1:
             raise ConfigError(f"--depth must be >= 1, got {spec.depth}")
@@ -62,7 +63,8 @@ def exploring_strategy(spec: StrategySpec, seed: int, workers: int, max_steps: i
     if spec.name == "dpor":
         if spec.bound < UNBOUNDED:
             raise ConfigError(f"--bound must be >= 0 (or {UNBOUNDED}: none), got {spec.bound}")
-        return Dpor(seed, None if spec.bound == UNBOUNDED else spec.bound)
+        return Dpor(seed, None if spec.bound == UNBOUNDED else spec.bound,
+                    kept_steps=MEMBER_KEPT_STEPS if member else None)
     raise ConfigError(f"unknown strategy {spec.name!r}; choose from {', '.join(EXPLORING)}")
 
 

@@ -65,6 +65,20 @@ bounding makes the reduction incomplete in theory (Coons, Musuvathi, McKinley,
 "Bounded partial-order reduction", OOPSLA 2013 add further choices to repair it);
 here a bounded search is a heuristic, as the bounded exhaustive search is.
 
+Frontier. Every untried choice keeps the execution it was found in (its prefix
+is what a later execution replays), and on a program whose search cannot end (a
+tracker whose workers spin for thousands of steps) each execution finds more
+choices than it uses: a portfolio's DPOR member grew its coordinator by about 60 KB
+an execution, without end. So a search may be given a budget of steps kept
+(``kept_steps``): an execution whose untried choices would keep more steps than it
+allows keeps none of them (they are counted in ``stats.dropped``, and a later
+execution that reaches the same step files them again). Such a search is no longer
+complete, so only the portfolio's member has a budget (``MEMBER_KEPT_STEPS``): a
+portfolio never runs out (random walk is one of its members), so no run claims a
+complete search on its account. ``--strategy dpor`` has none: a complete search needs
+its whole frontier. A choice cut for a pass's bound is kept once, however many
+executions find it again.
+
 Executions must be deterministic for the prefix replay to hold, so every
 execution uses the same worker seed. Frontrun (MPL-2.0) has a DPOR engine for
 threads written in Rust; nothing of it is used here, only the published algorithm.
@@ -94,6 +108,10 @@ DEFAULT_HORIZON = 2000
 WIDE_RACE = 400
 """A race whose steps lie further apart than this takes the conservative choice (the
 second step's worker, or every worker that could run) instead of computing its initials."""
+MEMBER_KEPT_STEPS = 10_000
+"""The steps of prefixes a portfolio's DPOR member keeps for its untried choices (about
+300 bytes each): a few megabytes, reached in a minute on the DRA tracker, never within
+the few hundred executions of an SCTBench program."""
 
 
 _NOBODY: dict[int, Accesses] = {}
@@ -118,6 +136,8 @@ class _Choice:
     backtrack: frozenset[int] = frozenset()  # choices to try here (few steps have any)
     done: dict[int, Accesses] = field(default_factory=dict)  # tried -> what its step touched
     sleep: dict[int, Accesses] | None = None  # asleep on arriving here (None: not computed)
+    filed: frozenset[int] = frozenset()  # choices here filed to be tried (each once)
+    deferred: frozenset[int] = frozenset()  # choices here kept for a later pass (each once)
 
     def cost(self, worker: int) -> int:
         return int(self.costly and worker != self.default)
@@ -132,11 +152,23 @@ class DporStats:
     pruned: int = 0  # choices the preemption bound kept out
     redundant: int = 0  # executions that took a sleeping worker (a repeat)
     unobserved: int = 0  # executions no footprints came for (taken as all-conflicting)
+    dropped: int = 0  # untried choices not kept: over the budget of steps kept
+
+
+@dataclass(slots=True)
+class _Kept:
+    """An execution that untried choices were found in, as each of them keeps it: its
+    choices and the worker taken at each (later executions change ``chosen`` on the prefix
+    they share), cut after the deepest; ``holders``: the choices filed or deferred from it."""
+
+    trail: list[_Choice | None]
+    taken: list[int]
+    holders: int = 0
 
 
 class Dpor:
     def __init__(self, seed: int, bound: int | None = None, horizon: int = DEFAULT_HORIZON,
-                 execution_seed: int | None = None) -> None:
+                 execution_seed: int | None = None, kept_steps: int | None = None) -> None:
         if bound is not None and bound < 0:
             raise ValueError("the preemption bound must be >= 0")
         self._bound = bound
@@ -150,19 +182,20 @@ class Dpor:
         self._avoid: frozenset[int] = frozenset()  # explored at the varied step
         self._observed = True
         self._started = False
-        # untried choices, the earliest step first: (step, filing order, the choices of the
-        # execution it was found in, the worker taken at each, the worker to try); each filed
-        # once. The two lists are the execution's own, shared by every choice filed from it
-        # (a copy of the prefix per choice grew by megabytes an execution where a spinning
-        # worker races at every step), cut after the deepest step filed (``_share``).
-        self._pending: list[tuple[int, int, list[_Choice | None], list[int], int]] = []
-        self._filed: dict[tuple[int, int], _Choice] = {}
-        # choices a pass cut for its bound: (step, the execution's choices, the worker taken
-        # at each, the worker cut), tried when the next pass allows them
-        self._deferred: list[tuple[int, list[_Choice | None], list[int], int]] = []
+        # untried choices, the earliest step first: (step, filing order, the execution it
+        # was found in, the worker to try); each filed once (``_Choice.filed``). The
+        # execution's lists are its own, shared by every choice filed from it (a copy of
+        # the prefix per choice grew by megabytes an execution where a spinning worker
+        # races at every step), cut after the deepest step filed (``_share``).
+        self._pending: list[tuple[int, int, _Kept, int]] = []
+        # choices a pass cut for its bound: (step, the execution, the worker cut), tried
+        # when the next pass allows them; each kept once (``_Choice.deferred``)
+        self._deferred: list[tuple[int, _Kept, int]] = []
+        self._cut_now: list[tuple[int, int]] = []  # (step, worker) cut in this execution
         self._filings = 0  # untried choices filed so far: their order (an int pickles)
-        self._taken: list[int] | None = None  # the worker taken at each step of ``_trail``
-        self._deepest = -1  # the deepest step of ``_trail`` a choice was filed at
+        self._current: _Kept | None = None  # ``_trail`` as its untried choices keep it
+        self._kept_steps = kept_steps  # the budget of steps kept (None: no budget)
+        self._steps_kept = 0  # steps of the executions untried choices keep now
         self._runnables: dict[tuple[int, ...], tuple[int, ...]] = {}  # shared by the choices
         self._accesses: dict[tuple[object, ...], tuple[Access, ...]] = {}  # ``_interned``
         self.stats = DporStats()
@@ -192,7 +225,9 @@ class Dpor:
         self._file_pending()
         while True:
             while self._pending:
-                index, _, prefix, took, chosen = heapq.heappop(self._pending)
+                index, _, kept, chosen = heapq.heappop(self._pending)
+                self._let_go(kept)
+                prefix, took = kept.trail, kept.taken
                 choice = prefix[index]
                 assert choice is not None
                 if chosen in choice.done:
@@ -203,14 +238,14 @@ class Dpor:
                         on_prefix.chosen = took[step]
                 choice.chosen = chosen
                 self._trail = prefix[:index + 1]
-                self._taken = None
+                self._current = None
                 self._replay = index + 1
                 self._avoid = frozenset(choice.done)
                 self._observed = False
                 return True
             if not self._next_level():
                 self._trail = []
-                self._taken = None
+                self._current = None
                 return False
 
     def _next_level(self) -> bool:
@@ -221,18 +256,19 @@ class Dpor:
             self._cut = False
             deferred, self._deferred = self._deferred, []
             for entry in deferred:
-                index, prefix, took, worker = entry
-                choice = prefix[index]
+                index, kept, worker = entry
+                choice = kept.trail[index]
                 assert choice is not None
                 if worker in choice.done or worker in choice.backtrack:
+                    self._let_go(kept)
                     continue
                 if choice.spent + choice.cost(worker) > self._level:
                     self._deferred.append(entry)
                     self._cut = True
                     continue
                 choice.backtrack |= {worker}
-                self._filed[id(choice), worker] = choice
-                heapq.heappush(self._pending, (index, self._file(), prefix, took, worker))
+                choice.filed |= {worker}
+                heapq.heappush(self._pending, (index, self._file(), kept, worker))
             if self._pending:
                 return True
         return False
@@ -240,27 +276,48 @@ class Dpor:
     def _file_pending(self) -> None:
         """File every untried choice of the execution just run with its prefix (the choices
         up to it, shared with every execution that took the same prefix, and the worker taken
-        at each), so that trying one does not drop the others further down."""
-        trail, taken = self._share()
-        for index, choice in enumerate(trail):
-            if choice is None:
-                continue
-            for chosen in sorted(choice.backtrack - choice.done.keys()):
-                if (id(choice), chosen) not in self._filed:
-                    self._filed[id(choice), chosen] = choice  # held: its id is not reused
-                    self._deepest = max(self._deepest, index)
-                    heapq.heappush(self._pending, (index, self._file(), trail, taken, chosen))
-        del trail[self._deepest + 1:]  # no choice filed from it looks further
-        del taken[self._deepest + 1:]
-        self._deepest = -1
+        at each), so that trying one does not drop the others further down; keep the
+        choices its races cut for a later pass. None of them if keeping the execution
+        would pass the budget of steps kept."""
+        kept = self._share()
+        trail = kept.trail
+        filed = [(index, chosen) for index, choice in enumerate(trail) if choice is not None
+                 for chosen in sorted(choice.backtrack - choice.done.keys() - choice.filed)]
+        cut, self._cut_now = list(dict.fromkeys(self._cut_now)), []
+        if not filed and not cut:
+            return
+        deepest = max(index for index, _ in filed + cut)
+        del trail[deepest + 1:]  # no choice filed from it looks further
+        del kept.taken[deepest + 1:]
+        if self._kept_steps is not None and self._steps_kept + len(trail) > self._kept_steps:
+            self.stats.dropped += len(filed) + len(cut)
+            return
+        self._steps_kept += len(trail)
+        kept.holders = len(filed) + len(cut)
+        for index, chosen in filed:
+            choice = trail[index]
+            assert choice is not None
+            choice.filed |= {chosen}
+            heapq.heappush(self._pending, (index, self._file(), kept, chosen))
+        for index, worker in cut:
+            choice = trail[index]
+            assert choice is not None
+            choice.deferred |= {worker}
+            self._deferred.append((index, kept, worker))
 
-    def _share(self) -> tuple[list[_Choice | None], list[int]]:
-        """The execution just run, as every choice filed from it keeps it: its choices and the
-        worker taken at each (later executions change ``chosen`` on the prefix they share)."""
-        if self._taken is None:
-            self._taken = [choice.chosen if choice is not None else -1
-                           for choice in self._trail]
-        return self._trail, self._taken
+    def _share(self) -> _Kept:
+        """The execution just run, as every choice filed from it keeps it."""
+        if self._current is None:
+            self._current = _Kept(self._trail, [choice.chosen if choice is not None else -1
+                                                for choice in self._trail])
+        return self._current
+
+    def _let_go(self, kept: _Kept) -> None:
+        """One choice filed or deferred from ``kept`` is taken or dropped: once none is
+        left, its steps no longer count against the budget."""
+        kept.holders -= 1
+        if not kept.holders:
+            self._steps_kept -= len(kept.trail)
 
     def next_task(self, view: SchedulerView) -> tuple[int, int]:
         step = view.step
@@ -394,11 +451,10 @@ class Dpor:
             if first_only:
                 return
         if cut:  # kept for the next pass, with the execution they were found in
-            trail, took = self._share()
-            index = next(at for at, c in enumerate(trail) if c is choice)
-            self._deepest = max(self._deepest, index)
+            index = next(at for at, c in enumerate(self._trail) if c is choice)
             for worker in cut[:1] if first_only else cut:
-                self._deferred.append((index, trail, took, worker))
+                if worker not in choice.deferred:
+                    self._cut_now.append((index, worker))
 
 
 class _Trace:
