@@ -63,6 +63,7 @@ from shmstress.core.semaphores import (
     OpenedSemaphores,
     Semaphores,
 )
+from shmstress.core.signals import shielded
 from shmstress.core.unguessable import create_unguessable, token
 
 if TYPE_CHECKING:
@@ -161,10 +162,12 @@ class Segment:
         try:
             _reserve(fd, size)
             mapping = mmap.mmap(fd, size)
-        except OSError as exc:
+        except BaseException as exc:  # a signal's exception too: reserving takes a while
             with contextlib.suppress(FileNotFoundError):
                 os.unlink(path)
-            raise SegmentError(_no_room(path, size, exc)) from exc
+            if isinstance(exc, OSError):
+                raise SegmentError(_no_room(path, size, exc)) from exc
+            raise
         finally:
             os.close(fd)
         return cls(name=name, size=size, mapping=mapping)
@@ -397,11 +400,12 @@ class Arena:
         if self.owner_started is None:
             self.owner_started = start_time(self.owner_pid)
         pid, started, index = self.owner_pid, self.owner_started, len(self.segments)
-        segment = create_unguessable(
-            lambda name: Segment.create(name, size),
-            lambda random_part: segment_name(pid, index, started, random_part),
-            f"a shared memory segment in {SHM_DIR}")
-        self.segments.append(segment)
+        with shielded():  # made and listed, or neither: a signal waits for the listing
+            segment = create_unguessable(
+                lambda name: Segment.create(name, size),
+                lambda random_part: segment_name(pid, index, started, random_part),
+                f"a shared memory segment in {SHM_DIR}")
+            self.segments.append(segment)
         self._offset = 0
         return segment
 
