@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import shlex
 from collections.abc import Callable, Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -10,6 +12,7 @@ import pytest
 import shmstress.analysis.failure as failure_module
 import shmstress.analysis.focus as focus_module
 from shmstress.render.failure import failure_report, report_lines
+from shmstress.repro.bundle import replay_command
 from tests.recorded_race import recorded_seed_race, recorded_unordered_race
 
 
@@ -44,3 +47,9 @@ def test_one_failure_report_focuses_once_and_folds_once(
     lines = report_lines(report)
     assert lines[0] == "  log snippet:" and "  explanation:" in lines
     assert report.replay_command == "shmstress replay bundle.json"
+
+
+def test_the_replay_command_survives_a_shell_whatever_the_path() -> None:
+    awkward = Path("/tmp/nightly out/it's $HOME;.json")
+    command = replay_command(awkward, "--log", "run log.txt")
+    assert shlex.split(command) == ["shmstress", "replay", str(awkward), "--log", "run log.txt"]

@@ -41,7 +41,7 @@ def test_the_racy_booking_is_found_without_a_flag_and_replays() -> None:
 
 
 def test_the_locked_booking_is_clean_and_under_control() -> None:
-    result = explore(_spec("booking_locked"), Exploration(StrategySpec(DEFAULT), 11, 300))
+    result = explore(_spec("booking_locked"), Exploration(StrategySpec(DEFAULT), 11, 100))
     assert result.failing is None, result.failing and result.failing.failure
     assert result.exit_code is ExitCode.CLEAN, result.uncontrolled
 

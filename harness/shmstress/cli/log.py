@@ -35,7 +35,7 @@ from shmstress.render.logfilter import (
     parse_events,
 )
 from shmstress.render.logview import log_header, words_of_log, write_log, write_new_log
-from shmstress.repro.bundle import Bundle, bundle_stem, log_path, path_safe
+from shmstress.repro.bundle import Bundle, bundle_stem, log_path, path_safe, replay_command
 from shmstress.repro.bundle_code import CodeAllowance, require_trusted_code, tracker_code
 from shmstress.repro.bundle_json import parse_json
 from shmstress.repro.loading import read_bundle, trusted
@@ -213,7 +213,7 @@ def _own_log(source: Path, allowance: CodeAllowance) -> str:
         beside = log_path(source)
         if not beside.is_file():
             raise ConfigError(f"no {beside.name} beside {source}; replay it for its log: "
-                              f"shmstress replay {source} --log FILE")
+                              f"{replay_command(source, '--log', 'FILE')}")
         return _read(beside)
     why = f"no {log_path(source).name} beside {source}"
     for candidate in (log_path(source), source.parent / LEGACY_RUN_LOG):

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import argparse
 import random
-import shlex
 import sys
 import textwrap
 from pathlib import Path
@@ -30,6 +29,7 @@ from shmstress.plain.session import FreeSpec, PlainSpec
 from shmstress.render.plain_log import log_lines
 from shmstress.render.plain_report import result_lines
 from shmstress.render.replay_text import render_plain_replay
+from shmstress.repro.bundle import replay_command
 from shmstress.repro.plain_bundle import PlainBundle, from_outcome, write_plain_bundle
 from shmstress.repro.plain_replay import replay_plain
 from shmstress.repro.plain_shrink import shrink_plain
@@ -147,7 +147,7 @@ def shrink_plain_bundle(source: Path, bundle: PlainBundle, output: Path,
     if report is None:
         raise ReplayDivergedError(
             f"{source} does not reproduce its failure, so there is nothing to shrink "
-            f"(see `shmstress replay {shlex.quote(str(source))}`)")
+            f"(see `{replay_command(source)}`)")
     target = write_plain_bundle(report.bundle, output)
     before, after = report.before, report.after
     print(f"shmstress shrink: {source} -> {target}")
@@ -157,7 +157,7 @@ def shrink_plain_bundle(source: Path, bundle: PlainBundle, output: Path,
     print(f"  {report.executions:,} executions in {report.elapsed_s:.2f} s")
     print(f"  still fails with: {report.bundle.failure.message}")
     print("  replay it:")
-    print(f"    shmstress replay {shlex.quote(str(target))}")
+    print(f"    {replay_command(target)}")
     return 0
 
 

@@ -16,7 +16,7 @@ from typing import Any
 import pytest
 from shmstress.core.errors import ShmstressError
 from shmstress.render.replay_text import render_plain_replay, render_replay
-from shmstress.repro.bundle import load_bundle
+from shmstress.repro.bundle import load_bundle, replay_command
 from shmstress.repro.plain_bundle import peek_plain
 from shmstress.repro.plain_replay import replay_plain
 from shmstress.repro.replay import Verdict, replay_bundle
@@ -65,7 +65,7 @@ class BundleReplayItem(pytest.Item):
         return str(super().repr_failure(excinfo, style=style))
 
     def reportinfo(self) -> tuple[Path, int | None, str]:
-        return self.path, None, f"shmstress replay {self.bundle}"
+        return self.path, None, replay_command(Path(self.bundle))
 
 
 def replay_items(session: pytest.Session, bundles: list[str]) -> list[pytest.Item]:

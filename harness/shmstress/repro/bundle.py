@@ -14,6 +14,7 @@ from __future__ import annotations
 import json
 import re
 import secrets
+import shlex
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -453,8 +454,9 @@ def decoded(path: Path, data: object, decode: Callable[[object], T]) -> T:
         raise BundleError(f"{path}: nested too deeply to be a bundle") from None
 
 
-def replay_command(path: Path) -> str:
-    return f"shmstress replay {path}"
+def replay_command(path: Path, *options: str) -> str:
+    """The command line that replays the bundle at ``path``, quoted for a shell."""
+    return shlex.join(["shmstress", "replay", str(path), *options])
 
 
 def _policy(written: str | UnsetType, probability: float) -> str:

@@ -28,7 +28,6 @@ is one schedule.
 
 from __future__ import annotations
 
-import shlex
 import statistics
 import time
 from collections.abc import Callable
@@ -47,6 +46,7 @@ from shmstress.core.signals import InterruptFlag, interruptible
 from shmstress.plain.checkpoint import CheckpointError, Checkpointing, Identity
 from shmstress.plain.runner import Exploration, PlainResult, explore
 from shmstress.plain.session import FreeSpec, PlainSpec
+from shmstress.repro.bundle import replay_command
 from shmstress.repro.plain_bundle import from_outcome, write_plain_bundle
 
 PAPER_EXECUTIONS = 100_000
@@ -384,7 +384,7 @@ def _bundle(task: TrialTask, result: PlainResult) -> str:
     spec = _spec(task)
     bundle = from_outcome(spec.scenario.describe(), spec, result.strategy, task.seed,
                           result.failing_index, failing)
-    return f"shmstress replay {shlex.quote(str(write_plain_bundle(bundle, Path(default_out()))))}"
+    return replay_command(write_plain_bundle(bundle, Path(default_out())))
 
 
 def _outcome(trial: Trial) -> str:
