@@ -15,10 +15,12 @@ import hashlib
 import json
 import math
 import os
+import pickle
 import shutil
 import signal
 import subprocess
 import sys
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -282,3 +284,38 @@ def test_a_cut_search_resumes_only_on_the_code_it_searched(tmp_path: Path) -> No
     app.write_text(app.read_text() + "\nWORKERS = 3\n")
     with pytest.raises(CheckpointError, match="changed"):
         explore(spec, _exploration(6), checkpoint=cut)
+
+
+class _Planted:
+    """A pickle that, if loaded, leaves a marker: what a planted checkpoint would run."""
+
+    def __init__(self, marker: Path) -> None:
+        self.marker = marker
+
+    def __reduce__(self) -> tuple[Callable[[str], int], tuple[str]]:
+        return os.system, (f"touch {self.marker}",)
+
+
+@pytest.mark.faults
+def test_a_checkpoint_not_ours_is_not_unpickled(tmp_path: Path) -> None:
+    spec = program(PROGRAM).spec()
+    own = tmp_path / "own.ckpt"
+    explore(spec, _exploration(3), checkpoint=Checkpointing(own))
+    marker = tmp_path / "ran"
+    planted = tmp_path / "planted.ckpt"
+    planted.write_bytes(pickle.dumps(_Planted(marker)))
+    cases = {"symlink.ckpt": lambda p: p.symlink_to(own),
+             "hardlink.ckpt": lambda p: os.link(planted, p)}
+    if os.geteuid() == 0:  # another user's file: only root can make one
+        cases["theirs.ckpt"] = lambda p: (shutil.copy(planted, p), os.chown(p, 65534, 65534))
+    for name, make in cases.items():
+        path = tmp_path / name
+        make(path)
+        with pytest.raises(CheckpointError, match="not a regular file of uid") as err:
+            explore(spec, _exploration(3), checkpoint=Checkpointing(path))
+        assert "\n" not in str(err.value)
+    assert not marker.exists()
+    (tmp_path / "hardlink.ckpt").unlink()
+    with pytest.raises(CheckpointError, match="is not a shmstress checkpoint"):
+        explore(spec, _exploration(3), checkpoint=Checkpointing(planted))  # ours: read, refused
+    assert marker.exists()  # the planted pickle does run code once read: hence the check

@@ -27,11 +27,14 @@ imported the scenario, before the first execution. The file is written to a temp
 name and renamed: a kill while saving leaves the previous checkpoint.
 
 The file is two pickles, the header (version, identity, executions done) and the state,
-so that a caller can check a directory of them without loading every search.
+so that a caller can check a directory of them without loading every search. Loading a
+pickle can run code, so only a regular file of this user, not a symlink, is read.
 """
 
 from __future__ import annotations
 
+import errno
+import os
 import pickle
 import random
 import time
@@ -43,6 +46,7 @@ from shmstress.controlled.coverage import CoverageCount
 from shmstress.controlled.strategies.base import Strategy, StrategySpec
 from shmstress.core.errors import ConfigError
 from shmstress.core.files import replaced_atomically
+from shmstress.core.shm import open_ours
 from shmstress.plain.footprints import Names
 from shmstress.plain.outcome import PlainOutcome
 from shmstress.plain.session import PlainSpec
@@ -197,10 +201,18 @@ class Checkpointing:
     def _read(self, pickles: int) -> list[object] | None:
         """The file's first ``pickles`` pickles; None if there is no file."""
         try:
-            with self.path.open("rb") as stream:
-                return [pickle.load(stream) for _ in range(pickles)]
+            opened = open_ours(self.path, os.O_RDONLY)
         except FileNotFoundError:
             return None
+        except OSError as exc:
+            if exc.errno not in (errno.EPERM, errno.ELOOP):  # not ours, or a symlink
+                raise CheckpointError(f"checkpoint {self.path} cannot be read ({exc})") from exc
+            raise CheckpointError(f"checkpoint {self.path} is not a regular file of uid "
+                                  f"{os.geteuid()}, so it is not read (a checkpoint is a "
+                                  "pickle, and loading one can run code)") from exc
+        try:
+            with open(opened, "rb") as stream:
+                return [pickle.load(stream) for _ in range(pickles)]
         except (OSError, pickle.UnpicklingError, EOFError, AttributeError, ImportError,
                 TypeError, ValueError) as exc:
             raise CheckpointError(f"checkpoint {self.path} cannot be read ({exc}): delete it "
