@@ -42,7 +42,7 @@ def _at_rest_records(seeds: range) -> list[dict[str, object]]:
     the state the workers left, after they finished."""
     records = []
     for i, seed in enumerate(seeds):
-        result = run(RunConfig(tracker=COUNTER, seed=seed, duration=0.3,
+        result = run(RunConfig(tracker=COUNTER, seed=seed, duration=1.0,
                                checks=("no-lost-update",)))
         first = result.principal_violation
         assert first is not None and first.at_rest and first.elapsed_s is None, seed
@@ -53,7 +53,7 @@ def _at_rest_records(seeds: range) -> list[dict[str, object]]:
 
 
 def test_records_and_bundles_carry_their_provenance() -> None:
-    result = run(RunConfig(tracker=COUNTER, seed=2, duration=0.3, checks=("no-lost-update",)))
+    result = run(RunConfig(tracker=COUNTER, seed=2, duration=1.0, checks=("no-lost-update",)))
     record = trial_record(result, campaign=CAMPAIGN, trial=0, started_at="x", report=None)
     expected = {
         "schema": SCHEMA_VERSION,
