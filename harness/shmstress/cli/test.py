@@ -60,7 +60,8 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         description=_DESCRIPTION, epilog=EPILOG,
         formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("scenario", metavar="FILE.py:FUNCTION",
-                        help="the scenario: a function in a file (or MODULE:FUNCTION)")
+                        help="the scenario: a function in a file, or MODULE:FUNCTION (a "
+                        "module found as `python -m` finds it: the current directory first)")
     parser.add_argument("--trace", action="append", default=[], metavar="CODE[,CODE]",
                         help="also make points of the shared-memory accesses in this code: a "
                         "module, package, file or folder (repeatable); numpy arrays over "
