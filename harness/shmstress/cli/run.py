@@ -301,7 +301,7 @@ def _cmd_run(args: argparse.Namespace) -> int:
     unwritten = _report(args, result, bundle, run_command(result.config),
                         (f"{note} (raise --tape-size)",) if note else ())
     if args.json:
-        unwritten += _keep(lambda: _write_json(Path(args.json), result_to_json(result)))
+        unwritten += keep(lambda: write_json(Path(args.json), result_to_json(result)))
     return verdict(result.exit_code, unwritten)
 
 
@@ -311,7 +311,7 @@ def _run_controlled(args: argparse.Namespace, config: RunConfig) -> int:
     print(render_controlled(result, args.require_coverage))
     unwritten = _report(args, result.run, from_controlled(result), controlled_command(result))
     if args.json:
-        unwritten += _keep(lambda: _write_json(Path(args.json), _controlled_to_json(result)))
+        unwritten += keep(lambda: write_json(Path(args.json), _controlled_to_json(result)))
     code = result.exit_code
     if (args.require_coverage and code == ExitCode.CLEAN and result.coverage is not None
             and result.coverage.thin()):
@@ -319,7 +319,7 @@ def _run_controlled(args: argparse.Namespace, config: RunConfig) -> int:
     return verdict(code, unwritten)
 
 
-def _keep(write: Callable[[], object]) -> list[ArtifactError]:
+def keep(write: Callable[[], object]) -> list[ArtifactError]:
     """Run one artifact's ``write``; a failure (a full disk) is kept for ``verdict``."""
     try:
         write()
@@ -391,6 +391,7 @@ def _controlled_to_json(result: ControlledResult) -> dict[str, object]:
     }
 
 
-def _write_json(path: Path, data: Any) -> None:
+def write_json(path: Path, data: Any) -> None:
+    """A command's ``--json`` file: written whole (``write_text_atomically``) or not at all."""
     write_text_atomically(path, json.dumps(data, indent=2, default=str) + "\n",
                           "the --json file")

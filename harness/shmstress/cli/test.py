@@ -9,7 +9,7 @@ import textwrap
 from pathlib import Path
 
 from shmstress.cli.args import EPILOG
-from shmstress.cli.run import verdict
+from shmstress.cli.run import keep, verdict, write_json
 from shmstress.controlled.strategies import (
     BOUNDS,
     DEFAULT,
@@ -27,7 +27,7 @@ from shmstress.plain.runner import Exploration, explore
 from shmstress.plain.scenario import ScenarioRef, traced_code
 from shmstress.plain.session import FreeSpec, PlainSpec
 from shmstress.render.plain_log import log_lines
-from shmstress.render.plain_report import result_lines
+from shmstress.render.plain_report import result_json, result_lines
 from shmstress.render.replay_text import render_plain_replay
 from shmstress.repro.bundle import replay_command
 from shmstress.repro.plain_bundle import PlainBundle, from_outcome, write_plain_bundle
@@ -120,6 +120,10 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
                         help="controlled: a clean search whose coverage was thin (every "
                         "execution cut at --max-steps, a bounded search cut short) exits 5")
     parser.add_argument("--quiet", action="store_true", help="no progress line")
+    parser.add_argument("--json", metavar="PATH",
+                        help="also write the summary as JSON (written whole or not at all): the "
+                        "same fields as printed, as plain numbers, the failing execution "
+                        "numbered as printed")
     parser.add_argument("--checkpoint", metavar="FILE",
                         help="save the search in FILE every minute and on Ctrl-C or SIGTERM: "
                         "the same command again resumes it at the execution where it stopped "
@@ -225,6 +229,8 @@ def _cmd_test(args: argparse.Namespace) -> int:
                      free=free_spec if free else None)
     out = Path(args.out or default_out())
     require_writable(out, "the --out directory", directory=True)
+    if args.json:
+        require_writable(Path(args.json), "the --json file")
     checkpoint = None
     if args.checkpoint:
         require_writable(Path(args.checkpoint), "the --checkpoint file")
@@ -242,7 +248,7 @@ def _cmd_test(args: argparse.Namespace) -> int:
         print(f"shmstress: interrupted; {_what_is_saved(checkpoint)}", file=sys.stderr,
               flush=True)
         return int(ExitCode.INTERRUPTED)
-    bundle_path = None
+    bundle_path = log = None
     lines: list[str] = []
     unwritten: list[ArtifactError] = []
     if result.failing is not None and result.failing.failed:
@@ -264,4 +270,7 @@ def _cmd_test(args: argparse.Namespace) -> int:
         code = int(ExitCode.THIN_COVERAGE)
     elif result.exit_code is ExitCode.NOT_CONTROLLED and args.accept_uncontrolled:
         code = int(ExitCode.CLEAN)
+    if args.json:
+        unwritten += keep(lambda: write_json(Path(args.json), result_json(
+            result, args.scenario, bundle_path, log, code)))
     return verdict(code, unwritten)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from dataclasses import asdict
 from pathlib import Path
 
 from shmstress.analysis.enabling import accessed
@@ -226,3 +227,34 @@ def result_lines(result: PlainResult, named: str, bundle: Path | None,
         lines.append(f"  bundle: {bundle}")
         lines.append(f"  replay it: {replay_command(bundle)}")
     return lines
+
+
+def result_json(result: PlainResult, named: str, bundle: Path | None, log: Path | None,
+                exit_code: int) -> dict[str, object]:
+    """The report of ``shmstress test`` as data (``--json``): the fields of ``result_lines``,
+    with plain numbers, and the failing execution numbered as printed (from 1)."""
+    exploration = result.exploration
+    free = result.spec.free
+    failing = result.failing
+    failure = None if failing is None or failing.failure is None else {
+        "execution": result.failing_index + 1, "end": failing.end.value,
+        "process": failing.who(failing.failure.worker), "message": failing.failure.message,
+        "steps": len(failing.steps), "preemptions": failing.preemptions,
+        "bundle": None if bundle is None else str(bundle),
+        "replay": None if bundle is None else replay_command(bundle),
+        "log": None if log is None else str(log)}
+    coverage = result.coverage
+    return {
+        "command": "test", "scenario": named, "mode": "free" if free else "controlled",
+        "strategy": None if free else result.strategy.describe(),
+        "noise": None if free is None else asdict(free),
+        "seed": exploration.seed,
+        "executions": result.executions, "ends": dict(result.ends),
+        "elapsed_s": result.elapsed_s, "executions_per_s": result.executions_per_s,
+        "complete": result.exhausted, "failure": failure,
+        "coverage": None if coverage is None else {**asdict(coverage),
+                                                   "thin": list(coverage.thin())},
+        "steps": result.steps, "kinds": dict(result.kinds), "traced": list(result.spec.trace),
+        "self_check": result.spec.self_check, "uncontrolled": dict(result.uncontrolled),
+        "exit_code": exit_code,
+    }
