@@ -8,7 +8,7 @@ from pathlib import Path
 from shmstress.analysis.enabling import accessed
 from shmstress.analysis.plain_story import PlainStory, plain_story
 from shmstress.core.exit_reason import ExitCode
-from shmstress.core.plurals import counted
+from shmstress.core.plurals import counted, rate
 from shmstress.plain.outcome import PlainEnd, PlainOutcome, PlainStep
 from shmstress.plain.runner import PlainResult
 from shmstress.render.coverage_text import coverage_lines
@@ -201,7 +201,7 @@ def result_lines(result: PlainResult, named: str, bundle: Path | None,
             f"controlled, {result.strategy.describe()}")
     lines = [f"shmstress test {named}: {mode}, seed {exploration.seed}",
              f"  executions: {result.executions:,} ({_ends(result.ends)}) in "
-             f"{result.elapsed_s:.1f} s ({result.executions_per_s:,.0f} executions/s)"]
+             f"{result.elapsed_s:.1f} s ({rate(result.executions_per_s, 'executions')})"]
     failing = result.failing
     if failing is None:
         bound = result.ends.get(PlainEnd.STEP_BOUND.value, 0)
