@@ -3,10 +3,19 @@
 from __future__ import annotations
 
 import json
+import re
 import shutil
 import subprocess
 import sys
 from pathlib import Path
+
+from shmstress.controlled.coverage import Coverage
+from shmstress.controlled.strategies.base import StrategySpec
+from shmstress.core.plurals import rate
+from shmstress.plain.runner import Exploration, PlainResult
+from shmstress.plain.scenario import ScenarioRef
+from shmstress.plain.session import PlainSpec
+from shmstress.render.plain_report import result_json, result_lines
 
 EXAMPLES = Path(__file__).resolve().parents[1] / "examples" / "plain"
 SCRIPT = Path(sys.executable).with_name("shmstress")
@@ -64,3 +73,27 @@ def test_test_json_is_refused_before_the_run_where_no_file_can_be(tmp_path: Path
                       cwd=tmp_path)
     assert done.returncode == 2 and done.stderr.count("\n") == 1, done.stderr
     assert "the --json file" in done.stderr and not done.stdout
+
+
+def _clean_result(executions: int, steps: int, elapsed_s: float) -> PlainResult:
+    spec = PlainSpec(ScenarioRef(str(EXAMPLES / "counter.py"), "locked"), trace=("/x",))
+    return PlainResult(spec, Exploration(StrategySpec("random_walk"), 7, executions),
+                       executions, {"finished": executions}, steps, elapsed_s, False,
+                       coverage=Coverage(executions), kinds={"read": steps})
+
+
+def test_machine_readable_counts_are_plain_integers_and_the_text_stays_readable() -> None:
+    result = _clean_result(12_345, 1_234_567, 10.0)
+    text = json.dumps(result_json(result, "counter.py:locked", None, None, 0))
+    assert '"executions": 12345' in text and '"steps": 1234567' in text
+    assert not re.search(r"\d,\d{3}", text), text
+    assert "executions: 12,345" in "\n".join(result_lines(result, "counter.py:locked", None))
+
+
+def test_a_slow_search_has_a_rate_not_zero_executions_per_second() -> None:
+    slow = "\n".join(result_lines(_clean_result(3, 30, 12.5), "counter.py:locked", None))
+    assert "(0.240 executions/s)" in slow, slow
+    fast = "\n".join(result_lines(_clean_result(2000, 30, 0.5), "counter.py:locked", None))
+    assert "(4,000 executions/s)" in fast, fast
+    assert [rate(value, "points") for value in (12_478.4, 31.42, 8.04, 0.0123, 0.0)] == [
+        "12,478 points/s", "31.4 points/s", "8.04 points/s", "0.0123 points/s", "0 points/s"]
