@@ -97,3 +97,23 @@ def test_a_slow_search_has_a_rate_not_zero_executions_per_second() -> None:
     assert "(4,000 executions/s)" in fast, fast
     assert [rate(value, "points") for value in (12_478.4, 31.42, 8.04, 0.0123, 0.0)] == [
         "12,478 points/s", "31.4 points/s", "8.04 points/s", "0.0123 points/s", "0 points/s"]
+
+
+def test_a_seedless_search_prints_no_seed_and_takes_the_same_one_every_time(
+        tmp_path: Path) -> None:
+    runs = [_shmstress("test", f"{EXAMPLES / 'counter.py'}:racy", "--strategy", "dpor",
+                       "--out", str(tmp_path), "--json", str(tmp_path / f"{n}.json"),
+                       cwd=tmp_path) for n in (1, 2)]
+    for done in runs:
+        assert done.returncode == 1, done.stdout + done.stderr
+        header = done.stdout.splitlines()[0]
+        assert "dpor" in header and "seed" not in header, header
+    assert json.loads((tmp_path / "1.json").read_text())["seed"] is None
+    bundles = sorted(b for b in tmp_path.glob("*.json") if b.stem not in ("1", "2"))
+    assert len(bundles) == 2
+    assert len({json.loads(b.read_text())["seed"] for b in bundles}) == 1  # not drawn
+    replayed = _shmstress("replay", str(bundles[0]), "--code", str(EXAMPLES), cwd=tmp_path)
+    assert "reproduced" in replayed.stdout and "seed" not in replayed.stdout.splitlines()[1]
+    seeded = _shmstress("test", f"{EXAMPLES / 'counter.py'}:racy", "--strategy", "random_walk",
+                        "--seed", "5", "--out", str(tmp_path), cwd=tmp_path)
+    assert "seed 5" in seeded.stdout.splitlines()[0]

@@ -100,7 +100,9 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
                         f"{BOUNDS['dpor']}, -1: none)")
     parser.add_argument("--executions", type=int, default=1000, metavar="N",
                         help="executions to try before calling it clean (default 1000)")
-    parser.add_argument("--seed", type=int, help="seed of the search (default: random, printed)")
+    parser.add_argument("--seed", type=int, help="seed of the search (default: random, "
+                        "printed); exhaustive and dpor take none (their search is the same "
+                        "whatever it is): it only seeds the processes' random, default 0")
     parser.add_argument("--max-steps", type=int, default=PlainSpec.max_steps, metavar="N",
                         help=f"steps per execution (default {PlainSpec.max_steps:,})")
     parser.add_argument("--max-processes", type=int, default=PlainSpec.max_processes - 1,
@@ -238,7 +240,7 @@ def _cmd_test(args: argparse.Namespace) -> int:
             f"shmstress test: {line}", file=sys.stderr, flush=True))
     saved = checkpoint.read_header() if checkpoint is not None else None
     seed = (args.seed if args.seed is not None else saved.identity.seed if saved is not None
-            else random.SystemRandom().randrange(1 << 31))
+            else 0 if strategy.seedless else random.SystemRandom().randrange(1 << 31))
     exploration = Exploration(strategy, seed, args.executions)
     try:
         result = explore(spec, exploration, checkpoint=checkpoint)

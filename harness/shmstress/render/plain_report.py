@@ -192,14 +192,23 @@ def control_lines(result: PlainResult) -> list[str]:
     return lines
 
 
+def shown_seed(result: PlainResult) -> int | None:
+    """The seed a rerun needs; None for a seedless search left at its default (0): its
+    schedules do not depend on it, and printing it would suggest they do."""
+    exploration = result.exploration
+    if result.spec.free is None and exploration.strategy.seedless and exploration.seed == 0:
+        return None
+    return exploration.seed
+
+
 def result_lines(result: PlainResult, named: str, bundle: Path | None,
                  require_coverage: bool = False) -> list[str]:
     """The whole report of ``shmstress test``."""
-    exploration = result.exploration
     free = result.spec.free
     mode = (f"free, noise p={free.noise:g}" if free is not None else
             f"controlled, {result.strategy.describe()}")
-    lines = [f"shmstress test {named}: {mode}, seed {exploration.seed}",
+    seed = shown_seed(result)
+    lines = [f"shmstress test {named}: {mode}" + ("" if seed is None else f", seed {seed}"),
              f"  executions: {result.executions:,} ({_ends(result.ends)}) in "
              f"{result.elapsed_s:.1f} s ({rate(result.executions_per_s, 'executions')})"]
     failing = result.failing
@@ -233,7 +242,6 @@ def result_json(result: PlainResult, named: str, bundle: Path | None, log: Path 
                 exit_code: int) -> dict[str, object]:
     """The report of ``shmstress test`` as data (``--json``): the fields of ``result_lines``,
     with plain numbers, and the failing execution numbered as printed (from 1)."""
-    exploration = result.exploration
     free = result.spec.free
     failing = result.failing
     failure = None if failing is None or failing.failure is None else {
@@ -248,7 +256,7 @@ def result_json(result: PlainResult, named: str, bundle: Path | None, log: Path 
         "command": "test", "scenario": named, "mode": "free" if free else "controlled",
         "strategy": None if free else result.strategy.describe(),
         "noise": None if free is None else asdict(free),
-        "seed": exploration.seed,
+        "seed": shown_seed(result),
         "executions": result.executions, "ends": dict(result.ends),
         "elapsed_s": result.elapsed_s, "executions_per_s": result.executions_per_s,
         "complete": result.exhausted, "failure": failure,
