@@ -9,13 +9,16 @@ import subprocess
 import sys
 from pathlib import Path
 
+from shmstress.analysis.plain_story import plain_story
+from shmstress.analysis.swimlane import LaneGap, plain_swimlane
 from shmstress.controlled.coverage import Coverage
 from shmstress.controlled.strategies.base import StrategySpec
 from shmstress.core.plurals import rate
-from shmstress.plain.runner import Exploration, PlainResult
+from shmstress.plain.runner import Exploration, PlainResult, explore
 from shmstress.plain.scenario import ScenarioRef
 from shmstress.plain.session import PlainSpec
-from shmstress.render.plain_report import result_json, result_lines
+from shmstress.render.plain_report import interleaving_lines, result_json, result_lines
+from shmstress.render.swimlane import render_text
 
 EXAMPLES = Path(__file__).resolve().parents[1] / "examples" / "plain"
 SCRIPT = Path(sys.executable).with_name("shmstress")
@@ -117,3 +120,24 @@ def test_a_seedless_search_prints_no_seed_and_takes_the_same_one_every_time(
     seeded = _shmstress("test", f"{EXAMPLES / 'counter.py'}:racy", "--strategy", "random_walk",
                         "--seed", "5", "--out", str(tmp_path), cwd=tmp_path)
     assert "seed 5" in seeded.stdout.splitlines()[0]
+
+
+def test_show_and_the_interleaving_never_skip_a_step_number_without_a_fold_row() -> None:
+    spec = PlainSpec(ScenarioRef(str(EXAMPLES / "counter.py"), "racy"))
+    result = explore(spec, Exploration(StrategySpec("pct"), 1, 20))
+    failing = result.failing
+    assert failing is not None
+    story = plain_story(failing)
+    lane = plain_swimlane(failing, story, "t")
+    covered = [seq for row in lane.rows for seq in (
+        range(row.first_seq, row.last_seq + 1) if isinstance(row, LaneGap) else (row.seq,))]
+    assert covered == list(range(story.shown[-1] + 1)), render_text(lane)
+    assert all(row.count == row.last_seq - row.first_seq + 1
+               for row in lane.rows if isinstance(row, LaneGap))
+    numbered = 0
+    for line in interleaving_lines(failing, story):
+        if "... " in line:
+            numbered += int(line.split("... ")[1].split()[0])
+        else:
+            assert int(line.split()[0]) == numbered, line
+            numbered += 1
