@@ -9,6 +9,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from shmstress.analysis.plain_story import plain_story
 from shmstress.analysis.swimlane import LaneGap, plain_swimlane
 from shmstress.controlled.coverage import Coverage
@@ -19,6 +21,8 @@ from shmstress.plain.scenario import ScenarioRef
 from shmstress.plain.session import PlainSpec
 from shmstress.render.plain_report import interleaving_lines, result_json, result_lines
 from shmstress.render.swimlane import render_text
+
+pytest_plugins = ["pytester"]
 
 EXAMPLES = Path(__file__).resolve().parents[1] / "examples" / "plain"
 SCRIPT = Path(sys.executable).with_name("shmstress")
@@ -141,3 +145,47 @@ def test_show_and_the_interleaving_never_skip_a_step_number_without_a_fold_row()
         else:
             assert int(line.split()[0]) == numbered, line
             numbered += 1
+
+
+DECORATED = '''
+import multiprocessing as mp
+
+from shmstress.testing.plain import concurrency_test
+
+
+def increment(counter):
+    counter.value += 1
+
+
+@concurrency_test(executions=100)
+def test_racy():
+    counter = mp.Value("i", 0)
+    workers = [mp.Process(target=increment, args=(counter,)) for _ in range(2)]
+    for worker in workers:
+        worker.start()
+    for worker in workers:
+        worker.join()
+    assert counter.value == 2, counter.value
+'''
+
+
+def test_a_failing_pytest_test_gives_both_replays_with_an_absolute_bundle_path(
+        pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch) -> None:
+    pytester.makepyfile(test_plain_user=DECORATED)
+    monkeypatch.setenv("SHMSTRESS_OUT", "relative-out")  # relative to where pytest runs
+    result = pytester.runpytest_subprocess("-p", "no:cacheprovider")
+    result.assert_outcomes(failed=1)
+    lines = [line.strip() for line in result.stdout.lines]
+    shell = next(line for line in lines if line.startswith("replay it: shmstress replay "))
+    bundle = Path(shell.rsplit(" ", 1)[1])
+    assert bundle.is_absolute() and bundle.is_file(), shell
+    assert bundle.parent == pytester.path.resolve() / "relative-out"
+    assert f"bundle: {bundle}" in lines
+    assert f"or in pytest: pytest --stress-replay {bundle}" in lines
+    elsewhere = pytester.mkdir("elsewhere")
+    replayed = subprocess.run(
+        [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "--stress-replay",
+         str(bundle), "--rootdir", str(pytester.path)], cwd=elsewhere, capture_output=True,
+        text=True, timeout=300, check=False)
+    assert replayed.returncode == 1, replayed.stdout + replayed.stderr
+    assert "reproduced: AssertionError" in replayed.stdout

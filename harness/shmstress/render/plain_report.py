@@ -12,7 +12,7 @@ from shmstress.core.plurals import counted, rate
 from shmstress.plain.outcome import PlainEnd, PlainOutcome, PlainStep
 from shmstress.plain.runner import PlainResult
 from shmstress.render.coverage_text import coverage_lines
-from shmstress.repro.bundle import replay_command
+from shmstress.repro.bundle import replay_both_ways, replay_command
 
 _TRACEBACK_LINES = 8
 
@@ -201,8 +201,9 @@ def shown_seed(result: PlainResult) -> int | None:
 
 
 def result_lines(result: PlainResult, named: str, bundle: Path | None,
-                 require_coverage: bool = False) -> list[str]:
-    """The whole report of ``shmstress test``."""
+                 require_coverage: bool = False, in_pytest: bool = False) -> list[str]:
+    """The whole report of ``shmstress test``; ``in_pytest``, of a failing test: the
+    bundle's path absolute, and its replay in pytest too."""
     free = result.spec.free
     mode = (f"free, noise p={free.noise:g}" if free is not None else
             f"controlled, {result.strategy.describe()}")
@@ -232,8 +233,12 @@ def result_lines(result: PlainResult, named: str, bundle: Path | None,
     if result.uncontrolled:
         lines += control_lines(result)[2:]
     if bundle is not None:
-        lines.append(f"  bundle: {bundle}")
-        lines.append(f"  replay it: {replay_command(bundle)}")
+        if not in_pytest:
+            lines += [f"  bundle: {bundle}", f"  replay it: {replay_command(bundle)}"]
+        else:
+            shell, pytest_form = replay_both_ways(bundle)
+            lines += [f"  bundle: {bundle.absolute()}", f"  replay it: {shell}",
+                      f"     or in pytest: {pytest_form}"]
     return lines
 
 

@@ -72,7 +72,8 @@ def check(function: Callable[..., Any], *, executions: int = 1000, strategy: str
             bundle = write_plain_bundle(
                 from_outcome(named, spec, result.strategy, seed, result.failing_index,
                              result.failing), Path(default_out()))
-        raise ConcurrencyFailure("\n".join(result_lines(result, named, bundle)))
+        raise ConcurrencyFailure("\n".join(result_lines(result, named, bundle,
+                                                          in_pytest=True)))
     if result.exit_code is ExitCode.NOT_CONTROLLED and not accept_uncontrolled:
         raise ConcurrencyFailure("\n".join(result_lines(result, named, None)))
     return result
