@@ -189,3 +189,22 @@ def test_a_failing_pytest_test_gives_both_replays_with_an_absolute_bundle_path(
         text=True, timeout=300, check=False)
     assert replayed.returncode == 1, replayed.stdout + replayed.stderr
     assert "reproduced: AssertionError" in replayed.stdout
+
+
+OLD_API_TRACKER = '''
+from harness import Tracker
+
+
+class Old(Tracker):
+    pass
+'''
+
+
+def test_a_tracker_written_against_the_old_api_is_told_of_shmstress_api(
+        tmp_path: Path) -> None:
+    (tmp_path / "old_tracker.py").write_text(OLD_API_TRACKER)
+    done = _shmstress("run", "--tracker", "old_tracker.py:Old", "--duration", "0.2",
+                      "--out", str(tmp_path / "out"), cwd=tmp_path)
+    assert done.returncode == 2, done.stdout + done.stderr
+    assert done.stderr.count("\n") == 1 and "Traceback" not in done.stderr, done.stderr
+    assert "'harness'" in done.stderr and "shmstress.api" in done.stderr
