@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import argparse
 import json
 import re
 import shutil
@@ -13,8 +14,11 @@ import pytest
 
 from shmstress.analysis.plain_story import plain_story
 from shmstress.analysis.swimlane import LaneGap, plain_swimlane
+from shmstress.cli.main import build_parser
 from shmstress.controlled.coverage import Coverage
+from shmstress.controlled.strategies import DECLARED_MIX, DEFAULT_MIX, PLAIN_MIX, mix_words
 from shmstress.controlled.strategies.base import StrategySpec
+from shmstress.controlled.strategies.portfolio import member_name
 from shmstress.core.plurals import rate
 from shmstress.plain.runner import Exploration, PlainResult, explore
 from shmstress.plain.scenario import ScenarioRef
@@ -208,3 +212,22 @@ def test_a_tracker_written_against_the_old_api_is_told_of_shmstress_api(
     assert done.returncode == 2, done.stdout + done.stderr
     assert done.stderr.count("\n") == 1 and "Traceback" not in done.stderr, done.stderr
     assert "'harness'" in done.stderr and "shmstress.api" in done.stderr
+
+
+def _help(command: str) -> str:
+    parser = build_parser()
+    (sub,) = [a for a in parser._actions if isinstance(a, argparse._SubParsersAction)]
+    return " ".join(sub.choices[command].format_help().split())
+
+
+def test_the_strategy_help_says_what_the_portfolio_runs() -> None:
+    test_help, run_help = _help("test"), _help("run")
+    assert f"default portfolio: {mix_words(PLAIN_MIX)})" in test_help
+    assert "random walk and dpor take turns" in test_help  # what runs first on plain code
+    assert mix_words(DECLARED_MIX) in run_help and mix_words(DEFAULT_MIX) in run_help
+    for mix in (PLAIN_MIX, DEFAULT_MIX, DECLARED_MIX):
+        for member in mix.members:
+            assert member_name(member) in mix_words(mix)
+    assert "default: exhaustive 2, dpor none" in test_help
+    assert "(default none; -1: none)" in run_help
+    assert "dpor and free mode" in _help("bench")

@@ -29,10 +29,14 @@ from shmstress.controlled.result import ControlledResult
 from shmstress.controlled.runner import run_controlled
 from shmstress.controlled.strategies import (
     BOUNDS,
+    DECLARED_MIX,
     DEFAULT,
+    DEFAULT_MIX,
     EXPLORING,
     SPIN_RULES,
     StrategySpec,
+    bound_words,
+    mix_words,
 )
 from shmstress.core.config import (
     DEFAULT_HANG_TIMEOUT,
@@ -194,11 +198,12 @@ def _add_controlled_options(parser: argparse.ArgumentParser) -> None:
                        help="free: real parallelism with noise (default); controlled: "
                        "explore interleavings with --strategy, each one replayable")
     group.add_argument("--strategy", choices=EXPLORING, default=DEFAULT,
-                       help="portfolio (default: random walk and PCT at rising depths and "
-                       "with both spin rules, taking turns execution by execution), pct, "
-                       "random_walk, exhaustive (every schedule within --bound; for small "
-                       "scenarios), or dpor (exhaustive search over the orders of steps that "
-                       "conflict, where points say what they touch)")
+                       help="portfolio (default; for a tracker whose words declare what "
+                       f"each step touches: {mix_words(DECLARED_MIX)}; for one that does not: "
+                       f"{mix_words(DEFAULT_MIX)}), pct, random_walk, exhaustive (every "
+                       "schedule within --bound; for small scenarios), or dpor (exhaustive "
+                       "search over the orders of steps that conflict, where points say what "
+                       "they touch)")
     group.add_argument("--depth", type=int, default=3, metavar="D",
                        help="with --strategy pct: bug depth, D-1 priority change points per "
                        "execution (default 3)")
@@ -215,8 +220,8 @@ def _add_controlled_options(parser: argparse.ArgumentParser) -> None:
                        "(switching away from a worker that could go on) and handovers after "
                        "a yield to any worker but the next in id order; switching after a "
                        "worker blocks or finishes is free (default 2); dpor: the same bound "
-                       f"on its partial-order reduced search (default {BOUNDS['dpor']}, "
-                       "-1: none)")
+                       f"on its partial-order reduced search (default "
+                       f"{bound_words(BOUNDS['dpor'])}; -1: none)")
     group.add_argument("--executions", type=int, default=DEFAULT_EXECUTIONS, metavar="N",
                        help=f"executions to try; stops at the first failure "
                        f"({DEFAULT_EXECUTIONS}); --points sets the steps of churn of each "

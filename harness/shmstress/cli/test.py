@@ -14,8 +14,11 @@ from shmstress.controlled.strategies import (
     BOUNDS,
     DEFAULT,
     EXPLORING,
+    PLAIN_MIX,
     SPIN_RULES,
     StrategySpec,
+    bound_words,
+    mix_words,
 )
 from shmstress.core.config import OUT_ENV, default_out
 from shmstress.core.errors import ReplayDivergedError
@@ -89,15 +92,16 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
                         help="free mode: longest sleep of the noise, in microseconds "
                         "(default 100)")
     parser.add_argument("--strategy", choices=EXPLORING, default=None,
-                        help="how to pick who goes next (default portfolio: random walk and "
-                        "PCT at rising depths taking turns)")
+                        help="how to pick who goes next (default portfolio: "
+                        f"{mix_words(PLAIN_MIX)})")
     parser.add_argument("--depth", type=int, default=None,
                         help="PCT's bug depth: orderings a bug needs, plus one (default 3)")
     parser.add_argument("--spin", choices=SPIN_RULES, default=None,
                         help="PCT: what a process that sleeps or yields does (default demote)")
     parser.add_argument("--bound", type=int, default=None,
-                        help="exhaustive, dpor: preemptions allowed per execution (default 2; dpor "
-                        f"{BOUNDS['dpor']}, -1: none)")
+                        help="exhaustive, dpor: preemptions allowed per execution (default: "
+                        f"exhaustive {BOUNDS['exhaustive']}, dpor {bound_words(BOUNDS['dpor'])};"
+                        " dpor takes -1: none)")
     parser.add_argument("--executions", type=int, default=1000, metavar="N",
                         help="executions to try before calling it clean (default 1000)")
     parser.add_argument("--seed", type=int, help="seed of the search (default: random, "

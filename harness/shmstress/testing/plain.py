@@ -86,7 +86,8 @@ def concurrency_test(*, executions: int = 1000, strategy: str = DEFAULT, seed: i
     """Decorate a module-level test: it passes when ``executions`` controlled executions
     of it all do, and fails with the interleaving and the replay command otherwise.
 
-    ``strategy`` ("pct" with ``depth``, "random_walk", "exhaustive") picks who steps,
+    ``strategy`` (the default portfolio, "pct" with ``depth``, "random_walk",
+    "exhaustive", "dpor": ``shmstress test --help`` says what each does) picks who steps,
     from ``seed`` (the same seed, the same executions, so a CI failure repeats on a
     laptop); ``trace`` names code whose shared-memory accesses are points (``--trace``),
     besides the test's own project, traced unless ``auto_trace`` is off; a test that
