@@ -60,7 +60,9 @@ def test_marker_fixture_seed_report_and_failure_message(pytester: pytest.Pyteste
     # The bundle first (the very schedule), then the seeded rerun and the test.
     replay = racy[racy.index("replay the failing schedule: shmstress replay "):].split("\n")[0]
     shown = Path(replay.rsplit(" ", 1)[1])
-    assert shown.parts[:2] == ("stress-report", "bundles")  # relative to pytest's directory
+    assert shown.is_absolute() and shown.is_file()  # from any directory, not pytest's alone
+    assert shown.relative_to(pytester.path.resolve()).parts[:2] == ("stress-report", "bundles")
+    assert f"  or in pytest: pytest --stress-replay {shown}\n" in racy
     assert "shmstress run --tracker dra --variant gather-unchecked" in racy
     assert "--seed 7" in racy
     assert "rerun this test: pytest test_user.py::test_racy_claimed_clean --stress-seed 7" in racy

@@ -63,8 +63,7 @@ class LaneGap:
 
     @property
     def count(self) -> int:
-        """The steps left out, as counted per worker (a plain-code gap does not count the
-        steps no row would show: a process beginning, a check on a lock)."""
+        """The steps left out, as counted per worker: every step number the rows skip."""
         return sum(steps for _, steps in self.per_worker)
 
 
@@ -226,11 +225,9 @@ def plain_swimlane(outcome: PlainOutcome, story: PlainStory, title: str) -> Swim
     rows: list[Row] = []
     previous = -1
     for index in story.shown:
-        skipped = [steps[i] for i in range(previous + 1, index)
-                   if not steps[i].label.startswith(("begin ", "check on "))]
-        if skipped:
-            counts: dict[int, int] = {}
-            for step in skipped:
+        if index > previous + 1:  # a row for every step number left out, even a process
+            counts: dict[int, int] = {}  # beginning: the step column never jumps silently
+            for step in steps[previous + 1:index]:
                 counts[step.worker] = counts.get(step.worker, 0) + 1
             rows.append(LaneGap(previous + 1, index - 1, tuple(sorted(counts.items()))))
         step = steps[index]

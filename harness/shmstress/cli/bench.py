@@ -89,7 +89,7 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     suite = bench.add_argument_group(
         "suites", "--suite sctbench: SCTBench's small programs, ported to plain multiprocessing "
         "code, under the default strategy (portfolio), PCT d=1/2/3, random walk, bounded "
-        "exhaustive search and free mode with noise (instead of the sections)")
+        "exhaustive search, dpor and free mode with noise (instead of the sections)")
     suite.add_argument("--suite", choices=(SUITE,), help="run a benchmark suite instead of the "
                        "sections")
     suite.add_argument("--executions", type=int, default=PAPER_EXECUTIONS, metavar="N",

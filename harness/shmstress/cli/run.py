@@ -29,10 +29,14 @@ from shmstress.controlled.result import ControlledResult
 from shmstress.controlled.runner import run_controlled
 from shmstress.controlled.strategies import (
     BOUNDS,
+    DECLARED_MIX,
     DEFAULT,
+    DEFAULT_MIX,
     EXPLORING,
     SPIN_RULES,
     StrategySpec,
+    bound_words,
+    mix_words,
 )
 from shmstress.core.config import (
     DEFAULT_HANG_TIMEOUT,
@@ -194,11 +198,12 @@ def _add_controlled_options(parser: argparse.ArgumentParser) -> None:
                        help="free: real parallelism with noise (default); controlled: "
                        "explore interleavings with --strategy, each one replayable")
     group.add_argument("--strategy", choices=EXPLORING, default=DEFAULT,
-                       help="portfolio (default: random walk and PCT at rising depths and "
-                       "with both spin rules, taking turns execution by execution), pct, "
-                       "random_walk, exhaustive (every schedule within --bound; for small "
-                       "scenarios), or dpor (exhaustive search over the orders of steps that "
-                       "conflict, where points say what they touch)")
+                       help="portfolio (default; for a tracker whose words declare what "
+                       f"each step touches: {mix_words(DECLARED_MIX)}; for one that does not: "
+                       f"{mix_words(DEFAULT_MIX)}), pct, random_walk, exhaustive (every "
+                       "schedule within --bound; for small scenarios), or dpor (exhaustive "
+                       "search over the orders of steps that conflict, where points say what "
+                       "they touch)")
     group.add_argument("--depth", type=int, default=3, metavar="D",
                        help="with --strategy pct: bug depth, D-1 priority change points per "
                        "execution (default 3)")
@@ -215,8 +220,8 @@ def _add_controlled_options(parser: argparse.ArgumentParser) -> None:
                        "(switching away from a worker that could go on) and handovers after "
                        "a yield to any worker but the next in id order; switching after a "
                        "worker blocks or finishes is free (default 2); dpor: the same bound "
-                       f"on its partial-order reduced search (default {BOUNDS['dpor']}, "
-                       "-1: none)")
+                       f"on its partial-order reduced search (default "
+                       f"{bound_words(BOUNDS['dpor'])}; -1: none)")
     group.add_argument("--executions", type=int, default=DEFAULT_EXECUTIONS, metavar="N",
                        help=f"executions to try; stops at the first failure "
                        f"({DEFAULT_EXECUTIONS}); --points sets the steps of churn of each "
@@ -301,7 +306,7 @@ def _cmd_run(args: argparse.Namespace) -> int:
     unwritten = _report(args, result, bundle, run_command(result.config),
                         (f"{note} (raise --tape-size)",) if note else ())
     if args.json:
-        unwritten += _keep(lambda: _write_json(Path(args.json), result_to_json(result)))
+        unwritten += keep(lambda: write_json(Path(args.json), result_to_json(result)))
     return verdict(result.exit_code, unwritten)
 
 
@@ -311,7 +316,7 @@ def _run_controlled(args: argparse.Namespace, config: RunConfig) -> int:
     print(render_controlled(result, args.require_coverage))
     unwritten = _report(args, result.run, from_controlled(result), controlled_command(result))
     if args.json:
-        unwritten += _keep(lambda: _write_json(Path(args.json), _controlled_to_json(result)))
+        unwritten += keep(lambda: write_json(Path(args.json), _controlled_to_json(result)))
     code = result.exit_code
     if (args.require_coverage and code == ExitCode.CLEAN and result.coverage is not None
             and result.coverage.thin()):
@@ -319,7 +324,7 @@ def _run_controlled(args: argparse.Namespace, config: RunConfig) -> int:
     return verdict(code, unwritten)
 
 
-def _keep(write: Callable[[], object]) -> list[ArtifactError]:
+def keep(write: Callable[[], object]) -> list[ArtifactError]:
     """Run one artifact's ``write``; a failure (a full disk) is kept for ``verdict``."""
     try:
         write()
@@ -391,6 +396,7 @@ def _controlled_to_json(result: ControlledResult) -> dict[str, object]:
     }
 
 
-def _write_json(path: Path, data: Any) -> None:
+def write_json(path: Path, data: Any) -> None:
+    """A command's ``--json`` file: written whole (``write_text_atomically``) or not at all."""
     write_text_atomically(path, json.dumps(data, indent=2, default=str) + "\n",
                           "the --json file")

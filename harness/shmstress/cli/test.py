@@ -9,13 +9,16 @@ import textwrap
 from pathlib import Path
 
 from shmstress.cli.args import EPILOG
-from shmstress.cli.run import verdict
+from shmstress.cli.run import keep, verdict, write_json
 from shmstress.controlled.strategies import (
     BOUNDS,
     DEFAULT,
     EXPLORING,
+    PLAIN_MIX,
     SPIN_RULES,
     StrategySpec,
+    bound_words,
+    mix_words,
 )
 from shmstress.core.config import OUT_ENV, default_out
 from shmstress.core.errors import ReplayDivergedError
@@ -27,7 +30,7 @@ from shmstress.plain.runner import Exploration, explore
 from shmstress.plain.scenario import ScenarioRef, traced_code
 from shmstress.plain.session import FreeSpec, PlainSpec
 from shmstress.render.plain_log import log_lines
-from shmstress.render.plain_report import result_lines
+from shmstress.render.plain_report import result_json, result_lines
 from shmstress.render.replay_text import render_plain_replay
 from shmstress.repro.bundle import replay_command
 from shmstress.repro.plain_bundle import PlainBundle, from_outcome, write_plain_bundle
@@ -60,7 +63,8 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         description=_DESCRIPTION, epilog=EPILOG,
         formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("scenario", metavar="FILE.py:FUNCTION",
-                        help="the scenario: a function in a file (or MODULE:FUNCTION)")
+                        help="the scenario: a function in a file, or MODULE:FUNCTION (a "
+                        "module found as `python -m` finds it: the current directory first)")
     parser.add_argument("--trace", action="append", default=[], metavar="CODE[,CODE]",
                         help="also make points of the shared-memory accesses in this code: a "
                         "module, package, file or folder (repeatable); numpy arrays over "
@@ -88,18 +92,21 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
                         help="free mode: longest sleep of the noise, in microseconds "
                         "(default 100)")
     parser.add_argument("--strategy", choices=EXPLORING, default=None,
-                        help="how to pick who goes next (default portfolio: random walk and "
-                        "PCT at rising depths taking turns)")
+                        help="how to pick who goes next (default portfolio: "
+                        f"{mix_words(PLAIN_MIX)})")
     parser.add_argument("--depth", type=int, default=None,
                         help="PCT's bug depth: orderings a bug needs, plus one (default 3)")
     parser.add_argument("--spin", choices=SPIN_RULES, default=None,
                         help="PCT: what a process that sleeps or yields does (default demote)")
     parser.add_argument("--bound", type=int, default=None,
-                        help="exhaustive, dpor: preemptions allowed per execution (default 2; dpor "
-                        f"{BOUNDS['dpor']}, -1: none)")
+                        help="exhaustive, dpor: preemptions allowed per execution (default: "
+                        f"exhaustive {BOUNDS['exhaustive']}, dpor {bound_words(BOUNDS['dpor'])};"
+                        " dpor takes -1: none)")
     parser.add_argument("--executions", type=int, default=1000, metavar="N",
                         help="executions to try before calling it clean (default 1000)")
-    parser.add_argument("--seed", type=int, help="seed of the search (default: random, printed)")
+    parser.add_argument("--seed", type=int, help="seed of the search (default: random, "
+                        "printed); exhaustive and dpor take none (their search is the same "
+                        "whatever it is): it only seeds the processes' random, default 0")
     parser.add_argument("--max-steps", type=int, default=PlainSpec.max_steps, metavar="N",
                         help=f"steps per execution (default {PlainSpec.max_steps:,})")
     parser.add_argument("--max-processes", type=int, default=PlainSpec.max_processes - 1,
@@ -119,6 +126,10 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
                         help="controlled: a clean search whose coverage was thin (every "
                         "execution cut at --max-steps, a bounded search cut short) exits 5")
     parser.add_argument("--quiet", action="store_true", help="no progress line")
+    parser.add_argument("--json", metavar="PATH",
+                        help="also write the summary as JSON (written whole or not at all): the "
+                        "same fields as printed, as plain numbers, the failing execution "
+                        "numbered as printed")
     parser.add_argument("--checkpoint", metavar="FILE",
                         help="save the search in FILE every minute and on Ctrl-C or SIGTERM: "
                         "the same command again resumes it at the execution where it stopped "
@@ -224,6 +235,8 @@ def _cmd_test(args: argparse.Namespace) -> int:
                      free=free_spec if free else None)
     out = Path(args.out or default_out())
     require_writable(out, "the --out directory", directory=True)
+    if args.json:
+        require_writable(Path(args.json), "the --json file")
     checkpoint = None
     if args.checkpoint:
         require_writable(Path(args.checkpoint), "the --checkpoint file")
@@ -231,7 +244,7 @@ def _cmd_test(args: argparse.Namespace) -> int:
             f"shmstress test: {line}", file=sys.stderr, flush=True))
     saved = checkpoint.read_header() if checkpoint is not None else None
     seed = (args.seed if args.seed is not None else saved.identity.seed if saved is not None
-            else random.SystemRandom().randrange(1 << 31))
+            else 0 if strategy.seedless else random.SystemRandom().randrange(1 << 31))
     exploration = Exploration(strategy, seed, args.executions)
     try:
         result = explore(spec, exploration, checkpoint=checkpoint)
@@ -241,7 +254,7 @@ def _cmd_test(args: argparse.Namespace) -> int:
         print(f"shmstress: interrupted; {_what_is_saved(checkpoint)}", file=sys.stderr,
               flush=True)
         return int(ExitCode.INTERRUPTED)
-    bundle_path = None
+    bundle_path = log = None
     lines: list[str] = []
     unwritten: list[ArtifactError] = []
     if result.failing is not None and result.failing.failed:
@@ -263,4 +276,7 @@ def _cmd_test(args: argparse.Namespace) -> int:
         code = int(ExitCode.THIN_COVERAGE)
     elif result.exit_code is ExitCode.NOT_CONTROLLED and args.accept_uncontrolled:
         code = int(ExitCode.CLEAN)
+    if args.json:
+        unwritten += keep(lambda: write_json(Path(args.json), result_json(
+            result, args.scenario, bundle_path, log, code)))
     return verdict(code, unwritten)

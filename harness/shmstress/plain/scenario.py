@@ -36,6 +36,8 @@ class ScenarioRef:
             if not path.is_file():
                 raise ScenarioError(f"scenario file {where} does not exist")
             where = str(path.resolve())
+        else:
+            importable_here()
         return cls(where, function)
 
     def describe(self) -> str:
@@ -104,6 +106,16 @@ class ScenarioRef:
         except Exception as exc:
             raise ScenarioError(f"importing {path} failed: {_one_line(exc)}") from exc
         return module
+
+
+def importable_here() -> None:
+    """Put the current directory first on ``sys.path``, as ``python -m`` and pytest do, so
+    that ``bank:deposits`` run next to ``bank.py`` finds it: the ``shmstress`` script's own
+    ``sys.path[0]`` is the folder of the script, not the user's. The execution processes
+    take this ``sys.path`` (``plain.host``), and a replay parses the name the same way."""
+    here = str(Path.cwd())
+    if here not in sys.path and "" not in sys.path:
+        sys.path.insert(0, here)
 
 
 def _one_line(exc: BaseException) -> str:

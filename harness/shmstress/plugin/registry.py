@@ -53,7 +53,7 @@ def load(spec: str) -> type[Tracker]:
                                   f"sys.exit({exc.code!r})") from None
             except BaseException as exc:
                 raise PluginError(
-                    f"tracker {spec} ({ep.value}) failed to load: {one_line(exc)}"
+                    f"tracker {spec} ({ep.value}) failed to load: {import_failure(exc)}"
                 ) from exc
             return check_class(loaded, f"tracker {spec} ({ep.value})")
     names = ", ".join(sorted(available())) or "none installed"
@@ -145,10 +145,25 @@ def _load_from_path(spec: str) -> object:
         raise PluginError(f"importing {path} failed: it called sys.exit({exc.code!r})") from None
     except BaseException as exc:
         sys.modules.pop(module_name, None)
-        raise PluginError(f"importing {path} failed: {one_line(exc)}") from exc
+        raise PluginError(f"importing {path} failed: {import_failure(exc)}") from exc
     if _attribute(module, class_name) is None:
         raise PluginError(f"{path} defines no {class_name!r}")
     return _attribute(module, class_name)
+
+
+OLD_PACKAGE = "harness"
+"""The package's name before it moved under ``shmstress``: a tracker written then imports
+it (``from harness import Tracker``) and failed with a bare ``No module named 'harness'``."""
+
+
+def import_failure(exc: BaseException) -> str:
+    """Why importing a tracker failed, in one line; for a tracker written against the old
+    API, what replaced it."""
+    if isinstance(exc, ImportError) and (exc.name or "").split(".")[0] == OLD_PACKAGE:
+        return (f"it imports {exc.name!r}, the plugin API's package before it moved: a "
+                "tracker now imports everything from shmstress.api (from shmstress.api "
+                "import Tracker, RoleSpec, ...; see examples/counter_tracker.py)")
+    return one_line(exc)
 
 
 def _attribute(module: ModuleType, qualname: str) -> object:

@@ -2,16 +2,17 @@
 
 from __future__ import annotations
 
+from dataclasses import asdict
 from pathlib import Path
 
 from shmstress.analysis.enabling import accessed
 from shmstress.analysis.plain_story import PlainStory, plain_story
 from shmstress.core.exit_reason import ExitCode
-from shmstress.core.plurals import counted
+from shmstress.core.plurals import counted, rate
 from shmstress.plain.outcome import PlainEnd, PlainOutcome, PlainStep
 from shmstress.plain.runner import PlainResult
 from shmstress.render.coverage_text import coverage_lines
-from shmstress.repro.bundle import replay_command
+from shmstress.repro.bundle import replay_both_ways, replay_command
 
 _TRACEBACK_LINES = 8
 
@@ -43,8 +44,7 @@ def interleaving_lines(outcome: PlainOutcome, story: PlainStory) -> list[str]:
     previous = -1
     for index in story.shown:
         step = outcome.steps[index]
-        skipped = sum(1 for i in range(previous + 1, index)
-                      if not outcome.steps[i].label.startswith(("begin ", "check on ")))
+        skipped = index - previous - 1  # every step number left out, even a beginning's
         if skipped:
             lines.append(f"  {'':>5}  ... {skipped} more step{'s' if skipped != 1 else ''}")
         site = f"{step.file}:{step.line}" if step.line > 0 else ""
@@ -191,16 +191,26 @@ def control_lines(result: PlainResult) -> list[str]:
     return lines
 
 
-def result_lines(result: PlainResult, named: str, bundle: Path | None,
-                 require_coverage: bool = False) -> list[str]:
-    """The whole report of ``shmstress test``."""
+def shown_seed(result: PlainResult) -> int | None:
+    """The seed a rerun needs; None for a seedless search left at its default (0): its
+    schedules do not depend on it, and printing it would suggest they do."""
     exploration = result.exploration
+    if result.spec.free is None and exploration.strategy.seedless and exploration.seed == 0:
+        return None
+    return exploration.seed
+
+
+def result_lines(result: PlainResult, named: str, bundle: Path | None,
+                 require_coverage: bool = False, in_pytest: bool = False) -> list[str]:
+    """The whole report of ``shmstress test``; ``in_pytest``, of a failing test: the
+    bundle's path absolute, and its replay in pytest too."""
     free = result.spec.free
     mode = (f"free, noise p={free.noise:g}" if free is not None else
             f"controlled, {result.strategy.describe()}")
-    lines = [f"shmstress test {named}: {mode}, seed {exploration.seed}",
+    seed = shown_seed(result)
+    lines = [f"shmstress test {named}: {mode}" + ("" if seed is None else f", seed {seed}"),
              f"  executions: {result.executions:,} ({_ends(result.ends)}) in "
-             f"{result.elapsed_s:.1f} s ({result.executions_per_s:,.0f} executions/s)"]
+             f"{result.elapsed_s:.1f} s ({rate(result.executions_per_s, 'executions')})"]
     failing = result.failing
     if failing is None:
         bound = result.ends.get(PlainEnd.STEP_BOUND.value, 0)
@@ -223,6 +233,40 @@ def result_lines(result: PlainResult, named: str, bundle: Path | None,
     if result.uncontrolled:
         lines += control_lines(result)[2:]
     if bundle is not None:
-        lines.append(f"  bundle: {bundle}")
-        lines.append(f"  replay it: {replay_command(bundle)}")
+        if not in_pytest:
+            lines += [f"  bundle: {bundle}", f"  replay it: {replay_command(bundle)}"]
+        else:
+            shell, pytest_form = replay_both_ways(bundle)
+            lines += [f"  bundle: {bundle.absolute()}", f"  replay it: {shell}",
+                      f"     or in pytest: {pytest_form}"]
     return lines
+
+
+def result_json(result: PlainResult, named: str, bundle: Path | None, log: Path | None,
+                exit_code: int) -> dict[str, object]:
+    """The report of ``shmstress test`` as data (``--json``): the fields of ``result_lines``,
+    with plain numbers, and the failing execution numbered as printed (from 1)."""
+    free = result.spec.free
+    failing = result.failing
+    failure = None if failing is None or failing.failure is None else {
+        "execution": result.failing_index + 1, "end": failing.end.value,
+        "process": failing.who(failing.failure.worker), "message": failing.failure.message,
+        "steps": len(failing.steps), "preemptions": failing.preemptions,
+        "bundle": None if bundle is None else str(bundle),
+        "replay": None if bundle is None else replay_command(bundle),
+        "log": None if log is None else str(log)}
+    coverage = result.coverage
+    return {
+        "command": "test", "scenario": named, "mode": "free" if free else "controlled",
+        "strategy": None if free else result.strategy.describe(),
+        "noise": None if free is None else asdict(free),
+        "seed": shown_seed(result),
+        "executions": result.executions, "ends": dict(result.ends),
+        "elapsed_s": result.elapsed_s, "executions_per_s": result.executions_per_s,
+        "complete": result.exhausted, "failure": failure,
+        "coverage": None if coverage is None else {**asdict(coverage),
+                                                   "thin": list(coverage.thin())},
+        "steps": result.steps, "kinds": dict(result.kinds), "traced": list(result.spec.trace),
+        "self_check": result.spec.self_check, "uncontrolled": dict(result.uncontrolled),
+        "exit_code": exit_code,
+    }

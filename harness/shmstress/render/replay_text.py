@@ -55,8 +55,8 @@ def render_plain_replay(report: PlainReplayReport, bundle: PlainBundle, path: Pa
     lines = [
         f"shmstress replay: {path}",
         f"  scenario {bundle.scenario}; {len(bundle.steps):,} steps, found by "
-        f"{bundle.strategy.describe()} in execution {bundle.execution + 1} of seed "
-        f"{bundle.seed}",
+        f"{bundle.strategy.describe()} in execution {bundle.execution + 1}"
+        + ("" if bundle.strategy.seedless and bundle.seed == 0 else f" of seed {bundle.seed}"),
         f"  {report.verdict.value}: {report.detail}",
     ]
     if report.outcome.failure is not None and report.outcome.failed:

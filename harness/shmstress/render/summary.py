@@ -5,6 +5,7 @@ from __future__ import annotations
 import shlex
 
 from shmstress.controlled.result import ControlledResult
+from shmstress.core.plurals import rate
 from shmstress.core.result import RunResult
 from shmstress.render.commands import run_command
 from shmstress.render.coverage_text import coverage_lines
@@ -25,7 +26,7 @@ def render_summary(result: RunResult) -> str:
         + (f" ({config.noise.policy})" if config.noise.probability else ""),
         f"  exit reason: {result.exit_reason.value} ({result.exit_reason.describe()})",
         f"  points: {result.points:,} in {result.elapsed_s:.2f} s "
-        f"({result.points_per_s:,.0f} points/s)",
+        f"({rate(result.points_per_s, 'points')})",
     ]
     if result.startup_s is not None:
         lines.append(f"  start-up: every worker past its first step after {result.startup_s:.3f} s")
@@ -100,8 +101,8 @@ def render_controlled(result: ControlledResult, require_coverage: bool = False) 
         f"execution, at most {result.options.max_steps}",
         f"  exit reason: {run.exit_reason.value} ({run.exit_reason.describe()})",
         f"  executions: {result.executions:,} ({ends or 'none'}) in {run.elapsed_s:.2f} s "
-        f"({result.executions_per_s:,.0f}/s); {run.points:,} steps "
-        f"({result.steps_per_s:,.0f} steps/s{pinned})",
+        f"({rate(result.executions_per_s, 'executions')}); {run.points:,} steps "
+        f"({rate(result.steps_per_s, 'steps')}{pinned})",
     ]
     if result.exhausted:
         lines.append(

@@ -459,6 +459,19 @@ def replay_command(path: Path, *options: str) -> str:
     return shlex.join(["shmstress", "replay", str(path), *options])
 
 
+def pytest_replay_command(path: Path) -> str:
+    """The same replay as a pytest item (``--stress-replay``), for who works in pytest."""
+    return shlex.join(["pytest", "--stress-replay", str(path)])
+
+
+def replay_both_ways(path: Path) -> tuple[str, str]:
+    """What a failing pytest test says to replay its bundle: ``replay_command`` and
+    ``pytest_replay_command``, with the path absolute, since the reader's shell is rarely in
+    the directory pytest ran in."""
+    absolute = path.absolute()
+    return replay_command(absolute), pytest_replay_command(absolute)
+
+
 def _policy(written: str | UnsetType, probability: float) -> str:
     """The noise policy of a bundle: absent, uniform (every bundle before aimed noise was),
     except without noise, where no policy is written and none matters (the default)."""

@@ -27,7 +27,7 @@ from shmstress.core.config import RunConfig, default_out
 from shmstress.core.plurals import counted
 from shmstress.render.failure import failure_report
 from shmstress.render.summary import controlled_command
-from shmstress.repro.bundle import from_controlled, write_bundle
+from shmstress.repro.bundle import from_controlled, replay_both_ways, write_bundle
 from shmstress.testing.trackers import TrackerRef, tracker_spec
 
 
@@ -118,5 +118,5 @@ def failure_message(result: ControlledResult, out: Path) -> str:
     if report.explanation:
         lines += ["explanation:", textwrap.indent(report.explanation, "  ")]
     if path is not None:
-        lines += ["replay it:", f"  {report.replay_command}"]
+        lines += ["replay it:", *(f"  {command}" for command in replay_both_ways(path))]
     return "\n".join(lines)

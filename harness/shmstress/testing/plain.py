@@ -72,7 +72,8 @@ def check(function: Callable[..., Any], *, executions: int = 1000, strategy: str
             bundle = write_plain_bundle(
                 from_outcome(named, spec, result.strategy, seed, result.failing_index,
                              result.failing), Path(default_out()))
-        raise ConcurrencyFailure("\n".join(result_lines(result, named, bundle)))
+        raise ConcurrencyFailure("\n".join(result_lines(result, named, bundle,
+                                                          in_pytest=True)))
     if result.exit_code is ExitCode.NOT_CONTROLLED and not accept_uncontrolled:
         raise ConcurrencyFailure("\n".join(result_lines(result, named, None)))
     return result
@@ -85,7 +86,8 @@ def concurrency_test(*, executions: int = 1000, strategy: str = DEFAULT, seed: i
     """Decorate a module-level test: it passes when ``executions`` controlled executions
     of it all do, and fails with the interleaving and the replay command otherwise.
 
-    ``strategy`` ("pct" with ``depth``, "random_walk", "exhaustive") picks who steps,
+    ``strategy`` (the default portfolio, "pct" with ``depth``, "random_walk",
+    "exhaustive", "dpor": ``shmstress test --help`` says what each does) picks who steps,
     from ``seed`` (the same seed, the same executions, so a CI failure repeats on a
     laptop); ``trace`` names code whose shared-memory accesses are points (``--trace``),
     besides the test's own project, traced unless ``auto_trace`` is off; a test that

@@ -11,12 +11,14 @@ from __future__ import annotations
 
 import shlex
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Literal
 
 from shmstress.campaign.record import outcome_of
 from shmstress.campaign.trial import TrialRun
 from shmstress.core.result import RunResult
 from shmstress.render.failure import FailureReport
+from shmstress.repro.bundle import replay_both_ways
 
 Expectation = Literal["clean", "violation"]
 
@@ -65,7 +67,9 @@ def render_verdict(verdict: StressVerdict, test_id: str | None = None) -> str:
         lines += ["", "log:", report.snippet.rstrip()]
     lines.append("")
     if report.bundle:
-        lines.append(f"replay the failing schedule: {report.replay_command}")
+        shell, in_pytest = replay_both_ways(Path(report.bundle))
+        lines.append(f"replay the failing schedule: {shell}")
+        lines.append(f"  or in pytest: {in_pytest}")
     if report.rerun_command not in verdict.summary:
         lines.append(f"rerun the configuration with its seed: {report.rerun_command}")
     if test_id is not None:

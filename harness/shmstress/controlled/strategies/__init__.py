@@ -21,6 +21,7 @@ from shmstress.controlled.strategies.portfolio import (
     PLAIN_MIX,
     Mix,
     Portfolio,
+    mix_words,
 )
 from shmstress.controlled.strategies.random_walk import RandomWalk
 from shmstress.controlled.strategies.replay import Replay
@@ -31,6 +32,11 @@ DEFAULT = "portfolio"
 BOUNDS = {"exhaustive": 2, "dpor": DPOR_BOUND}
 """The preemption bound of each bounded strategy when the command line gives none."""
 """Controlled and plain mode's default strategy (``strategies/portfolio.py`` says why)."""
+
+
+def bound_words(bound: int) -> str:
+    """A preemption bound as ``--help`` says it: ``2``, or ``none`` for DPOR's unbounded."""
+    return "none" if bound == UNBOUNDED else str(bound)
 
 
 MIXES: dict[str, Mix] = {"undeclared": DEFAULT_MIX, "declared": DECLARED_MIX,
@@ -70,8 +76,11 @@ def exploring_strategy(spec: StrategySpec, seed: int, workers: int, max_steps: i
 
 __all__ = [
     "BOUNDS",
+    "DECLARED_MIX",
     "DEFAULT",
+    "DEFAULT_MIX",
     "EXPLORING",
+    "PLAIN_MIX",
     "SPIN_RULES",
     "Blocks",
     "Dpor",
@@ -86,5 +95,7 @@ __all__ = [
     "SchedulerView",
     "Strategy",
     "StrategySpec",
+    "bound_words",
     "exploring_strategy",
+    "mix_words",
 ]

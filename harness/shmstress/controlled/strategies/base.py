@@ -34,6 +34,13 @@ class StrategySpec:
     spin: str = "demote"  # PCT: what a worker that yields does (strategies/pct.DEFAULT_SPIN)
     member: str = ""  # portfolio: the member that ran the failing execution, described
 
+    @property
+    def seedless(self) -> bool:
+        """Its search takes no seed: exhaustive and DPOR try the same schedules in the same
+        order whatever it is (the seed only seeds the processes' ``random``, one value for
+        every execution), so a seed drawn at random and printed would only mislead."""
+        return self.name in ("exhaustive", "dpor")
+
     def describe(self) -> str:
         if self.name == "portfolio":
             return f"portfolio ({self.member})" if self.member else "portfolio"

@@ -187,6 +187,31 @@ def member_name(spec: StrategySpec) -> str:
     return spec.describe()
 
 
+def mix_words(mix: Mix) -> str:
+    """Who takes turns in ``mix`` and from which execution on, read from the mix itself,
+    so that ``--help`` says what runs: ``random walk and dpor take turns; from execution
+    41 on, pct depth 3 and pct depth 2 join them; ...``."""
+    parts: list[str] = []
+    before: list[str] = []
+    for stage in mix.stages:
+        names = list(dict.fromkeys(member_name(mix.members[i]) for i in stage.cycle))
+        if not before:
+            parts.append(f"{_listed(names)} take turns" if len(names) > 1
+                         else f"{names[0]} alone")
+        else:
+            joined = [name for name in names if name not in before]
+            left = [name for name in before if name not in names]
+            said = [f"{_listed(joined)} join{'s' if len(joined) == 1 else ''}"] if joined else []
+            said += [f"{_listed(left)} leave{'s' if len(left) == 1 else ''}"] if left else []
+            parts.append(f"from execution {stage.start + 1:,} on, " + " and ".join(said))
+        before = names
+    return "; ".join(parts)
+
+
+def _listed(names: Sequence[str]) -> str:
+    return names[0] if len(names) == 1 else f"{', '.join(names[:-1])} and {names[-1]}"
+
+
 class Portfolio:
     def __init__(self, seed: int, build: Build, mix: Mix = DEFAULT_MIX) -> None:
         self._mix = mix
