@@ -166,10 +166,12 @@ def test_the_api_reference_holds_the_docstrings(site: Path) -> None:
     from shmstress.api import Tracker
     from shmstress.testing.plain import concurrency_test
 
-    text = _squeezed(_text(site / "reference" / "api" / "index.html"))
-    for documented in (concurrency_test, Tracker):
-        first_line = (documented.__doc__ or "").strip().split("\n")[0]
-        assert first_line and _squeezed(first_line) in text, documented
+    page = site / "reference" / "api" / "index.html"
+    text = _squeezed(_text(page))
+    first_line = (concurrency_test.__doc__ or "").strip().split("\n")[0]
+    assert first_line and _squeezed(first_line) in text
+    assert 'id="shmstress.api.Tracker"' in page.read_text(encoding="utf-8")
+    assert _squeezed((Tracker.__doc__ or "").split(":")[0]) in text  # "Base class of ..."
 
 
 # -- the examples that run ----------------------------------------------------------------

@@ -171,7 +171,8 @@ DPOR's first turn (the schedule without preemptions, which finds the twelve prog
 every strategy finds at once) still comes second. Measured (300
 executions, 5 seeds): the default's sum of medians 78 against DPOR's 144, every program
 within 2 times the best single strategy (random walk takes the run's seed, see above);
-the figures of every member are in the README.
+the figures of every member are on the documentation's figures page (docs/figures.md,
+written by ``shmstress bench --markdown``).
 The cycle after the lead keeps PCT's depths for bugs that neither reaches in budget.
 """
 
