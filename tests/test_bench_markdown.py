@@ -12,6 +12,8 @@ from pathlib import Path
 
 import pytest
 
+from shmstress.bench.suite import BenchReport
+from shmstress.cli import bench as cli_bench
 from shmstress.cli.main import main
 
 
@@ -80,11 +82,16 @@ def test_a_page_that_cannot_be_written_is_one_line_and_nothing_runs(
 
 
 def test_a_full_disk_leaves_the_json_and_says_so_in_one_line(
-    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    """What is written is under test here, not the measuring: the run is a canned one."""
+    canned = BenchReport(free_points_per_s=1000.0, free_points=3000,
+                         unrecorded_points_per_s=1250.0, free_policy="uniform",
+                         completed=["free"])
+    monkeypatch.setattr(cli_bench, "run_bench", lambda options, log: canned)
     data_path = tmp_path / "bench.json"
-    code = main(["bench", "--section", "free", "--free-seconds", "0.2",
-                 "--markdown", "/dev/full", "--json", str(data_path)])
+    code = main(["bench", "--section", "free", "--markdown", "/dev/full",
+                 "--json", str(data_path)])
 
     captured = capsys.readouterr()
     assert code == 2  # a clean run whose output could not be written
