@@ -274,7 +274,8 @@ def test_the_readme_links_lead_somewhere() -> None:
         assert (ROOT / link).exists(), link
 
 
-def test_every_figure_page_names_the_command_that_made_it() -> None:
-    page = (DOCS / "figures.md").read_text(encoding="utf-8")
+@pytest.mark.parametrize("name", ["figures.md", "figures-sctbench.md"])
+def test_every_figure_page_names_the_command_that_made_it(name: str) -> None:
+    page = (DOCS / name).read_text(encoding="utf-8")
     command = page.split("Measured by `", 1)[1].split("`", 1)[0]
-    assert command.startswith("shmstress bench ") and "--markdown docs/figures.md" in command
+    assert command.startswith("shmstress bench ") and f"--markdown docs/{name}" in command
