@@ -168,20 +168,22 @@ def test_a_user_tracker_runs_and_type_checks_against_the_api(fresh: Path, projec
     assert mypy.returncode == 0, mypy.stdout + mypy.stderr
 
 
-def _readme_blocks(language: str, start: str, end: str) -> list[str]:
-    """The ``language`` code blocks of the README between the headings ``start`` and
-    ``end``: what a user copies, so what must run as written."""
-    readme = (ROOT / "README.md").read_text(encoding="utf-8")
-    section = readme[readme.index(start):readme.index(end, readme.index(start))]
+def _docs_blocks(page: str, language: str, start: str, end: str) -> list[str]:
+    """The ``language`` code blocks of a documentation page (``docs/PAGE``) between the
+    headings ``start`` and ``end``: what a user copies, so what must run as written."""
+    text = (ROOT / "docs" / page).read_text(encoding="utf-8")
+    section = text[text.index(start):text.index(end, text.index(start))]
     return re.findall(rf"```{language}\n(.*?)```", section, flags=re.DOTALL)
 
 
 @pytest.mark.stress
-def test_the_readme_pytest_examples_run_in_a_user_project(
+def test_the_docs_pytest_examples_run_in_a_user_project(
     fresh: Path, tmp_path: Path
 ) -> None:
-    stress = _readme_blocks("python", "### Stress tests in pytest", "### `tox -e stress`")
-    plain = _readme_blocks("python", "**In pytest**", "**Free mode**")
+    stress = _docs_blocks("how-to/pytest-trackers.md", "python", "# Stress a tracker in pytest",
+                          "**Failures are tried first next time.**")
+    plain = _docs_blocks("tutorial/first-pytest-test.md", "python", "## Write the test",
+                         "## When it fails")
     assert len(stress) == 2 and len(plain) == 1
     project = tmp_path / "project"
     project.mkdir()
@@ -200,7 +202,8 @@ def test_the_readme_pytest_examples_run_in_a_user_project(
     assert "site-packages/shmstress/pytest/plugin.py" in plugin.stdout  # the wheel's
 
     # The ini example, unchanged, in a project whose tests run from a subdirectory.
-    (toml,) = _readme_blocks("toml", "### Stress tests in pytest", "### `tox -e stress`")
+    (toml,) = _docs_blocks("how-to/pytest-trackers.md", "toml", "# Stress a tracker in pytest",
+                           "**Failures are tried first next time.**")
     ini_project = tmp_path / "ini-project"
     (ini_project / "stress").mkdir(parents=True)
     (ini_project / "tests").mkdir()

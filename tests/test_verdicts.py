@@ -1,4 +1,4 @@
-"""Verdicts as the README's exit-code table says them, each with one line on stderr.
+"""Verdicts as the exit-code reference says them, each with one line on stderr.
 
 Every case here once gave another code or a traceback: a full ``--out`` that hid the
 failure ``shmstress test`` found (2, not 1), a checkpoint said saved that was never
@@ -73,7 +73,7 @@ def test_a_failure_found_by_test_is_exit_1_even_when_out_is_full(
 ) -> None:
     code, line = _in_process(["test", f"{COUNTER}:racy", "--seed", "1", "--quiet",
                               "--out", str(full_disk / "out")], capsys)
-    assert code == 1  # the lost update: README, exit 1 "whatever the disk says"
+    assert code == 1  # the lost update: the exit-code table, exit 1 "whatever the disk says"
     assert line.startswith("shmstress: error: cannot write the repro bundle ")
     assert line.endswith(": No space left on device")
     assert not [p for p in (full_disk / "out").iterdir()]  # nothing cut under a name

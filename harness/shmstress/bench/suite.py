@@ -425,29 +425,36 @@ _SECTIONS: dict[str, Callable[[BenchOptions, BenchReport, Callable[[str], None]]
 def render_bench(report: BenchReport) -> str:
     """The figures of every section measured to its end; a section cut short by a signal is
     named, with none of its figures."""
-    sections: list[list[str]] = []
+    return "\n\n".join("\n".join(lines) for _, lines in bench_sections(report))
+
+
+def bench_sections(report: BenchReport) -> list[tuple[str, list[str]]]:
+    """``render_bench``'s sections, each under its title: the one rendering of the figures,
+    printed by ``bench`` and laid out as a page by ``--markdown`` (``figures_page``)."""
+    sections: list[tuple[str, list[str]]] = []
     done = report.completed
     if "rate" in done and report.rates:  # the headline: the start-up transient cannot flatter it
-        sections.append(_render_rates(report))
+        sections.append(("Steady-state rate of violations", _render_rates(report)))
     if "free" in done:
-        sections.append(_render_free(report))
+        sections.append(("Free mode throughput", _render_free(report)))
     if "detection" in done:
-        sections.append(_render_detection(report))
+        sections.append(("Time to first violation", _render_detection(report)))
     if "clean" in done:
-        sections.append(["correct variants (keep counting):", *(
+        sections.append(("Correct variants", ["correct variants (keep counting):", *(
             f"  {c.variant:18} {c.points:>12,} points in {c.elapsed_s:6.1f} s: "
-            f"{c.violations} violations ({c.exit_reason})" for c in report.clean)])
+            f"{c.violations} violations ({c.exit_reason})" for c in report.clean)]))
     if "controlled" in done and report.controlled is not None:
-        sections.append(render_controlled_bench(report.controlled))
+        sections.append(("Controlled mode", render_controlled_bench(report.controlled)))
     if "plain" in done and report.plain is not None:
-        sections.append(render_plain_bench(report.plain))
+        sections.append(("Plain multiprocessing code", render_plain_bench(report.plain)))
     if "learning" in done and report.learning:
-        sections.append(render_learning_bench(report.learning))
+        sections.append(("Saved learning", render_learning_bench(report.learning)))
     if report.cut is not None:
         before = "" if done else "; no section ran to its end"
-        sections.append([f"interrupted: section {report.cut!r} was cut short by a signal; its "
-                         f"figures are left out{before}"])
-    return "\n\n".join("\n".join(lines) for lines in sections)
+        sections.append(("Interrupted", [
+            f"interrupted: section {report.cut!r} was cut short by a signal; its "
+            f"figures are left out{before}"]))
+    return sections
 
 
 def _render_free(report: BenchReport) -> list[str]:

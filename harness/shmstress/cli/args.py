@@ -103,8 +103,8 @@ def refuse_unless(args: argparse.Namespace, options: Iterable[str], why: str) ->
 ENVIRONMENT = f"""environment:
   {OUT_ENV:<18} where failing runs write bundles and logs (default shmstress-out/)
   {SHM_DIR_ENV:<18} where runs keep their shared-memory segments (default /dev/shm); on a
-  {"":<18} shared host, a tmpfs or directory of the job's own user, mode 0700 (see the
-  {"":<18} README: "Segments and the sweep")"""
+  {"":<18} shared host, a tmpfs or directory of the job's own user, mode 0700 (see
+  {"":<18} docs/explanation/faults.md, "Segments and the sweep")"""
 EPILOG = f"{exit_code_table()}\n\n{ENVIRONMENT}"
 
 

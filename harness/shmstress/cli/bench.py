@@ -5,10 +5,13 @@ from __future__ import annotations
 import argparse
 import json
 import math
+import shlex
 import sys
 from dataclasses import asdict
+from datetime import UTC, datetime
 from pathlib import Path
 
+from shmstress.bench.figures_page import figures_page, measured_here
 from shmstress.bench.pool import usable_cpus
 from shmstress.bench.sctbench.programs import BUGGY
 from shmstress.bench.sctbench.run import (
@@ -27,7 +30,7 @@ from shmstress.bench.suite import (
     RACY_DRA,
     WARMUP_S,
     BenchOptions,
-    render_bench,
+    bench_sections,
     run_bench,
     target_names,
 )
@@ -38,6 +41,7 @@ from shmstress.core.errors import ConfigError
 from shmstress.core.exit_reason import ExitCode
 from shmstress.core.files import ArtifactError, require_writable, write_text_atomically
 from shmstress.core.noise import NOISE_POLICIES, NoiseConfig
+from shmstress.core.provenance import current_provenance
 
 
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -53,6 +57,7 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
             "shmstress bench --section plain   # plain multiprocessing code, next to Frontrun",
             "shmstress bench --section learning --trials 10   # a second run with saved learning",
             "shmstress bench --json bench.json   # the figures as JSON too",
+            "shmstress bench --markdown docs/figures.md   # and as a page the docs include",
             "shmstress bench --suite sctbench --executions 1000 --jobs 2   # two trials at once",
             "shmstress bench --suite sctbench --program fsbench_bad --strategy default "
             "--twin-strategy default --seeds 1 --checkpoint ckpt/   # Ctrl-C, then the same "
@@ -86,6 +91,9 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
                        choices=BenchOptions.sections,
                        help="measure only these sections (repeatable; default all)")
     bench.add_argument("--json", metavar="PATH", help="also write the figures as JSON")
+    bench.add_argument("--markdown", metavar="FILE",
+                       help="also write the figures as a Markdown page that names this command "
+                       "and the machine (the documentation's figures page)")
     suite = bench.add_argument_group(
         "suites", "--suite sctbench: SCTBench's small programs, ported to plain multiprocessing "
         "code, under the default strategy (portfolio), PCT d=1/2/3, random walk, bounded "
@@ -116,7 +124,7 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
                        "run again with the same DIR skips the finished trials and resumes "
                        "the others at the execution where they stopped, with the figures of "
                        "an uninterrupted run; DIR belongs to one command, another is refused")
-    bench.set_defaults(handler=_cmd_bench)
+    bench.set_defaults(handler=_cmd_bench, parser=bench)
 
 
 def _validate(args: argparse.Namespace) -> None:
@@ -148,6 +156,8 @@ def _validate(args: argparse.Namespace) -> None:
         raise ConfigError("; ".join(problems))
     if args.json:
         require_writable(Path(args.json), "the --json file")
+    if args.markdown:
+        require_writable(Path(args.markdown), "the --markdown file")
     if args.checkpoint:
         require_writable(Path(args.checkpoint), "the --checkpoint directory", directory=True)
 
@@ -184,18 +194,14 @@ def _cmd_suite(args: argparse.Namespace) -> int:
     checkpoint = Path(args.checkpoint) if args.checkpoint else None
     report = run_suite(options, log=lambda line: print(line, file=sys.stderr, flush=True),
                        jobs=args.jobs, checkpoint=checkpoint)
-    print(render_suite(report))
+    text = render_suite(report)
+    print(text)
     code = int(ExitCode.INTERRUPTED) if report.cut is not None else int(ExitCode.CLEAN)
     if report.cut is not None and checkpoint is not None:
         print(f"{SUITE}: progress kept in {checkpoint}: run the same command again to resume",
               file=sys.stderr, flush=True)
-    if args.json:
-        try:
-            write_text_atomically(Path(args.json), json.dumps(report_json(report), indent=2)
-                                  + "\n", "the suite's figures")
-        except ArtifactError as exc:
-            return verdict(code, [exc])
-    return code
+    return _write_figures(args, code, report_json(report),
+                          [("SCTBench ports", text.splitlines())])
 
 
 def _cmd_bench(args: argparse.Namespace) -> int:
@@ -211,12 +217,49 @@ def _cmd_bench(args: argparse.Namespace) -> int:
         sections=tuple(args.section) if args.section else BenchOptions.sections,
     )
     report = run_bench(options, log=lambda line: print(line, file=sys.stderr, flush=True))
-    print(render_bench(report))
+    sections = bench_sections(report)
+    print("\n\n".join("\n".join(lines) for _, lines in sections))
     code = int(ExitCode.INTERRUPTED) if report.cut is not None else int(ExitCode.CLEAN)
+    return _write_figures(args, code, asdict(report), sections)
+
+
+def _write_figures(args: argparse.Namespace, code: int, data: object,
+                   sections: list[tuple[str, list[str]]]) -> int:
+    """``--json`` and ``--markdown``: the figures just printed, each file written whole."""
+    problems: list[ArtifactError] = []
     if args.json:
         try:
-            write_text_atomically(Path(args.json), json.dumps(asdict(report), indent=2) + "\n",
+            write_text_atomically(Path(args.json), json.dumps(data, indent=2) + "\n",
                                   "the bench figures")
         except ArtifactError as exc:
-            return verdict(code, [exc])
-    return code
+            problems.append(exc)
+    if args.markdown:
+        measured = measured_here(command_line(args), current_provenance(),
+                                 datetime.now(UTC), len(usable_cpus()))
+        try:
+            write_text_atomically(Path(args.markdown), figures_page(sections, measured),
+                                  "the figures page")
+        except ArtifactError as exc:
+            problems.append(exc)
+    return verdict(code, problems)
+
+
+def command_line(args: argparse.Namespace) -> str:
+    """The ``shmstress bench`` command that ``args`` stand for: every option that differs
+    from its default, in the parser's order, so a figures page names how to measure it
+    again."""
+    parser: argparse.ArgumentParser = args.parser
+    words = ["shmstress", "bench"]
+    for action in parser._actions:
+        if not action.option_strings or isinstance(action, argparse._HelpAction):
+            continue
+        value = getattr(args, action.dest, None)
+        if value is None or value == action.default:
+            continue
+        option = max(action.option_strings, key=len)
+        if isinstance(action, argparse._StoreTrueAction):
+            words.append(option)
+        else:
+            for item in value if isinstance(action, argparse._AppendAction) else [value]:
+                words += [option, str(item)]
+    return shlex.join(words)

@@ -371,7 +371,7 @@ def register(sub: Any) -> None:
     campaign.add_argument("--tx", action="append", metavar="SPEC", type=gateway,
                           help="spread trials over pytest-xdist gateways instead of running "
                           "locally, e.g. socket=host:8888, ssh=user@host//python=python3, "
-                          "popen (repeatable; see README)")
+                          "popen (repeatable; see docs/how-to/shard-nightly.md)")
     campaign.add_argument("--quiet", action="store_true", help="no progress bar or heartbeat")
     campaign.add_argument("--heartbeat", type=float, default=30.0, metavar="S",
                           help="seconds between progress lines when stderr is not a terminal "

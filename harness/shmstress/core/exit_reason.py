@@ -1,8 +1,8 @@
 """Why a run ended, and the one table of exit codes every command uses.
 
 Every run ends with an ``ExitReason``, never with a bare traceback; every
-command exits with an ``ExitCode``. The CLI's help and the README print the
-table from here.
+command exits with an ``ExitCode``. The CLI's help and the documentation's exit-code
+reference (generated at every build) print the table from here.
 """
 
 from __future__ import annotations

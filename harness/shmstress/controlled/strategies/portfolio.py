@@ -168,10 +168,10 @@ best member everywhere when the best members differ ten- to sixty-fold from prog
 program. Random walk goes first: where it is the best member and needs one execution, the
 default may need at most three, and random walk's first two turns fall within them;
 DPOR's first turn (the schedule without preemptions, which finds the twelve programs
-every strategy finds at once) still comes second. Measured (300
-executions, 5 seeds): the default's sum of medians 78 against DPOR's 144, every program
-within 2 times the best single strategy (random walk takes the run's seed, see above);
-the figures of every member are in the README.
+every strategy finds at once) still comes second. The default's sum of medians against
+every single strategy's, and its ratio to the best one per program, are on the
+documentation's SCTBench figures page (docs/figures-sctbench.md, written by ``shmstress
+bench --suite sctbench --markdown``).
 The cycle after the lead keeps PCT's depths for bugs that neither reaches in budget.
 """
 
