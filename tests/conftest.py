@@ -3,13 +3,15 @@
 from __future__ import annotations
 
 import os
+import shutil
 import time
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 
 from shmstress.core.processes import live_children
-from shmstress.core.shm import live_segments
+from shmstress.core.shm import SHM_DIR, SHM_DIR_ENV, live_segments
 from tests.helpers import segments_left_by_us
 
 
@@ -42,3 +44,16 @@ def no_leaks() -> Iterator[None]:
         time.sleep(0.05)
     assert not leaked_children, f"test left child processes: {leaked_children}"
     assert not leaked_segments, f"test left shared memory segments: {leaked_segments}"
+
+
+@pytest.fixture
+def private_shm(tmp_path: Path) -> Iterator[tuple[dict[str, str], Path]]:
+    """An environment whose segments live in a directory of their own, and that directory:
+    another run's start-up sweep can neither remove them first nor be taken for our leak
+    (for commands a test signals or kills)."""
+    private = SHM_DIR / f"shmstress-test-{os.getpid()}-{tmp_path.name}"
+    private.mkdir()
+    try:
+        yield {**os.environ, SHM_DIR_ENV: str(private)}, private
+    finally:
+        shutil.rmtree(private, ignore_errors=True)

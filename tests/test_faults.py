@@ -44,7 +44,7 @@ from shmstress.core.config import RunConfig
 from shmstress.core.errors import ConfigError
 from shmstress.core.exit_reason import ExitReason
 from shmstress.core.files import ArtifactError, append_whole
-from shmstress.core.shm import SHM_DIR, SHM_DIR_ENV, live_segments, segment_name, start_time
+from shmstress.core.shm import live_segments, segment_name, start_time
 from shmstress.core.signals import Interrupted, interruptible, shielded
 from shmstress.free.runner import run
 from shmstress.repro.bundle import from_free_run, load_bundle, write_bundle
@@ -61,17 +61,6 @@ PROBLEMS = ("Traceback", "Exception ignored", "KeyboardInterrupt")
 
 
 # ------------------------------------------------------------------------------ helpers
-
-
-@pytest.fixture
-def private_shm(tmp_path: Path) -> Iterator[tuple[dict[str, str], Path]]:
-    """An environment whose segments live in a directory of their own, and that directory."""
-    private = SHM_DIR / f"shmstress-test-{os.getpid()}-{tmp_path.name}"
-    private.mkdir()
-    try:
-        yield {**os.environ, SHM_DIR_ENV: str(private)}, private
-    finally:
-        shutil.rmtree(private, ignore_errors=True)
 
 
 @dataclass

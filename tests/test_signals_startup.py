@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import contextlib
 import os
-import shutil
 import signal
 import subprocess
 import sys
@@ -36,7 +35,6 @@ from shmstress.core.config import RunConfig
 from shmstress.core.exit_reason import ExitReason
 from shmstress.core.fresh import FreshProcess
 from shmstress.core.processes import live_children
-from shmstress.core.shm import SHM_DIR, SHM_DIR_ENV
 from shmstress.core.signals import Interrupted, interruptible
 from shmstress.free.runner import run
 from shmstress.repro.bundle import from_free_run, write_bundle
@@ -67,18 +65,6 @@ def trials(count: int) -> list[Trial]:
     """SIGINT and SIGTERM in turn, each to the coordinator and to the group in turn."""
     return [Trial((signal.SIGINT, signal.SIGTERM)[i % 2], to_group=(i // 2) % 2 == 1)
             for i in range(count)]
-
-
-@pytest.fixture
-def private_shm(tmp_path: Path) -> Iterator[tuple[dict[str, str], Path]]:
-    """An environment whose segments live in a directory of their own, and that directory:
-    another run's start-up sweep can neither remove them first nor be taken for our leak."""
-    private = SHM_DIR / f"shmstress-test-{os.getpid()}-{tmp_path.name}"
-    private.mkdir()
-    try:
-        yield {**os.environ, SHM_DIR_ENV: str(private)}, private
-    finally:
-        shutil.rmtree(private, ignore_errors=True)
 
 
 @pytest.fixture(scope="module")
