@@ -13,7 +13,7 @@ from shmstress.controlled.strategies.base import StrategySpec
 from shmstress.plain.outcome import PlainEnd
 from shmstress.plain.runner import Exploration, PlainResult, explore
 from shmstress.plain.scenario import ScenarioRef
-from shmstress.plain.session import FreeSpec, PlainSpec
+from shmstress.plain.session import FreeSpec, PlainSession, PlainSpec
 from shmstress.repro.plain_bundle import PlainBundle, from_json, from_outcome, to_json
 from shmstress.repro.plain_replay import replay_plain
 from shmstress.repro.replay import Verdict
@@ -57,6 +57,18 @@ def test_free_mode_reports_a_deadlock_and_a_lost_notify_and_they_replay() -> Non
     assert result.failing.failure.end is PlainEnd.NO_PROGRESS
     assert "waits on cv for a notify" in result.failing.failure.message
     assert replay_plain(bundle_of(spec, result)).verdict is Verdict.REPRODUCED
+
+
+def test_a_step_lock_left_taken_by_a_killed_process_does_not_stall_the_next_execution() -> None:
+    """A process killed while it holds free mode's step lock (a child dies with its parent
+    when an unwinding main exits first) must not stall every later execution."""
+    spec = PlainSpec(ScenarioRef.parse(f"{EXAMPLES / 'counter.py'}:locked"), free=FreeSpec(0.1),
+                     stop_timeout=3)
+    with PlainSession(spec) as session:
+        assert session.execute(None, 0).failure is None
+        assert session.board.step_lock.acquire(False)  # as the killed process left it
+        outcome = session.execute(None, 1)
+        assert outcome.failure is None, outcome.failure
 
 
 @pytest.mark.parametrize(("where", "function"), [

@@ -32,6 +32,10 @@ from shmstress.repro.plain_replay import replay_plain
 from shmstress.repro.replay import Verdict
 from tests.plain_twins import assert_free_not_rarer
 
+# Their scenarios name files, segments and semaphores in /dev/shm (``shmstress_tests_*``), as
+# real libraries do: one suite worker runs them all, or two would share the names.
+pytestmark = pytest.mark.xdist_group("shmstress_tests_names")
+
 SCENARIOS = Path(__file__).resolve().parent / "scenarios"
 OURS = "shmstress_tests_"  # every file, segment and semaphore these scenarios name
 

@@ -21,6 +21,10 @@ from shmstress.repro.plain_bundle import from_outcome
 from shmstress.repro.plain_replay import replay_plain
 from shmstress.repro.replay import Verdict
 
+# Their scenarios name files, segments and semaphores in /dev/shm (``shmstress_tests_*``), as
+# real libraries do: one suite worker runs them all, or two would share the names.
+pytestmark = pytest.mark.xdist_group("shmstress_tests_names")
+
 ROOT = Path(__file__).resolve().parents[1]
 NUMPY = ROOT / "examples" / "plain" / "numpy_counts.py"
 LIBRARIES = Path(__file__).resolve().parent / "scenarios" / "libraries.py"

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 import sys
 import time
@@ -77,5 +78,16 @@ def worker_main(
     control.set_worker_slot(me, W_STATE, state)
     if crash is not None:
         report.send(crash)  # the coordinator reports it, traceback and all
-        sys.exit(1)
+    # Leave now, past the interpreter's teardown in ``multiprocessing`` (its finalizers, the
+    # threads of the process it was forked from): an exception there turned a worker that
+    # had finished its role into "exited with code 1", once in a campaign run inside an
+    # execnet gateway, with nothing to say why. The one finalizer a worker needs, letting
+    # go of the step lock, runs here; what it printed is flushed.
+    with contextlib.suppress(ValueError):  # "released too many times": it was free already
+        runtime.end_step()
+    for stream in (sys.stdout, sys.stderr):
+        with contextlib.suppress(Exception):
+            if stream is not None:
+                stream.flush()
+    os._exit(1 if crash is not None else 0)
 

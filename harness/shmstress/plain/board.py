@@ -15,6 +15,7 @@ from multiprocessing.synchronize import Semaphore as MpSemaphore
 
 from shmstress.core.shm import Arena, SharedArray
 
+PLUMBING = True  # the processes run it: its own calls are no program code (``plumbing``)
 ARRAY_PREFIX = "plain."
 NOBODY = -1
 HOST = -2  # the owner of a lock taken outside any execution (at import, in the host)
@@ -35,6 +36,7 @@ P_COND = 11  # the condition the process waits to be notified on, or NOBODY
 P_TICKET = 12  # its place in that condition's queue
 P_NOTIFIED = 13
 P_FAMILY = 14  # string id of the name before its number ("increment")
+P_HANDING_OFF = 15  # free mode: it lets the others go first, and goes on by itself after
 P_STRIDE = 16
 
 # per-object fields

@@ -173,6 +173,11 @@ def host_main(
             _unlink(runtime, runtime.segments_left(0))
             return
         runtime.manifest.restore()
+        # Free mode: a process killed holding the step lock (a child dies with its parent,
+        # PR_SET_PDEATHSIG, when an unwinding main exits first) leaves it taken, and every
+        # later execution would wait for it; those of the last one are all reaped by now.
+        board.step_lock.acquire(False)
+        board.step_lock.release()
         os.write(go, b"!")
         os.close(go)
         with contextlib.suppress(ChildProcessError):

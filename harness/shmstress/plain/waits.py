@@ -34,6 +34,7 @@ from shmstress.plain.board import (
     O_STRIDE,
     O_UNFINISHED,
     P_ARG,
+    P_HANDING_OFF,
     P_NOTIFIED,
     P_OBJ,
     P_PID,
@@ -48,6 +49,8 @@ from shmstress.plain.board import (
     State,
     Wait,
 )
+
+PLUMBING = True  # the processes run it: its own calls are no program code (``plumbing``)
 
 
 def wait_over(board: Board, slot: int, wait: int, obj: int, arg: int) -> bool:
@@ -175,6 +178,20 @@ def os_holders(kind: Kind, device: int, inode: int) -> set[int]:
         if len(fields) >= 6 and fields[1] == word and fields[5] == where:
             pids.add(int(fields[4]))
     return pids
+
+
+def another_can_go(board: Board, slot: int) -> bool:
+    """Free mode: can a process other than ``slot`` take a step soon: one running its code,
+    one being started, one parked whose wait is over? (Not one handing off itself.)"""
+    slots = board.slots.mv
+    for other in range(int(board.globals.mv[G_SLOTS])):
+        base = other * P_STRIDE
+        if other == slot or slots[base + P_HANDING_OFF]:
+            continue
+        state = slots[base + P_STATE]
+        if state == State.RUNNING or (state == State.PARKED and can_go(board, other)):
+            return True
+    return False
 
 
 def can_go(board: Board, slot: int) -> bool:
