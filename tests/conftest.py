@@ -10,8 +10,9 @@ from pathlib import Path
 
 import pytest
 
+from shmstress.core.config import SHM_DIR_ENV
 from shmstress.core.processes import live_children
-from shmstress.core.shm import SHM_DIR, SHM_DIR_ENV, live_segments
+from shmstress.core.shm import SHM_DIR, live_segments
 from tests.helpers import segments_left_by_us
 
 

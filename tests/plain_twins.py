@@ -9,7 +9,8 @@ from pathlib import Path
 
 from shmstress.plain.outcome import PlainEnd, PlainOutcome
 from shmstress.plain.scenario import ScenarioRef
-from shmstress.plain.session import FreeSpec, PlainSession, PlainSpec
+from shmstress.plain.session import PlainSession
+from shmstress.plain.spec import FreeSpec, PlainSpec
 
 _PLAIN_LOOP = """
 import importlib.util, os, sys

@@ -37,7 +37,8 @@ from shmstress.plain.footprints import Names
 from shmstress.plain.outcome import PlainOutcome
 from shmstress.plain.runner import Exploration, PlainResult, explore
 from shmstress.plain.scenario import ScenarioRef
-from shmstress.plain.session import PlainSession, PlainSpec
+from shmstress.plain.session import PlainSession
+from shmstress.plain.spec import PlainSpec
 
 PROGRAM = "stack_ok"
 EXECUTIONS = 250  # past the stage at 240: the smallest run with a stage change on both sides

@@ -13,6 +13,7 @@ import time
 import psutil
 import pytest
 
+from shmstress.cli.commands import COMMANDS
 from shmstress.cli.main import build_parser, main
 from shmstress.core.shm import live_segments
 from tests.helpers import segments_left_by_us
@@ -157,10 +158,40 @@ def test_version_names_shmstress_and_python(capsys: pytest.CaptureFixture[str]) 
     assert out.startswith("shmstress ") and "(Python 3." in out and "unknown" not in out
 
 
-def _subcommands() -> dict[str, argparse.ArgumentParser]:
-    parser = build_parser()
+def _subcommands(commands: set[str] | None = None) -> dict[str, argparse.ArgumentParser]:
+    parser = build_parser(commands)
     found = [a for a in parser._actions if isinstance(a, argparse._SubParsersAction)]
     return dict(found[0].choices)
+
+
+def _top_help(parser: argparse.ArgumentParser) -> str:
+    return parser.format_help()
+
+
+@pytest.mark.parametrize("name", [command.name for command in COMMANDS])
+def test_a_command_built_alone_is_the_command_the_documentation_shows(name: str) -> None:
+    """The command line builds only the parser of the command it runs (``cli.commands``):
+    that parser, and the list ``shmstress --help`` prints, are the full ones."""
+    assert _subcommands({name})[name].format_help() == _subcommands()[name].format_help()
+    assert _top_help(build_parser({name})) == _top_help(build_parser()) == _top_help(
+        build_parser(set()))
+
+
+@pytest.mark.parametrize("argv", [["--version"], ["--help"], ["test", "--help"],
+                                  ["test", "x.py:f", "--mode", "free", "--depth", "2"]])
+def test_start_up_imports_only_what_the_command_uses(argv: list[str]) -> None:
+    """``shmstress --version``, ``--help`` and ``test --help`` (and a usage error) answer
+    without importing numpy, the engines or the other commands: they took most of a
+    second to import."""
+    probe = ("import sys; from shmstress.cli.main import main\n"
+             f"try:\n    main({argv!r})\nexcept SystemExit:\n    pass\n"
+             "heavy = ('numpy', 'shmstress.plain.session', 'shmstress.free.runner', "
+             "'shmstress.controlled.session', 'shmstress.cli.run', 'shmstress.cli.bench', "
+             "'shmstress.render.swimlane', 'shmstress.core.shm')\n"
+             "print('imported:', sorted(set(heavy) & set(sys.modules)))")
+    done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True,
+                          timeout=120, check=True)
+    assert done.stdout.splitlines()[-1] == "imported: []", done.stdout + done.stderr
 
 
 @pytest.mark.parametrize("name", sorted(_subcommands()))

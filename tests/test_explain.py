@@ -18,7 +18,7 @@ from shmstress.core.result import Violation
 from shmstress.plain.outcome import PlainOutcome, PlainStep
 from shmstress.plain.runner import Exploration, explore
 from shmstress.plain.scenario import ScenarioRef
-from shmstress.plain.session import PlainSpec
+from shmstress.plain.spec import PlainSpec
 from shmstress.render.explanation import render_explanation
 from shmstress.render.plain_report import outcome_lines
 from shmstress.trackers.dra.names import NO_ID, Naming

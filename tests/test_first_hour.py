@@ -22,7 +22,7 @@ from shmstress.controlled.strategies.portfolio import member_name
 from shmstress.core.plurals import rate
 from shmstress.plain.runner import Exploration, PlainResult, explore
 from shmstress.plain.scenario import ScenarioRef
-from shmstress.plain.session import PlainSpec
+from shmstress.plain.spec import PlainSpec
 from shmstress.render.plain_report import interleaving_lines, result_json, result_lines
 from shmstress.render.swimlane import render_text
 

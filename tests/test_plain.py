@@ -16,7 +16,8 @@ from shmstress.core.errors import ScenarioError
 from shmstress.plain.outcome import PlainEnd
 from shmstress.plain.runner import Exploration, explore
 from shmstress.plain.scenario import ScenarioRef
-from shmstress.plain.session import PlainSession, PlainSpec
+from shmstress.plain.session import PlainSession
+from shmstress.plain.spec import PlainSpec
 from shmstress.render.plain_report import result_lines
 from shmstress.repro.plain_bundle import from_json, from_outcome, to_json
 from shmstress.repro.plain_replay import replay_plain

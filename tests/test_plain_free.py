@@ -13,7 +13,8 @@ from shmstress.controlled.strategies.base import StrategySpec
 from shmstress.plain.outcome import PlainEnd
 from shmstress.plain.runner import Exploration, PlainResult, explore
 from shmstress.plain.scenario import ScenarioRef
-from shmstress.plain.session import FreeSpec, PlainSession, PlainSpec
+from shmstress.plain.session import PlainSession
+from shmstress.plain.spec import FreeSpec, PlainSpec
 from shmstress.repro.plain_bundle import PlainBundle, from_json, from_outcome, to_json
 from shmstress.repro.plain_replay import replay_plain
 from shmstress.repro.replay import Verdict

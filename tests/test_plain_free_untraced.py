@@ -9,7 +9,7 @@ from pathlib import Path
 from shmstress.controlled.strategies.base import StrategySpec
 from shmstress.plain.runner import Exploration, explore
 from shmstress.plain.scenario import ScenarioRef
-from shmstress.plain.session import FreeSpec, PlainSpec
+from shmstress.plain.spec import FreeSpec, PlainSpec
 from shmstress.render.plain_report import loose_lines
 from shmstress.repro.plain_bundle import from_outcome
 from shmstress.repro.plain_replay import replay_plain

@@ -13,7 +13,7 @@ from shmstress.controlled.strategies.base import StrategySpec
 from shmstress.core.exit_reason import ExitCode
 from shmstress.plain.runner import Exploration, explore
 from shmstress.plain.scenario import ScenarioRef, traced_code
-from shmstress.plain.session import PlainSpec
+from shmstress.plain.spec import PlainSpec
 from shmstress.repro.plain_bundle import from_outcome
 from shmstress.repro.plain_replay import replay_plain
 from shmstress.repro.replay import Verdict

@@ -12,7 +12,7 @@ from shmstress.controlled.strategies.base import StrategySpec
 from shmstress.core.exit_reason import ExitCode
 from shmstress.plain.runner import Exploration, PlainResult, explore
 from shmstress.plain.scenario import ScenarioRef, traced_code
-from shmstress.plain.session import PlainSpec
+from shmstress.plain.spec import PlainSpec
 
 # Their scenarios name files, segments and semaphores in /dev/shm (``shmstress_tests_*``), as
 # real libraries do: one suite worker runs them all, or two would share the names.

@@ -13,7 +13,7 @@ from shmstress.cli.main import main
 from shmstress.controlled.strategies.base import StrategySpec
 from shmstress.plain.runner import Exploration, explore
 from shmstress.plain.scenario import ScenarioRef
-from shmstress.plain.session import PlainSpec
+from shmstress.plain.spec import PlainSpec
 from shmstress.repro.plain_bundle import PlainBundle, from_outcome, write_plain_bundle
 from shmstress.repro.plain_replay import replay_plain
 from shmstress.repro.plain_shrink import shrink_plain

@@ -15,7 +15,7 @@ from shmstress.plain.board import MAX_SEGMENTS
 from shmstress.plain.outcome import PlainEnd
 from shmstress.plain.runner import Exploration, PlainResult, explore
 from shmstress.plain.scenario import ScenarioRef
-from shmstress.plain.session import PlainSpec
+from shmstress.plain.spec import PlainSpec
 from shmstress.plain.trace import plan, producer
 from shmstress.repro.plain_bundle import from_outcome
 from shmstress.repro.plain_replay import replay_plain

@@ -30,7 +30,7 @@ from shmstress.free.runner import run
 from shmstress.plain.outcome import PlainEnd
 from shmstress.plain.runner import Exploration, explore
 from shmstress.plain.scenario import ScenarioRef
-from shmstress.plain.session import PlainSpec
+from shmstress.plain.spec import PlainSpec
 from shmstress.render.plain_report import outcome_lines
 from shmstress.repro.bundle import from_controlled, from_free_run
 from shmstress.repro.plain_bundle import from_json, from_outcome, to_json

@@ -36,7 +36,8 @@ from shmstress.core.errors import TrialError
 from shmstress.core.signals import InterruptFlag
 from shmstress.plain.outcome import PlainEnd, PlainOutcome
 from shmstress.plain.runner import Exploration, explore
-from shmstress.plain.session import PlainSession, PlainSpec
+from shmstress.plain.session import PlainSession
+from shmstress.plain.spec import PlainSpec
 from shmstress.repro.plain_bundle import from_json, from_outcome, to_json
 from shmstress.repro.plain_replay import replay_plain
 from shmstress.repro.replay import Verdict

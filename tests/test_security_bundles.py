@@ -21,7 +21,7 @@ from shmstress.core.config import RunConfig
 from shmstress.core.trace import Step
 from shmstress.plain.runner import Exploration, explore
 from shmstress.plain.scenario import ScenarioRef
-from shmstress.plain.session import PlainSpec
+from shmstress.plain.spec import PlainSpec
 from shmstress.repro.bundle import Bundle, ExpectedViolation, from_controlled, to_json, write_bundle
 from shmstress.repro.plain_bundle import (
     FailureDoc,

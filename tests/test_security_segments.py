@@ -24,7 +24,8 @@ import pytest
 
 from shmstress.cli.main import main
 from shmstress.core import shm
-from shmstress.core.shm import SHM_DIR_ENV, start_time
+from shmstress.core.config import SHM_DIR_ENV
+from shmstress.core.shm import start_time
 
 pytestmark = pytest.mark.faults
 

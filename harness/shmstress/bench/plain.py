@@ -40,7 +40,7 @@ from shmstress.core.errors import ScenarioError
 from shmstress.core.signals import interruptible
 from shmstress.plain.runner import Exploration, PlainResult, explore
 from shmstress.plain.scenario import ScenarioRef
-from shmstress.plain.session import PlainSpec
+from shmstress.plain.spec import PlainSpec
 
 SCENARIOS = Path(__file__).with_name("scenarios_plain.py")
 SCENARIOS_MODULE = "shmstress.bench.scenarios_plain"

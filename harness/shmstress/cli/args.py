@@ -11,10 +11,9 @@ import argparse
 from collections.abc import Iterable, Sequence
 from typing import Any, NoReturn
 
-from shmstress.core.config import OUT_ENV
+from shmstress.core.config import OUT_ENV, SHM_DIR_ENV
 from shmstress.core.errors import ConfigError
 from shmstress.core.exit_reason import exit_code_table
-from shmstress.core.shm import SHM_DIR_ENV
 
 _GIVEN = "_shmstress_given"
 

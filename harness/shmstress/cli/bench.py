@@ -35,6 +35,7 @@ from shmstress.bench.suite import (
     target_names,
 )
 from shmstress.cli.args import with_examples
+from shmstress.cli.commands import add_command
 from shmstress.cli.run import verdict
 from shmstress.core.config import DEFAULT_NOISE
 from shmstress.core.errors import ConfigError
@@ -45,9 +46,8 @@ from shmstress.core.provenance import current_provenance
 
 
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
-    bench = sub.add_parser(
-        "bench", help="measure points/s, detection times vs the no-noise baseline, clean runs, "
-        "plain code's steps/s",
+    bench = add_command(
+        sub, "bench",
         description="Benchmarks on this machine, printed as figures and ratios from one run.",
         **with_examples(
             "shmstress bench   # every section: several minutes",

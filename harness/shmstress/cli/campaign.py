@@ -36,6 +36,7 @@ from shmstress.campaign.runner import (
     save_spec,
 )
 from shmstress.cli.args import key_value, no_repeats, split_list, with_examples
+from shmstress.cli.commands import add_command
 from shmstress.cli.run import DEFAULT_TRACKER, add_database_option, learning_from_args
 from shmstress.core.errors import ConfigError
 from shmstress.core.exit_reason import ExitCode, ExitReason
@@ -307,9 +308,8 @@ def _cmd_report(args: argparse.Namespace) -> int:
 
 
 def register(sub: Any) -> None:
-    campaign = sub.add_parser(
-        "campaign",
-        help="run a grid of configurations x trials, one results.jsonl line per trial",
+    campaign = add_command(
+        sub, "campaign",
         description="Run variant x worker counts x strategy x noise, each for --trials trials, "
         "and append one JSON line per finished trial to OUT/results.jsonl (fsynced: a killed "
         "campaign loses at most the trial in flight; --resume finishes it); a failing trial "
@@ -378,9 +378,8 @@ def register(sub: Any) -> None:
                           "(default 30)")
     campaign.set_defaults(handler=_cmd_campaign)
 
-    report = sub.add_parser(
-        "report",
-        help="render results.jsonl files into PNG charts and an index.html",
+    report = add_command(
+        sub, "report",
         description="Failure rate per configuration (95%% Wilson intervals), time-to-detection "
         "CDF per strategy, the trend across campaigns, and each distinct failure with its log "
         "snippet, explanation and replay command.",

@@ -17,6 +17,7 @@ import argparse
 import sys
 
 from shmstress.cli.args import with_examples
+from shmstress.cli.commands import add_command
 from shmstress.cli.run import DEFAULT_TRACKER
 from shmstress.controlled.execution import ExecutionEnd
 from shmstress.controlled.options import DEFAULT_MAX_STEPS
@@ -38,8 +39,8 @@ CONTROLLED_EXECUTIONS = 5
 
 
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
-    parser = sub.add_parser(
-        "check", help="validate a tracker (plugin): probe every variant, then explore it briefly",
+    parser = add_command(
+        sub, "check",
         description="Load a tracker, check its class, build each variant in a throwaway arena "
         "and step its roles one at a time, then run a few controlled executions under PCT: a "
         "malformed tracker fails with one line and exit code 2.",

@@ -20,6 +20,7 @@ from pathlib import Path
 
 from shmstress.cli.args import with_examples
 from shmstress.cli.code_options import BUNDLE_CODE_NOTE, add_code_options, code_allowance
+from shmstress.cli.commands import add_command
 from shmstress.core.config import DEFAULT_RING_SIZE, MIN_RING_SIZE
 from shmstress.core.errors import BundleError, ConfigError
 from shmstress.core.exit_reason import ExitCode
@@ -275,8 +276,8 @@ def _kind_name(text: str) -> tuple[str, str]:
 
 
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
-    parser = sub.add_parser(
-        "log", help="show a recorded log, filtered by the objects its fields name, or worker pid",
+    parser = add_command(
+        sub, "log",
         description="Print the events of a recorded klog-style log (a run's --out directory, "
         "its bundle, or a log file) that name any of the given objects; no filter prints all. "
         "A bundle's own log is the one beside it (<bundle name>.log) whose header names it; "

@@ -18,6 +18,7 @@ from pathlib import Path
 
 from shmstress.cli.args import with_examples
 from shmstress.cli.code_options import BUNDLE_CODE_NOTE, add_code_options, code_allowance
+from shmstress.cli.commands import add_command
 from shmstress.cli.log import add_log_options, validate_log_options
 from shmstress.cli.run import verdict
 from shmstress.cli.test import replay_plain_bundle, shrink_plain_bundle
@@ -122,8 +123,8 @@ def _cmd_shrink(args: argparse.Namespace) -> int:
 
 
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
-    replay = sub.add_parser(
-        "replay", help="replay a repro bundle in controlled mode and say if it reproduces",
+    replay = add_command(
+        sub, "replay",
         description="Take the bundle's recorded steps one at a time, checking each label; "
         "exit 1 and print 'reproduced' with the violation; exit 3 on divergence, if the "
         "violation does not occur or another one does; exit 2 "
@@ -143,8 +144,8 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     add_code_options(replay)
     replay.set_defaults(handler=_cmd_replay)
 
-    shrink = sub.add_parser(
-        "shrink", help="minimize a bundle's failing schedule and write a smaller bundle",
+    shrink = add_command(
+        sub, "shrink",
         description="Search for a schedule that breaks the same invariant in the fewest "
         "steps and preemptions (a short churn, a fresh search within short step bounds, "
         "fewer switches), then the fewest workers and smallest scenario; write it as a "

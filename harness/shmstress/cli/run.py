@@ -19,6 +19,7 @@ from shmstress.cli.args import (
     track_given,
     with_examples,
 )
+from shmstress.cli.commands import add_command
 from shmstress.controlled.options import (
     DEFAULT_EXECUTIONS,
     DEFAULT_MAX_STEPS,
@@ -74,8 +75,8 @@ DEFAULT_TRACKER = "dra"
 
 
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
-    parser = sub.add_parser(
-        "run", help="run one configuration and report violations",
+    parser = add_command(
+        sub, "run",
         description="Fork the tracker's workers (one process per role instance) against its "
         "shared memory, inject noise at points (or, with --mode controlled, explore "
         "interleavings one worker at a time), check invariants online and at rest.",

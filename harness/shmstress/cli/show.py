@@ -20,6 +20,7 @@ from shmstress.analysis.plain_story import plain_story
 from shmstress.analysis.swimlane import Swimlane, plain_swimlane, swimlane
 from shmstress.cli.args import EPILOG
 from shmstress.cli.code_options import BUNDLE_CODE_NOTE, add_code_options, code_allowance
+from shmstress.cli.commands import add_command
 from shmstress.core.files import require_writable, write_text_atomically
 from shmstress.plugin.wording import wording_by_name
 from shmstress.render.failure import swimlane_title
@@ -105,8 +106,8 @@ def _width(text: str) -> int:
 
 
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
-    parser = sub.add_parser(
-        "show", help="draw a failure as a swimlane: one column per worker, one row per step",
+    parser = add_command(
+        sub, "show",
         description="Replay a repro bundle and draw its failure as a swimlane (Lincheck's "
         "interleaving table): a header of workers, each step in its worker's column, the "
         "steps the explanation tells marked *, the violation at the bottom. A long "

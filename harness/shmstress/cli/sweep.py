@@ -8,11 +8,13 @@ from __future__ import annotations
 import argparse
 
 from shmstress.cli.args import with_examples
-from shmstress.core.shm import SHM_DIR_ENV, sweep_stale_segments
+from shmstress.cli.commands import add_command
+from shmstress.core.config import SHM_DIR_ENV
+from shmstress.core.shm import sweep_stale_segments
 
 
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
-    parser = sub.add_parser("sweep", help="unlink segments left by dead coordinators",
+    parser = add_command(sub, "sweep",
                             description="Remove the shmstress-* segments in /dev/shm (or "
                             f"${SHM_DIR_ENV}) whose owning coordinator is gone (killed with "
                             "SIGKILL), and the segments its code under test left, as the run's "

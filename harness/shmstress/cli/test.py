@@ -7,9 +7,10 @@ import random
 import sys
 import textwrap
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from shmstress.cli.args import EPILOG
-from shmstress.cli.run import keep, verdict, write_json
+from shmstress.cli.commands import add_command
 from shmstress.controlled.strategies import (
     BOUNDS,
     DEFAULT,
@@ -25,17 +26,15 @@ from shmstress.core.errors import ReplayDivergedError
 from shmstress.core.exit_reason import ExitCode
 from shmstress.core.files import ArtifactError, require_writable, write_text_atomically
 from shmstress.core.signals import interruptible
-from shmstress.plain.checkpoint import CheckpointError, Checkpointing
-from shmstress.plain.runner import Exploration, explore
 from shmstress.plain.scenario import ScenarioRef, traced_code
-from shmstress.plain.session import FreeSpec, PlainSpec
-from shmstress.render.plain_log import log_lines
-from shmstress.render.plain_report import result_json, result_lines
-from shmstress.render.replay_text import render_plain_replay
-from shmstress.repro.bundle import replay_command
-from shmstress.repro.plain_bundle import PlainBundle, from_outcome, write_plain_bundle
-from shmstress.repro.plain_replay import replay_plain
-from shmstress.repro.plain_shrink import shrink_plain
+from shmstress.plain.spec import FreeSpec, PlainSpec
+
+if TYPE_CHECKING:
+    from shmstress.plain.checkpoint import Checkpointing
+    from shmstress.repro.plain_bundle import PlainBundle
+
+# The engine, the renderers and the bundles are imported by the handlers that use them
+# (``cli.commands``): ``shmstress test --help`` needs none of them.
 
 _DESCRIPTION = textwrap.dedent("""\
     Run a scenario, an ordinary function that starts multiprocessing processes and
@@ -58,8 +57,8 @@ _DESCRIPTION = textwrap.dedent("""\
 
 
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
-    parser = sub.add_parser(
-        "test", help="run plain multiprocessing code under controlled scheduling",
+    parser = add_command(
+        sub, "test",
         description=_DESCRIPTION, epilog=EPILOG,
         formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("scenario", metavar="FILE.py:FUNCTION",
@@ -141,6 +140,10 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
 
 def replay_plain_bundle(path: Path, bundle: PlainBundle, log: str | None) -> int:
     """``shmstress replay`` of a plain bundle: the verdict, and the interleaving again."""
+    from shmstress.render.plain_log import log_lines
+    from shmstress.render.replay_text import render_plain_replay
+    from shmstress.repro.plain_replay import replay_plain
+
     report = replay_plain(bundle)
     print(render_plain_replay(report, bundle, path))
     if report.outcome.failure is not None and report.outcome.failed and log:
@@ -153,6 +156,10 @@ def replay_plain_bundle(path: Path, bundle: PlainBundle, log: str | None) -> int
 def shrink_plain_bundle(source: Path, bundle: PlainBundle, output: Path,
                         max_executions: int) -> int:
     """``shmstress shrink`` of a plain bundle: before and after, and the replay command."""
+    from shmstress.repro.bundle import replay_command
+    from shmstress.repro.plain_bundle import write_plain_bundle
+    from shmstress.repro.plain_shrink import shrink_plain
+
     with interruptible():
         report = shrink_plain(bundle, max_executions)
     if report is None:
@@ -175,6 +182,8 @@ def shrink_plain_bundle(source: Path, bundle: PlainBundle, output: Path,
 def _what_is_saved(checkpoint: Checkpointing) -> str:
     """What an interrupted search left, read back from the file: a signal before the first
     save (while the host starts) leaves no checkpoint, or the one it resumed from."""
+    from shmstress.plain.checkpoint import CheckpointError
+
     try:
         header = checkpoint.read_header()
     except CheckpointError:
@@ -233,6 +242,14 @@ def _cmd_test(args: argparse.Namespace) -> int:
                      trace=traced_code(ref, trace, not args.no_auto_trace),
                      self_check=not args.no_self_check, mailbox_mib=args.mailbox_mib,
                      free=free_spec if free else None)
+    # the engine, once the command line is known to be right (a mistake answers at once)
+    from shmstress.cli.run import keep, verdict, write_json
+    from shmstress.plain.checkpoint import Checkpointing
+    from shmstress.plain.runner import Exploration, explore
+    from shmstress.render.plain_log import log_lines
+    from shmstress.render.plain_report import result_json, result_lines
+    from shmstress.repro.plain_bundle import from_outcome, write_plain_bundle
+
     out = Path(args.out or default_out())
     require_writable(out, "the --out directory", directory=True)
     if args.json:

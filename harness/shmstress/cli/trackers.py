@@ -5,11 +5,12 @@ from __future__ import annotations
 import argparse
 
 from shmstress.cli.args import with_examples
+from shmstress.cli.commands import add_command
 from shmstress.plugin import registry
 
 
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
-    parser = sub.add_parser("list", help="list trackers, variants, roles and invariants",
+    parser = add_command(sub, "list",
                             description="List every installed tracker (entry point group "
                             "shmstress.trackers): its variants, roles with their default "
                             "worker counts, parameters with their defaults, and invariants.",

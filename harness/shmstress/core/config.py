@@ -12,6 +12,8 @@ DEFAULT_NOISE = 0.1
 OUT_ENV = "SHMSTRESS_OUT"
 """Overrides the default directory for repro bundles and logs (the test suite points it at a
 tmp dir; ``tox -e stress`` at the directory the nightly job uploads)."""
+SHM_DIR_ENV = "SHMSTRESS_SHM_DIR"
+"""Where runs keep their shared-memory segments (default /dev/shm: ``core.shm.SHM_DIR``)."""
 MIN_RING_SIZE = 256  # slots per worker: a record and its continuation slots must fit
 DEFAULT_RING_SIZE = 16384  # records kept per worker (older ones are counted as lost)
 DEFAULT_TAPE_SIZE = 1 << 20  # points whose schedule is kept for replay

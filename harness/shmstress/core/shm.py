@@ -55,6 +55,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from shmstress.core.config import SHM_DIR_ENV
 from shmstress.core.errors import ArenaFrozenError, SegmentError
 from shmstress.core.plurals import sized
 from shmstress.core.semaphores import (
@@ -69,7 +70,6 @@ from shmstress.core.unguessable import create_unguessable, token
 if TYPE_CHECKING:
     import numpy as np
 
-SHM_DIR_ENV = "SHMSTRESS_SHM_DIR"
 SHM_DIR = Path(os.environ.get(SHM_DIR_ENV) or "/dev/shm")
 """Where segments live: /dev/shm, or a directory on a tmpfs named by ``$SHMSTRESS_SHM_DIR``
 (read at import), which keeps a run out of sight of every other run's sweeper."""

@@ -14,6 +14,7 @@ from multiprocessing.synchronize import Lock as MpLock
 from multiprocessing.synchronize import Semaphore as MpSemaphore
 
 from shmstress.core.shm import Arena, SharedArray
+from shmstress.plain.spec import MAILBOX_BYTES
 
 PLUMBING = True  # the processes run it: its own calls are no program code (``plumbing``)
 ARRAY_PREFIX = "plain."
@@ -115,7 +116,6 @@ MAX_GAPS = 64
 # channel's object row (a message there, or no sender left) or -1 - slot (its exit)
 WAITSET = 32
 HANDLE_BITS = 62  # slots from this one on share one bit of O_SENDERS / O_RECEIVERS
-MAILBOX_BYTES = 4 << 20  # the default: messages in flight, pickled
 # a message in the mailbox: a header of M_HEADER words, then its bytes
 M_NEXT = 0  # the word of the channel's next message, or NOBODY
 M_SIZE = 1  # its length in bytes

@@ -49,8 +49,8 @@ from shmstress.core.files import replaced_atomically
 from shmstress.core.shm import open_ours
 from shmstress.plain.footprints import Names
 from shmstress.plain.outcome import PlainOutcome
-from shmstress.plain.session import PlainSpec
 from shmstress.plain.sources import Sources
+from shmstress.plain.spec import PlainSpec
 
 FORMAT = 4  # 3: DPOR keeps its untried choices by execution (dpor._Kept); 4: the tally
 # keeps what the self-check saw and the steps by kind

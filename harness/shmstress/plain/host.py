@@ -38,12 +38,13 @@ from multiprocessing.connection import Connection
 from shmstress.core.errors import ScenarioError
 from shmstress.core.processes import become_worker
 from shmstress.core.shm import Arena, ArenaLayout, CreatedSegments
-from shmstress.plain.board import G_HOST_EXIT, G_HOST_SEGMENTS, MAILBOX_BYTES, Board
+from shmstress.plain.board import G_HOST_EXIT, G_HOST_SEGMENTS, Board
 from shmstress.plain.patch import install
 from shmstress.plain.runtime import FreeNoise, PlainRuntime
 from shmstress.plain.scenario import ScenarioRef
 from shmstress.plain.selfcheck import SelfCheck
 from shmstress.plain.sources import loaded_sources
+from shmstress.plain.spec import MAILBOX_BYTES
 from shmstress.plain.sync.process import run_main
 from shmstress.record.recorder import Recorder
 

@@ -33,8 +33,9 @@ from shmstress.plain.checkpoint import (
 )
 from shmstress.plain.footprints import Names
 from shmstress.plain.outcome import PlainEnd, PlainOutcome
-from shmstress.plain.session import FRESH_HOST_EXECUTIONS, PlainSession, PlainSpec
+from shmstress.plain.session import FRESH_HOST_EXECUTIONS, PlainSession
 from shmstress.plain.sources import Sources, changed_sources
+from shmstress.plain.spec import PlainSpec
 
 Progress = Callable[[int, dict[str, int]], None]
 """Called after each execution with (executions so far, ends so far)."""

@@ -18,7 +18,6 @@ import struct
 import sys
 import time
 from collections.abc import Hashable, Sequence
-from dataclasses import dataclass
 from multiprocessing.connection import Connection
 from multiprocessing.process import BaseProcess
 from types import TracebackType
@@ -42,7 +41,7 @@ from shmstress.controlled.strategies.base import (
     acting,
 )
 from shmstress.core.control import FORK
-from shmstress.core.errors import ConfigError, HostLostError, ScenarioError
+from shmstress.core.errors import HostLostError, ScenarioError
 from shmstress.core.fresh import HASH_SEED, FreshProcess
 from shmstress.core.processes import reap
 from shmstress.core.shm import Arena, CreatedSegments
@@ -63,7 +62,6 @@ from shmstress.plain.board import (
     G_WAKE,
     GAP_STRIDE,
     HOST,
-    MAILBOX_BYTES,
     NOBODY,
     O_COUNT,
     O_DEVICE,
@@ -102,9 +100,9 @@ from shmstress.plain.host import BOOT, BoardSize, HostPlan, host_main
 from shmstress.plain.outcome import PlainEnd, PlainFailure, PlainOutcome, PlainStep, Waiting
 from shmstress.plain.progress import inert
 from shmstress.plain.runtime import FreeNoise, PlainRuntime
-from shmstress.plain.scenario import ScenarioRef
 from shmstress.plain.selfcheck import Gap, SelfCheck, scanned
 from shmstress.plain.sources import Sources
+from shmstress.plain.spec import PlainSpec
 from shmstress.plain.sync.file_lock import path_of
 from shmstress.plain.waits import can_go, file_lock_holders, queued_through
 
@@ -115,39 +113,6 @@ _RESTORED = tuple(ARRAY_PREFIX + name for name in ("slots", "objects", "globals"
                                                    "names", "digests"))
 _DOUBLE = struct.Struct("<d")
 _INT64 = struct.Struct("<q")
-
-
-@dataclass(frozen=True)
-class FreeSpec:
-    """Free mode: the processes run on their own, one step at a time, in the order the OS
-    gives them the step lock, perturbed by noise at each point."""
-
-    noise: float = 0.1  # probability of a yield or a short sleep at a point
-    max_sleep_us: float = 100.0
-
-    def validate(self) -> None:
-        if not 0.0 <= self.noise <= 1.0:
-            raise ConfigError(f"--noise must be a probability in [0, 1], got {self.noise}")
-        if not 0.0 <= self.max_sleep_us <= 1e6:
-            raise ConfigError("--max-sleep-us must be between 0 and 1,000,000, got "
-                              f"{self.max_sleep_us}")
-
-
-@dataclass(frozen=True)
-class PlainSpec:
-    """A plain-code session: the scenario and the bounds of its board."""
-
-    scenario: ScenarioRef
-    max_processes: int = 16  # main included
-    max_steps: int = 20_000
-    max_objects: int = 256
-    mailbox_mib: int = MAILBOX_BYTES >> 20  # room for queue and pipe messages in flight
-    trace: tuple[str, ...] = ()  # --trace: code whose shared-memory accesses are points
-    self_check: bool = True  # plain.selfcheck: notice what is outside control
-    free: FreeSpec | None = None  # None: controlled mode
-    pin: bool = True  # controlled mode: every process on one CPU (handoffs are cheaper)
-    stop_timeout: float = 10.0  # for a process to reach its next point
-    load_timeout: float = 60.0  # for the scenario's module to import
 
 
 class _View:

@@ -23,7 +23,7 @@ from shmstress.core.provenance import package_version
 from shmstress.core.trace import Step
 from shmstress.plain.outcome import PlainEnd, PlainOutcome
 from shmstress.plain.scenario import ScenarioRef
-from shmstress.plain.session import PlainSpec
+from shmstress.plain.spec import PlainSpec
 from shmstress.reports.decoding import describe_error
 from shmstress.repro.bundle import LOG_SUFFIX, decoded, path_safe
 from shmstress.repro.bundle_code import CodeRef

@@ -29,7 +29,7 @@ from shmstress.core.errors import ScenarioError
 from shmstress.core.exit_reason import ExitCode
 from shmstress.plain.runner import Exploration, PlainResult, explore
 from shmstress.plain.scenario import SCENARIO_ATTRIBUTE, ScenarioRef, traced_code
-from shmstress.plain.session import PlainSpec
+from shmstress.plain.spec import PlainSpec
 from shmstress.render.plain_report import result_lines
 from shmstress.repro.plain_bundle import from_outcome, write_plain_bundle
 

@@ -18,7 +18,7 @@ from types import MappingProxyType
 
 from shmstress.plain.outcome import PlainEnd
 from shmstress.plain.scenario import ScenarioRef
-from shmstress.plain.session import PlainSpec
+from shmstress.plain.spec import PlainSpec
 
 PACKAGE = "shmstress.bench.sctbench"
 ASSERT = (PlainEnd.FAILED.value,)

@@ -45,7 +45,7 @@ from shmstress.core.config import DEFAULT_NOISE, default_out
 from shmstress.core.signals import InterruptFlag, interruptible
 from shmstress.plain.checkpoint import CheckpointError, Checkpointing, Identity
 from shmstress.plain.runner import Exploration, PlainResult, explore
-from shmstress.plain.session import FreeSpec, PlainSpec
+from shmstress.plain.spec import FreeSpec, PlainSpec
 from shmstress.repro.bundle import replay_command
 from shmstress.repro.plain_bundle import from_outcome, write_plain_bundle
 
