@@ -130,6 +130,22 @@ def test_a_seedless_search_prints_no_seed_and_takes_the_same_one_every_time(
     assert "seed 5" in seeded.stdout.splitlines()[0]
 
 
+def test_a_seedless_tracker_search_prints_no_seed_and_draws_none(tmp_path: Path) -> None:
+    """``run --mode controlled --strategy dpor`` as ``test --strategy dpor``: the search is the
+    same whatever the seed, so none is drawn (it seeds only the workers' own draws: 0)."""
+    for n in (1, 2):
+        done = _shmstress("run", "--variant", "fixed", "--mode", "controlled", "--strategy",
+                          "dpor", "--executions", "3", "--out", str(tmp_path),
+                          "--json", str(tmp_path / f"{n}.json"), cwd=tmp_path)
+        assert done.returncode == 0, done.stdout + done.stderr
+        header = done.stdout.splitlines()[0]
+        assert "dpor" in header and "seed" not in header, header
+        assert json.loads((tmp_path / f"{n}.json").read_text())["run"]["config"]["seed"] == 0
+    seeded = _shmstress("run", "--variant", "fixed", "--mode", "controlled", "--strategy",
+                        "pct", "--executions", "3", "--out", str(tmp_path), cwd=tmp_path)
+    assert ", seed " in seeded.stdout.splitlines()[0]  # drawn, and printed to rerun it
+
+
 def test_show_and_the_interleaving_never_skip_a_step_number_without_a_fold_row() -> None:
     spec = PlainSpec(ScenarioRef(str(EXAMPLES / "counter.py"), "racy"))
     result = explore(spec, Exploration(StrategySpec("pct"), 1, 20))

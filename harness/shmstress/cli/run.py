@@ -157,7 +157,8 @@ def _add_run_options(parser: argparse.ArgumentParser) -> None:
     budget.add_argument("--points", type=int, metavar="N", dest="max_points",
                         help="stop churning after N points instead of (or before) --duration")
     budget.add_argument("--seed", type=int, help="seed for every random draw (default: random, "
-                        "printed)")
+                        "printed); exhaustive and dpor explore the same whatever it is: it "
+                        "only seeds the workers' own draws, default 0")
     budget.add_argument("--noise", type=float, default=DEFAULT_NOISE, metavar="P",
                         help=f"probability of noise at each point (default {DEFAULT_NOISE}; "
                         "0 is the plain rerun-it baseline)")
@@ -268,7 +269,9 @@ def config_from_args(args: argparse.Namespace) -> RunConfig:
         params=no_repeats("--param", args.param),
         duration=args.duration,
         max_points=args.max_points,
-        seed=args.seed,
+        seed=args.seed if args.seed is not None else 0 if (
+            args.mode == "controlled"
+            and StrategySpec(args.strategy).seedless) else None,
         noise=NoiseConfig(args.noise, args.noise_kind, args.max_sleep_us, args.noise_policy),
         stop_on_first=not args.keep_going,
         drain_timeout=args.drain_timeout,

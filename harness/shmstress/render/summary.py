@@ -96,7 +96,9 @@ def render_controlled(result: ControlledResult, require_coverage: bool = False) 
     pinned = f", pinned to CPU {result.pinned_cpu}" if result.pinned_cpu is not None else ""
     lines = [
         f"shmstress run (controlled): tracker {config.tracker}, variant {config.variant}, "
-        f"seed {config.seed}, strategy {result.strategy.describe()}",
+        # a seedless search at its default seed: a number would suggest a draw there is not
+        + ("" if result.strategy.seedless and config.seed == 0 else f"seed {config.seed}, ")
+        + f"strategy {result.strategy.describe()}",
         f"  workers: {_setup(counts, params)}; {result.options.run_steps} steps of churn per "
         f"execution, at most {result.options.max_steps}",
         f"  exit reason: {run.exit_reason.value} ({run.exit_reason.describe()})",
