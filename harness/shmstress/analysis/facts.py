@@ -10,7 +10,7 @@ from one pass over the recording.
 The tracker's initial facts hold when the run starts. A ring that wrapped
 lost its worker's oldest records (``ring_loss``), and any of them may have
 set a fact: a fact last set before another worker's lost records is *in
-doubt* (``in_doubt``), still known as what the records kept last said, never
+doubt* (``doubted_by``), still known as what the records kept last said, never
 stated as the state it was in.
 """
 
@@ -74,10 +74,6 @@ class FactHistory:
         its worker's alone, so only another worker's lost points at or after it count."""
         return tuple(loss for loss in self.losses
                      if loss.worker != setting.worker and loss.through >= setting.seq)
-
-    def in_doubt(self, setting: Setting) -> bool:
-        """May a record the rings lost have changed the fact after ``setting``?"""
-        return bool(self.doubted_by(setting))
 
     def held(self, until: int) -> list[tuple[Subject, str, Setting]]:
         """The holdings a worker still holds just before point ``until``."""

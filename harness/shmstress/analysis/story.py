@@ -8,7 +8,10 @@ the structure from the order of the recorded points and log calls. A worker
 that still holds one of the objects when the operation breaks (a popped,
 undelivered event) is named under the outcome. Where the focus found where the
 race starts (``Focus.enabling``), the story begins there, tells every step a
-link names, and each link is a line under the outcome.
+link names, and each link is a line under the outcome. Where a ring wrapped, a
+fact a lost record may have changed is not stated but kept *in doubt*, with
+what the kept records last said, beside the losses that put it there: a
+partial initial state says it is partial.
 ``render.explanation`` words it.
 """
 
@@ -202,7 +205,7 @@ def _initial_state(
     found: Focus, workers: Sequence[WorkerInfo]
 ) -> tuple[tuple[str, ...], tuple[InDoubt, ...], tuple[LostRecords, ...]]:
     """Facts of the involved objects just before the window, and who holds any of them: the
-    ones known, the ones a lost record may have changed (``FactHistory.in_doubt``), and the
+    ones known, the ones a lost record may have changed (``FactHistory.doubted_by``), and the
     losses that put those in doubt."""
     words = found.words
     history = found.history
