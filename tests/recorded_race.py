@@ -56,20 +56,26 @@ def recorded_seed_race(
         run.runtime.become(BINDER_2)
         for _ in range(noise_points):
             run.runtime.point("take pod to bind")
-        run.runtime.become(GATHERER)
-        run.tracker.claims.signal_claim_pending_allocation(CLAIM, DEVICE)
-        run.tracker.claims.signal_claim_pending_allocation(OTHER_CLAIM + 1, 0)
-
-        def preempted() -> None:
-            _unrelated_informer_update(run)
-            bind(run)
-
-        run.set_gate(InjectAt(run.runtime, GATHERER, "check in-flight claims", preempted))
-        run.runtime.become(GATHERER)
-        run.tracker.claims.gather_allocated_state()
+        seed_race(run)
 
     with recorded_interleaving(variant, ring_size, race) as result:
         yield result
+
+
+def seed_race(run: SequentialRun) -> None:
+    """The seed interleaving itself: the gatherer puts the claim in flight and gathers; the
+    binder binds it between the gatherer's copy and its check of in-flight claims."""
+    run.runtime.become(GATHERER)
+    run.tracker.claims.signal_claim_pending_allocation(CLAIM, DEVICE)
+    run.tracker.claims.signal_claim_pending_allocation(OTHER_CLAIM + 1, 0)
+
+    def preempted() -> None:
+        _unrelated_informer_update(run)
+        bind(run)
+
+    run.set_gate(InjectAt(run.runtime, GATHERER, "check in-flight claims", preempted))
+    run.runtime.become(GATHERER)
+    run.tracker.claims.gather_allocated_state()
 
 
 @contextmanager

@@ -3,28 +3,40 @@
 from __future__ import annotations
 
 import re
-from dataclasses import replace
+from contextlib import AbstractContextManager
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 import pytest
 
 from shmstress.analysis.enabling import enabling
 from shmstress.analysis.plain_story import plain_story
-from shmstress.analysis.story import Explanation
+from shmstress.analysis.story import Explanation, InDoubt, LostRecords
 from shmstress.analysis.swimlane import plain_swimlane
 from shmstress.cli.main import main
 from shmstress.controlled.strategies.base import StrategySpec
-from shmstress.core.result import Violation
+from shmstress.core.result import RunResult, Violation
 from shmstress.plain.outcome import PlainOutcome, PlainStep
 from shmstress.plain.runner import Exploration, explore
 from shmstress.plain.scenario import ScenarioRef
 from shmstress.plain.spec import PlainSpec
 from shmstress.render.explanation import render_explanation
 from shmstress.render.plain_report import outcome_lines
+from shmstress.testing.sequential import SequentialRun
 from shmstress.trackers.dra.names import NO_ID, Naming
 from shmstress.trackers.dra.tracker import DraTracker
 from tests.helpers import explain
-from tests.recorded_race import CLAIM, DEVICE, recorded_seed_race, recorded_unordered_race
+from tests.recorded_race import (
+    BINDER_2,
+    CLAIM,
+    DEVICE,
+    INFORMER,
+    OTHER_CLAIM,
+    recorded_interleaving,
+    recorded_seed_race,
+    recorded_unordered_race,
+    seed_race,
+)
 
 NAMES = Naming(DraTracker.parameters["nodes"].default,
                DraTracker.parameters["devices-per-node"].default)
@@ -105,9 +117,10 @@ def test_steps_of_uninvolved_workers_are_left_out() -> None:
 
 def test_initial_state_only_states_what_the_kept_records_show() -> None:
     # binder #2's ring overflows before the race: whether the device was ever observed in
-    # allocated devices before that is unknown, so only "in flight" (recorded later) is stated.
+    # allocated devices before that is unknown, so only "in flight" (recorded later) is stated;
+    # the device's state at the run's start is in doubt, and the explanation says what was lost.
     with recorded_seed_race(ring_size=16, noise_points=40) as result:
-        assert result.recording is not None and result.recording.ring_lost
+        assert result.recording is not None and result.recording.ring_lost == {BINDER_2: 24}
         explanation = explain(result)
     assert explanation is not None
     assert explanation.initial_state == (f'claim "{CLAIM_NAME}" is in flight',)
@@ -116,6 +129,69 @@ def test_initial_state_only_states_what_the_kept_records_show() -> None:
         "stores the claim in the assume cache",
         "checks in-flight claims",
     ]
+    assert explanation.partial
+    assert explanation.in_doubt == (
+        InDoubt(f'device "{DEVICE_NAME}" is not in allocated devices', -1, None),)
+    # its 40 noise points were points 0 to 39; the ring kept the last 16
+    assert explanation.lost == (LostRecords("binder #2", 24, 23),)
+    assert render_explanation(explanation).split("\n")[:3] == [
+        "Initial state (partial, the rings wrapped: raise --ring-size): "
+        f'claim "{CLAIM_NAME}" is in flight',
+        f'  in doubt: device "{DEVICE_NAME}" is not in allocated devices as recorded at the '
+        "run's start; a lost record may have changed it since",
+        "  lost: the first 24 points of binder #2, up to point 23, with their log calls",
+    ]
+
+
+def _wrapped_race(deallocated_after_noise: bool) -> AbstractContextManager[RunResult]:
+    """The seed race after informer #1 recorded the device's deallocation and binder #2 took
+    40 points (its ring of 16 keeps the last 16): the deallocation before or after them."""
+
+    def race(run: SequentialRun) -> None:
+        def deallocate() -> None:
+            run.runtime.become(INFORMER)
+            run.runtime.point("Observed device allocation", device=NO_ID, old=DEVICE,
+                              claim=OTHER_CLAIM)
+
+        if not deallocated_after_noise:
+            deallocate()
+        run.runtime.become(BINDER_2)
+        for _ in range(40):
+            run.runtime.point("take pod to bind")
+        if deallocated_after_noise:
+            deallocate()
+            run.runtime.point("Observed device allocation", device=0, old=NO_ID,
+                              claim=OTHER_CLAIM + 1)  # what the gather's copy reads from
+        seed_race(run)
+
+    return recorded_interleaving("gather-unchecked", 16, race)
+
+
+def test_a_fact_set_after_every_lost_record_is_known_although_a_ring_wrapped() -> None:
+    with _wrapped_race(deallocated_after_noise=True) as result:
+        assert result.recording is not None and result.recording.ring_lost
+        explanation = explain(result)
+    assert explanation is not None and not explanation.partial
+    assert (explanation.in_doubt, explanation.lost) == ((), ())
+    assert explanation.initial_state == (
+        f'claim "{CLAIM_NAME}" is in flight', f'device "{DEVICE_NAME}" is not in allocated devices')
+    assert render_explanation(explanation).startswith(
+        f'Initial state: claim "{CLAIM_NAME}" is in flight; device "{DEVICE_NAME}" is not in '
+        "allocated devices\n")
+
+
+def test_a_fact_set_before_a_lost_record_keeps_what_was_recorded_and_where() -> None:
+    with _wrapped_race(deallocated_after_noise=False) as result:
+        explanation = explain(result)
+    assert explanation is not None and explanation.partial
+    assert explanation.initial_state == (f'claim "{CLAIM_NAME}" is in flight',)
+    # binder #2's points were 1 to 40: the ring lost 1 to 24, all after informer's point 0
+    assert explanation.in_doubt == (
+        InDoubt(f'device "{DEVICE_NAME}" is not in allocated devices', 0, "informer #1"),)
+    assert explanation.lost == (LostRecords("binder #2", 24, 24),)
+    assert (f'  in doubt: device "{DEVICE_NAME}" is not in allocated devices as recorded at '
+            "point 0 by informer #1; a lost record may have changed it since"
+            ) in render_explanation(explanation).split("\n")
 
 
 def test_a_step_missing_from_the_rings_comes_from_the_schedule_tape() -> None:
@@ -213,9 +289,89 @@ def test_free_run_failure_shows_snippet_and_ordered_explanation(
     assert removal and all(copied < i < len(steps) - 1 for i in removal), output
     assert all(copied < i for i in added), output
     at_start = "is not in flight" if setup else "is in flight"
-    assert re.search(rf'Initial state: claim "\S+" {at_start}; device "\S+" is not in '
-                     "allocated devices", output), output
+    _assert_initial_state(output, (rf'claim "\S+" {at_start}',
+                                   r'device "\S+" is not in allocated devices'))
     assert "\n\n    => device " in output  # the blank line before it carries no indent
+
+
+@dataclass(frozen=True)
+class _InitialState:
+    partial: bool
+    known: str  # the phrases of the first line, as printed
+    in_doubt: tuple[str, ...]
+    lost: tuple[str, ...]
+
+
+_INITIAL = re.compile(r"^    Initial state(?P<partial> \(partial, the rings wrapped: raise "
+                      r"--ring-size\))?: (?P<known>.*)$", re.M)
+
+
+def _initial_state(output: str) -> _InitialState:
+    """The printed explanation's initial state: its first line and the lines under it."""
+    found = _INITIAL.search(output)
+    assert found is not None, output
+    under = output[found.end():].split("\n")[1:]
+    below = [line.strip() for line in under[:next(
+        i for i, line in enumerate(under) if not line.startswith("      "))]]
+    return _InitialState(
+        bool(found["partial"]), found["known"],
+        tuple(line.removeprefix("in doubt: ") for line in below if line.startswith("in doubt: ")),
+        tuple(line.removeprefix("lost: ") for line in below if line.startswith("lost: ")))
+
+
+def _assert_initial_state(output: str, facts: tuple[str, ...]) -> None:
+    """The initial state states ``facts`` (patterns, in order). A run whose rings wrapped
+    before the window may not know some of them: each of those is then in doubt, with what
+    the kept records last said of it, and the initial state says it is partial and names
+    what the rings lost. A run whose rings kept everything states them all."""
+    state = _initial_state(output)
+    if "records overwritten in the workers' rings" not in output:
+        assert not state.partial, output
+    if not state.partial:
+        assert re.match("; ".join(facts), state.known), output
+        return
+    assert state.in_doubt and state.lost, output
+    lost_line = (r"the first (\d+ points|point) of \w+ #\d+ \(pid \d+\), up to point \d+, "
+                 "with their log calls")
+    assert all(re.fullmatch(lost_line, lost) for lost in state.lost), output
+    known = state.known.split("; ")
+    for fact in facts:
+        # the object and the fact, whatever the kept records said of it
+        about = re.sub(r" is( not)? ", " is (not )?", fact)
+        stated = [phrase for phrase in known if re.fullmatch(about, phrase)]
+        doubted = [doubt for doubt in state.in_doubt if re.match(
+            rf"{about} as recorded at (the run's start|point \d+ by \w+ #\d+ \(pid \d+\)); a "
+            "lost record may have changed it since$", doubt)]
+        assert len(stated) + len(doubted) == 1, output
+        assert not stated or re.fullmatch(fact, stated[0]), output
+
+
+@pytest.mark.stress
+def test_a_run_whose_rings_wrapped_says_what_its_initial_state_lost(
+    capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Controlled mode with this seed is one schedule: with rings of 256 records the race
+    comes after three workers lost their first points, and the device's state before the
+    gather was last recorded at the run's start. The explanation says so; before, it
+    stated the claim alone, as if that were the whole initial state."""
+    code = main(["run", "--variant", "gather-unchecked", "--mode", "controlled", "--strategy",
+                 "random_walk", "--seed", "1", "--ring-size", "256", "--points", "5000",
+                 "--max-steps", "200000", "--param", "nodes=4", "--param", "devices-per-node=16",
+                 "--quiet"])
+    output = capsys.readouterr().out
+    assert code == 1 and "gather-complete" in output, output
+    state = _initial_state(output)
+    assert state.partial and state.known == 'claim "shmstress/claim-0008" is in flight', output
+    assert state.in_doubt == (
+        'device "driver.example.com/worker-2/worker-2-device-014" is not in allocated devices '
+        "as recorded at the run's start; a lost record may have changed it since",), output
+    assert [re.sub(r" \(pid \d+\)", "", lost) for lost in state.lost] == [
+        "the first 15 points of binder #1, up to point 48, with their log calls",
+        "the first 21 points of binder #2, up to point 74, with their log calls",
+        "the first 47 points of gatherer #1, up to point 247, with their log calls",
+    ], output
+    _assert_initial_state(output, (r'claim "\S+" is in flight',
+                                   r'device "\S+" is not in allocated devices'))
 
 
 @pytest.mark.stress

@@ -13,8 +13,9 @@ write, the window reaches back further still, to where the race started
 (``tracker_links``: a stale read, the write the failing worker read from).
 
 ``focus`` reads the recording once: one forward pass folds the objects' facts
-(``FactHistory``) and keeps the records of the window; the fallback start and
-the horizon of lost records are bounded looks at the points alone.
+(``FactHistory``, every record kept, with what the rings lost) and keeps the
+records of the window; the fallback start is a bounded look at the points
+alone, the horizon of lost records the last point a ring lost (``ring_loss``).
 """
 
 from __future__ import annotations
@@ -25,6 +26,7 @@ from dataclasses import dataclass, field
 
 from shmstress.analysis.enabling import Enabling
 from shmstress.analysis.facts import FactHistory
+from shmstress.analysis.ring_loss import ring_losses
 from shmstress.analysis.tracker_links import tracker_links
 from shmstress.core.result import Violation
 from shmstress.core.trace import Label, Record, Recording
@@ -106,21 +108,22 @@ def focus(recording: Recording, violation: Violation, wording: Wording) -> Focus
         words, recording, subjects, end
     )
     begin = max(0, min(begin, end))
-    horizon = _complete_from(recording)
+    losses = ring_losses(recording)
+    horizon = max((loss.through + 1 for loss in losses), default=0)
     # the walk starts from the worker that saw the violation (what it read was wrong), which
     # need not be the one whose operation went wrong (the scope's)
     seer = violation.worker.worker_id if violation.worker is not None else worker
     links = tracker_links(recording, words, seer, end, horizon, subjects, scope.names,
                           scope.start)
     earliest = min(begin - MAX_FALLBACK_POINTS, links.start if links.start is not None else end)
-    history = FactHistory(words, subjects, from_start=horizon == 0)
+    history = FactHistory(words, subjects, losses)
     candidates: list[Record] = []  # the widest window a holding can open
     for record in merged(recording):
         if record.seq > end:
             break
         if record.seq >= earliest:
             candidates.append(record)
-        if record.seq >= horizon and record.fields:
+        if record.fields:
             history.note(labels[record.label].text, dict(record.fields), record.worker,
                          record.seq)
     reach = [s.seq for _, _, s in history.held(begin) if s.seq >= begin - MAX_FALLBACK_POINTS]
@@ -152,17 +155,6 @@ def _last_steps(
             touched.update(words.subjects(recording.labels[record.label].text,
                                           dict(record.fields)))
     return frozenset(touched), (steps[-1] if steps else None)
-
-
-def _complete_from(recording: Recording) -> int:
-    """First sequence number from which every worker's records are all still in its ring."""
-    if not recording.ring_lost:
-        return 0
-    first: dict[int, int] = {}
-    for record in recording.records:
-        if record.worker in recording.ring_lost:
-            first.setdefault(record.worker, record.seq)
-    return max((first.get(worker, 0) for worker in recording.ring_lost), default=0)
 
 
 def _fallback_start(

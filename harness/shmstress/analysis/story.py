@@ -8,7 +8,10 @@ the structure from the order of the recorded points and log calls. A worker
 that still holds one of the objects when the operation breaks (a popped,
 undelivered event) is named under the outcome. Where the focus found where the
 race starts (``Focus.enabling``), the story begins there, tells every step a
-link names, and each link is a line under the outcome.
+link names, and each link is a line under the outcome. Where a ring wrapped, a
+fact a lost record may have changed is not stated but kept *in doubt*, with
+what the kept records last said, beside the losses that put it there: a
+partial initial state says it is partial.
 ``render.explanation`` words it.
 """
 
@@ -17,6 +20,7 @@ from __future__ import annotations
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 
+from shmstress.analysis.facts import Setting
 from shmstress.analysis.focus import Focus
 from shmstress.core.trace import Record, Recording, Step
 from shmstress.core.workers import WorkerInfo, describe_worker
@@ -35,6 +39,26 @@ class StepRun:
 
 
 @dataclass(frozen=True)
+class InDoubt:
+    """A fact of the initial state that a record the rings lost may have changed: what the
+    records kept last say, and where they said it, never stated as the state it was in."""
+
+    phrase: str  # 'device "x" is not in allocated devices'
+    seq: int  # the point that set it; -1: the tracker's initial facts, at the run's start
+    worker: str | None  # who set it there
+
+
+@dataclass(frozen=True)
+class LostRecords:
+    """A worker's oldest records, overwritten in its ring: its first ``points`` points and
+    their log calls, up to point ``through``."""
+
+    worker: str
+    points: int
+    through: int
+
+
+@dataclass(frozen=True)
 class Explanation:
     invariant: str
     initial_state: tuple[str, ...]  # one phrase per object whose state is known
@@ -45,6 +69,13 @@ class Explanation:
     notes: tuple[str, ...] = ()  # what the recording lost, if anything
     still_held: tuple[str, ...] = ()  # objects a worker still held when it broke
     links: tuple[str, ...] = ()  # where the race starts, then each link back from the failure
+    in_doubt: tuple[InDoubt, ...] = ()  # facts of the initial state lost records may change
+    lost: tuple[LostRecords, ...] = ()  # the losses that put them in doubt
+
+    @property
+    def partial(self) -> bool:
+        """Is the initial state known only in part (a ring wrapped before the window)?"""
+        return bool(self.in_doubt)
 
 
 @dataclass(frozen=True)
@@ -81,9 +112,10 @@ def explanation(
 ) -> Explanation:
     """The explanation of ``found`` from its story ``told``."""
     chosen = found.violation
+    known, in_doubt, lost = _initial_state(found, workers)
     return Explanation(
         invariant=chosen.invariant,
-        initial_state=_initial_state(found, workers),
+        initial_state=known,
         runs=_runs(told, workers),
         outcome=found.outcome or chosen.message,
         start=found.start,
@@ -94,6 +126,8 @@ def explanation(
             for subject, fact, setting in found.history.held(found.end + 1)
         ),
         links=_links(found, workers),
+        in_doubt=in_doubt,
+        lost=lost,
     )
 
 
@@ -167,22 +201,44 @@ def _holdings_changed(
             frozenset(key for holds, key in changed if not holds))
 
 
-def _initial_state(found: Focus, workers: Sequence[WorkerInfo]) -> tuple[str, ...]:
-    """Facts of the involved objects just before the window, and who holds any of them."""
+def _initial_state(
+    found: Focus, workers: Sequence[WorkerInfo]
+) -> tuple[tuple[str, ...], tuple[InDoubt, ...], tuple[LostRecords, ...]]:
+    """Facts of the involved objects just before the window, and who holds any of them: the
+    ones known, the ones a lost record may have changed (``FactHistory.doubted_by``), and the
+    losses that put those in doubt."""
     words = found.words
+    history = found.history
     known: dict[Subject, dict[str, bool]] = {subject: {} for subject in found.scope.subjects}
-    for (subject, fact), setting in found.history.at(found.start).items():
-        if fact not in words.holdings:
-            known[subject][fact] = setting.holds
+    doubted: list[InDoubt] = []
+    doubters: set[int] = set()
+
+    def doubt(phrase: str, setting: Setting) -> bool:
+        losses = history.doubted_by(setting)
+        if losses:
+            doubters.update(loss.worker for loss in losses)
+            doubted.append(InDoubt(phrase, setting.seq, None if setting.worker < 0
+                                   else describe_worker(setting.worker, workers)))
+        return bool(losses)
+
+    for (subject, fact), setting in history.at(found.start).items():
+        if fact in words.holdings:
+            continue
+        if not doubt(_state_phrase(words, _name(found, subject), {fact: setting.holds}),
+                     setting):
+            known.setdefault(subject, {})[fact] = setting.holds
     phrases = [
         _state_phrase(words, _name(found, subject), state)
         for subject, state in known.items()
         if state
     ]
-    return (*phrases, *(
-        _holding(found, subject, fact, setting.worker, workers)
-        for subject, fact, setting in found.history.held(found.start)
-    ))
+    holdings = [
+        phrase for subject, fact, setting in history.held(found.start)
+        if not doubt(phrase := _holding(found, subject, fact, setting.worker, workers), setting)
+    ]
+    lost = tuple(LostRecords(describe_worker(loss.worker, workers), loss.points, loss.through)
+                 for loss in history.losses if loss.worker in doubters)
+    return (*phrases, *holdings), tuple(doubted), lost
 
 
 def _state_phrase(words: Words, name: str, known: dict[str, bool]) -> str:
