@@ -123,7 +123,8 @@ class Words:
         return None
 
     def initial_facts(self, subject: Subject) -> Mapping[str, bool]:
-        """Facts of ``subject`` when the run starts (used only if no record was overwritten)."""
+        """Facts of ``subject`` when the run starts (after a ring wrapped, those a lost record
+        may have changed are reported in doubt: ``analysis.facts``)."""
         return {}
 
     def name(self, subject: Subject) -> str:
