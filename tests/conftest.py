@@ -15,6 +15,12 @@ from shmstress.core.processes import live_children
 from shmstress.core.shm import SHM_DIR, live_segments
 from tests.helpers import segments_left_by_us
 
+# The scenarios that model real libraries name their own files, segments and semaphores
+# in /dev/shm (tests/scenarios: ``PREFIX``), as real libraries do. Each suite process
+# gets names of its own, so that two suite workers, or two suites on one machine, never
+# share them; set here, before any test module imports a scenario.
+os.environ["SHMSTRESS_TESTS_PREFIX"] = f"shmstress_tests_{os.getpid()}_"
+
 
 @pytest.fixture(autouse=True, scope="session")
 def failure_artifacts_in_tmp(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:

@@ -33,12 +33,8 @@ from shmstress.repro.plain_replay import replay_plain
 from shmstress.repro.replay import Verdict
 from tests.plain_twins import assert_free_not_rarer
 
-# Their scenarios name files, segments and semaphores in /dev/shm (``shmstress_tests_*``), as
-# real libraries do: one suite worker runs them all, or two would share the names.
-pytestmark = pytest.mark.xdist_group("shmstress_tests_names")
-
 SCENARIOS = Path(__file__).resolve().parent / "scenarios"
-OURS = "shmstress_tests_"  # every file, segment and semaphore these scenarios name
+OURS = os.environ["SHMSTRESS_TESTS_PREFIX"]  # what the scenarios name, this worker's (conftest)
 
 
 def spec(where: str, function: str, traced: bool = True, **options: object) -> PlainSpec:
@@ -156,8 +152,8 @@ def test_a_file_lock_deadlock_names_the_locks_their_holders_and_where_they_took_
     assert failure.message.startswith("deadlock: _both #"), failure.message
     for line in failure.details.splitlines()[1:]:
         assert " waits for lockf@file_locks.py:" in line, line
-        assert " on /dev/shm/shmstress_tests_file_lock" in line, line  # the file, by its path
-        assert ", held by _both #" in line and "(taken at file_locks.py:89; _both #" in line
+        assert f" on /dev/shm/{OURS}file_lock" in line, line  # the file, by its path
+        assert ", held by _both #" in line and "(taken at file_locks.py:91; _both #" in line
 
 
 @pytest.mark.usefixtures("lock_files")
@@ -179,7 +175,7 @@ def test_a_file_lock_held_outside_the_run_is_named() -> None:
 @pytest.fixture
 def left_at_zero() -> Iterator[None]:
     """A semaphore a program left at 0, outside the run."""
-    semaphore = posix_ipc.Semaphore("/shmstress_tests_left_at_zero", posix_ipc.O_CREX)
+    semaphore = posix_ipc.Semaphore(f"/{OURS}left_at_zero", posix_ipc.O_CREX)
     yield
     assert semaphore.value == 0  # read, never taken or released by the run
     semaphore.unlink()
@@ -196,8 +192,8 @@ def test_what_they_offer_works_as_it_does_for_real(where: str, function: str) ->
     try:
         result = search(where, function, 20)
     finally:
-        if os.path.exists("/dev/shm/shmstress_tests_mmap_import"):  # made at import
-            os.unlink("/dev/shm/shmstress_tests_mmap_import")
+        if os.path.exists(f"/dev/shm/{OURS}mmap_import"):  # made at import
+            os.unlink(f"/dev/shm/{OURS}mmap_import")
     assert result.failing is None, result.failing and result.failing.failure
     assert result.ends == {"finished": 20}
 
@@ -213,7 +209,7 @@ def test_a_mappings_methods_are_points_with_their_values() -> None:
             assert walk.new_execution()
             outcome = session.execute(walk, walk.next_u64())
     finally:
-        os.unlink("/dev/shm/shmstress_tests_mmap_import")  # made at import
+        os.unlink(f"/dev/shm/{OURS}mmap_import")  # made at import
     assert outcome.end is PlainEnd.FINISHED, outcome.failure
     seen = [(step.worker, step.what, step.value) for step in outcome.steps
             if "MAPPED" in step.label]
@@ -225,11 +221,11 @@ def test_a_mappings_methods_are_points_with_their_values() -> None:
 
 @pytest.mark.parametrize(("where", "function", "expected"), [
     ("lib_declared.py", "held_while_joining",
-     "take_it #1 waits for guard, held by main (taken at lib_declared.py:110; main is at "
-     "lib_declared.py:113), at 'acquire guard'"),
+     "take_it #1 waits for guard, held by main (taken at lib_declared.py:112; main is at "
+     "lib_declared.py:115), at 'acquire guard'"),
     ("named_semaphores.py", "waits_for_a_taker",
      "_take #1 waits for lock, which is at zero, taken last by main (taken at "
-     "named_semaphores.py:33; main is at named_semaphores.py:36), at 'acquire lock'"),
+     "named_semaphores.py:36; main is at named_semaphores.py:39), at 'acquire lock'"),
 ])
 def test_a_blocked_process_names_the_lock_its_holder_and_both_places(
         where: str, function: str, expected: str) -> None:

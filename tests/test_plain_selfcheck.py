@@ -14,10 +14,6 @@ from shmstress.plain.runner import Exploration, PlainResult, explore
 from shmstress.plain.scenario import ScenarioRef, traced_code
 from shmstress.plain.spec import PlainSpec
 
-# Their scenarios name files, segments and semaphores in /dev/shm (``shmstress_tests_*``), as
-# real libraries do: one suite worker runs them all, or two would share the names.
-pytestmark = pytest.mark.xdist_group("shmstress_tests_names")
-
 SCENARIOS = Path(__file__).resolve().parent / "scenarios" / "uncontrolled.py"
 
 

@@ -21,13 +21,10 @@ from shmstress.repro.plain_bundle import from_outcome
 from shmstress.repro.plain_replay import replay_plain
 from shmstress.repro.replay import Verdict
 
-# Their scenarios name files, segments and semaphores in /dev/shm (``shmstress_tests_*``), as
-# real libraries do: one suite worker runs them all, or two would share the names.
-pytestmark = pytest.mark.xdist_group("shmstress_tests_names")
-
 ROOT = Path(__file__).resolve().parents[1]
 NUMPY = ROOT / "examples" / "plain" / "numpy_counts.py"
 LIBRARIES = Path(__file__).resolve().parent / "scenarios" / "libraries.py"
+PREFIX = os.environ["SHMSTRESS_TESTS_PREFIX"]  # this worker's names in /dev/shm (conftest)
 
 
 def search(where: Path, function: str, executions: int, trace: tuple[str, ...],
@@ -111,10 +108,10 @@ def test_segments_a_scenario_leaves_are_unlinked(tmp_path: Path) -> None:
     leaky.write_text(
         "from multiprocessing import shared_memory\n"
         "def scenario():\n"
-        "    shared_memory.SharedMemory(name='shmstress_tests_leak', create=True, size=64)\n")
+        f"    shared_memory.SharedMemory(name='{PREFIX}leak', create=True, size=64)\n")
     _, result = search(leaky, "scenario", 5, trace=())
     assert result.ends == {"finished": 5}  # a leftover would make the next create fail
-    assert not os.path.exists("/dev/shm/shmstress_tests_leak")
+    assert not os.path.exists(f"/dev/shm/{PREFIX}leak")
 
 
 def test_an_unknown_trace_target_is_one_line() -> None:
@@ -128,10 +125,10 @@ def test_a_segment_past_the_limit_is_refused_and_not_left(tmp_path: Path) -> Non
         "from multiprocessing import shared_memory\n"
         "def scenario():\n"
         f"    for index in range({MAX_SEGMENTS + 1}):\n"
-        "        shared_memory.SharedMemory(name=f'shmstress_tests_many_{index}', create=True,\n"
+        f"        shared_memory.SharedMemory(name=f'{PREFIX}many_{{index}}', create=True,\n"
         "                                   size=8)\n")
     _, result = search(many, "scenario", 1, trace=())
     failing = result.failing
     assert failing is not None and failing.failure is not None
     assert PlainLimitError.__name__ in failing.failure.message, failing.failure.message
-    assert not [name for name in os.listdir("/dev/shm") if name.startswith("shmstress_tests_many")]
+    assert not [name for name in os.listdir("/dev/shm") if name.startswith(f"{PREFIX}many")]

@@ -7,9 +7,11 @@ import os
 import struct
 from multiprocessing import Event, Process, Value
 
-PATH = "/dev/shm/shmstress_tests_file_lock"
-OTHER = "/dev/shm/shmstress_tests_file_lock_b"
-OUTSIDE = "/dev/shm/shmstress_tests_file_lock_outside"
+PREFIX = os.environ.get("SHMSTRESS_TESTS_PREFIX", "shmstress_tests_")  # tests/conftest.py
+
+PATH = f"/dev/shm/{PREFIX}file_lock"
+OTHER = f"/dev/shm/{PREFIX}file_lock_b"
+OUTSIDE = f"/dev/shm/{PREFIX}file_lock_outside"
 
 
 def _reader(mine: object, theirs: object) -> None:

@@ -22,7 +22,9 @@ from multiprocessing import Process
 
 import shmstress.testing
 
-LOCK_PATH = "/dev/shm/shmstress_tests_declared.lock"
+PREFIX = os.environ.get("SHMSTRESS_TESTS_PREFIX", "shmstress_tests_")  # tests/conftest.py
+
+LOCK_PATH = f"/dev/shm/{PREFIX}declared.lock"
 
 
 class LockFile:
@@ -126,7 +128,7 @@ def unchangeable_class() -> None:
 
 def declared_object() -> None:
     """One object declared: the stand-in is the lock, the object's attributes are there."""
-    guard = shmstress.testing.declare_lock(LockFile("/dev/shm/shmstress_tests_declared.b"),
+    guard = shmstress.testing.declare_lock(LockFile(f"/dev/shm/{PREFIX}declared.b"),
                                            name="guard")
     assert guard.path.endswith("declared.b")
     child = Process(target=_bump_under, args=(guard,))

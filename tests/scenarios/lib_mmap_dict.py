@@ -19,7 +19,9 @@ from collections.abc import Callable, Iterator
 from multiprocessing import Process
 from typing import Any
 
-PATH = "/dev/shm/shmstress_tests_mmap_dict"
+PREFIX = os.environ.get("SHMSTRESS_TESTS_PREFIX", "shmstress_tests_")  # tests/conftest.py
+
+PATH = f"/dev/shm/{PREFIX}mmap_dict"
 SIZE = 4096
 
 

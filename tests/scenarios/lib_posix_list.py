@@ -12,13 +12,16 @@ segment it holds has moved.
 
 from __future__ import annotations
 
+import os
 import struct
 from multiprocessing import Process, shared_memory
 
 import posix_ipc
 
-NAME = "shmstress_tests_posix_list"
-LOCK = "/shmstress_tests_posix_list"
+PREFIX = os.environ.get("SHMSTRESS_TESTS_PREFIX", "shmstress_tests_")  # tests/conftest.py
+
+NAME = f"{PREFIX}posix_list"
+LOCK = f"/{PREFIX}posix_list"
 HEADER = struct.Struct("qqq")  # count, capacity, moved
 ITEM = struct.Struct("q")
 

@@ -9,12 +9,15 @@ another process to do the same in between.
 
 from __future__ import annotations
 
+import os
 import struct
 from multiprocessing import Process, shared_memory
 
 import atomics
 
-NAME = "shmstress_tests_spinlock"
+PREFIX = os.environ.get("SHMSTRESS_TESTS_PREFIX", "shmstress_tests_")  # tests/conftest.py
+
+NAME = f"{PREFIX}spinlock"
 COUNT = struct.Struct("q")
 
 

@@ -5,11 +5,14 @@ reads the whole dict out of the shared block, adds its key and writes the whole 
 back: a read-modify-write of the block, so with an unlucky interleaving one key is lost.
 """
 
+import os
 from multiprocessing import Process
 
 from shared_memory_dict import SharedMemoryDict
 
-NAME = "shmstress_tests_distinct_keys"
+PREFIX = os.environ.get("SHMSTRESS_TESTS_PREFIX", "shmstress_tests_")  # tests/conftest.py
+
+NAME = f"{PREFIX}distinct_keys"
 SIZE = 1024
 
 

@@ -6,7 +6,9 @@ import mmap
 import os
 from multiprocessing import Process
 
-PATH = "/dev/shm/shmstress_tests_mmap_import"
+PREFIX = os.environ.get("SHMSTRESS_TESTS_PREFIX", "shmstress_tests_")  # tests/conftest.py
+
+PATH = f"/dev/shm/{PREFIX}mmap_import"
 
 _fd = os.open(PATH, os.O_RDWR | os.O_CREAT | os.O_TRUNC, 0o600)
 os.ftruncate(_fd, 16)

@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+import os
 from multiprocessing import Process
 
 import posix_ipc
 
-NAME = "/shmstress_tests_named"
-LEFT = "/shmstress_tests_left_at_zero"  # made outside the run, at 0, by the test
+PREFIX = os.environ.get("SHMSTRESS_TESTS_PREFIX", "shmstress_tests_")  # tests/conftest.py
+
+NAME = f"/{PREFIX}named"
+LEFT = f"/{PREFIX}left_at_zero"  # made outside the run, at 0, by the test
 
 
 def adopted_at_zero() -> None:
