@@ -35,7 +35,7 @@ def _bundle(**changes: object) -> Bundle:
         steps=(Step(3, "Start scheduling cycle"), Step(0, "take pod to bind"),
                Step(3, "pick pod")),
         violation=ExpectedViolation("gather-complete", {"device": 1, "claim": 2}, "missed it", 3),
-        noise=NoiseConfig(0.0), execution=4, preemptions=1,
+        noise=NoiseConfig(0.0), execution=5, preemptions=1,
     )
     return Bundle(**{**base.__dict__, **changes})  # type: ignore[arg-type]
 
@@ -49,11 +49,12 @@ def _bundle(**changes: object) -> Bundle:
 def test_a_bundle_survives_its_json(bundle: Bundle) -> None:
     assert from_json(json.loads(render_json(bundle))) == bundle
     data = to_json(bundle)
-    assert data["format_version"] == 1 and data["shmstress_version"]
+    assert data["format_version"] == 2 and data["shmstress_version"]
     assert len(data["labels"]) == 3  # type: ignore[arg-type]
 
 
-# What the previous release wrote for _bundle(package_version="0.1.0"): format version 1.
+# What the previous release wrote for _bundle(package_version="0.1.0"): format version 1,
+# which numbered the failing execution from 0 (the fifth: 4).
 PREVIOUS_RELEASE = """\
 {
  "format": "shmstress-repro-bundle",
@@ -119,13 +120,33 @@ PREVIOUS_RELEASE = """\
 """
 
 
-def test_a_bundle_of_the_previous_release_loads_and_is_written_byte_for_byte(
+# What this release writes for it: format version 2, the fifth execution numbered 5 as
+# printed; every other byte as before.
+THIS_RELEASE = (PREVIOUS_RELEASE.replace('"format_version": 1,', '"format_version": 2,')
+                .replace('"execution": 4,', '"execution": 5,'))
+
+
+def test_a_bundle_of_the_previous_release_loads_and_is_written_anew_but_for_its_numbering(
     tmp_path: Path,
 ) -> None:
-    path = _corrupt(tmp_path, PREVIOUS_RELEASE)
-    loaded = load_bundle(path)
+    assert THIS_RELEASE.count("\n") == PREVIOUS_RELEASE.count("\n")
+    assert sum(a != b for a, b in zip(THIS_RELEASE.splitlines(), PREVIOUS_RELEASE.splitlines(),
+                                      strict=True)) == 2
+    loaded = load_bundle(_corrupt(tmp_path, PREVIOUS_RELEASE))
     assert loaded == _bundle(package_version="0.1.0")
-    assert render_json(loaded) == PREVIOUS_RELEASE
+    assert loaded.execution == 5  # renumbered from 1, as the run that wrote it printed
+    assert render_json(loaded) == THIS_RELEASE
+    assert load_bundle(_corrupt(tmp_path, THIS_RELEASE)) == loaded
+    assert bundle_name(loaded) == "dra-gather-unchecked-controlled-seed7-e5.json"
+
+
+@pytest.mark.parametrize(("version", "stored"), [(1, -1), (2, 0), (2, -3)])
+def test_an_execution_before_the_first_is_refused(tmp_path: Path, version: int, stored: int
+                                                  ) -> None:
+    data = json.loads(THIS_RELEASE)
+    data.update(format_version=version, execution=stored)
+    with pytest.raises(BundleError, match=f"field execution: {stored} is no execution"):
+        load_bundle(_corrupt(tmp_path, json.dumps(data)))
 
 
 def test_a_bundle_without_the_keys_it_may_omit_loads() -> None:
@@ -153,7 +174,7 @@ def test_a_strategy_stores_only_its_own_knobs(strategy: StrategySpec, stored: ob
     assert from_json(data).strategy == strategy
 
 
-@pytest.mark.parametrize("version", [0, 2, 99, "1", None, True])
+@pytest.mark.parametrize("version", [0, 3, 99, "1", None, True])
 def test_a_bundle_of_another_format_version_is_refused_by_its_version(
     tmp_path: Path, version: object
 ) -> None:
@@ -200,7 +221,7 @@ def _corrupt(tmp_path: Path, text: str) -> Path:
     (lambda d: d.update(format="something-else"), "not a shmstress repro bundle"),
     (lambda d: d["steps"].append([9, 0]), "names worker 9"),
     (lambda d: d["steps"].append([0, 99]), "names label 99"),
-    (lambda d: d.update(format_version=2), "format version 2 is not supported"),
+    (lambda d: d.update(format_version=3), "format version 3 is not supported"),
     (lambda d: d.update(format_version="1"), "format version '1' is not supported"),
     (lambda d: d.update(seed="seven"), "field seed: Expected `int`, got `str`"),
     (lambda d: d.update(seed=True), "field seed: Expected `int`, got `bool`"),

@@ -84,7 +84,7 @@ def _plain_bundle(scenario: str) -> dict[str, object]:
     return plain_to_json(PlainBundle(
         scenario=scenario, scenario_path=scenario,
         limits=LimitsDoc(max_processes=2, max_steps=10, max_objects=10),
-        strategy=StrategySpec("pct"), seed=0, execution=0, execution_seed=0, preemptions=0,
+        strategy=StrategySpec("pct"), seed=0, execution=1, execution_seed=0, preemptions=0,
         failure=FailureDoc(end="failed", worker=0, message="m"), processes=("main",),
         steps=(Step(0, "start"),)))
 

@@ -75,7 +75,7 @@ def test_records_and_bundles_carry_their_provenance() -> None:
                                            "code_commit")} == {
         "shmstress_version": package_version(), "python_version": platform.python_version(),
         "host": socket.gethostname(), "code_commit": expected["code_commit"]}
-    assert data["format_version"] == 1
+    assert data["format_version"] == 2
     again = from_json(json.loads(json.dumps(data)))
     assert (again.id, again.code_commit, again.host) == (bundle.id, bundle.code_commit,
                                                         bundle.host)

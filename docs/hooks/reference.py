@@ -53,7 +53,7 @@ def generated_pages() -> dict[str, str]:
     from shmstress.cli import main as cli_main
     from shmstress.pytest import plugin
     from shmstress.reports import schema as results_schema
-    from shmstress.repro import bundle_schema, plain_bundle
+    from shmstress.repro import bundle, bundle_schema, plain_bundle
 
     return {
         CLI_PAGE: cli_reference(cli_main.build_parser()) + pytest_reference(plugin),
@@ -61,8 +61,12 @@ def generated_pages() -> dict[str, str]:
         BUNDLE_PAGE: schema_page(
             "Bundle format",
             "A failing run writes its repro bundle, one JSON file: a tracker's run "
-            f"(`format` `{bundle_schema_format()}`) or a plain-code scenario's "
-            f"(`format` `{plain_bundle.FORMAT}`). The tables below are generated from the "
+            f"(`format` `{bundle_schema_format()}`, `format_version` "
+            f"{bundle.FORMAT_VERSION}) or a plain-code scenario's (`format` "
+            f"`{plain_bundle.FORMAT}`, `format_version` {plain_bundle.FORMAT_VERSION}). "
+            "Their failing `execution` is numbered from 1, as the commands print it, from "
+            f"format version {bundle.EXECUTIONS_FROM_ONE} on; an older bundle numbered it "
+            "from 0, and is still read (renumbered). The tables below are generated from the "
             "msgspec Structs that write and read them (`shmstress.repro.bundle_schema`, "
             "`shmstress.repro.plain_bundle`): a field that is not required may be left out. "
             "See [a bundle is data, but it names code](../explanation/replay.md#a-bundle-is-"

@@ -91,7 +91,8 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     _add_run_options(parser)
     cli_log.add_run_log_options(parser)
     _add_controlled_options(parser)
-    parser.add_argument("--json", metavar="PATH", help="also write the result as JSON")
+    parser.add_argument("--json", metavar="PATH", help="also write the result as JSON (a "
+                        "controlled run's failing_execution numbered as printed, from 1)")
     parser.add_argument("--quiet", action="store_true", help="no progress bar")
     parser.set_defaults(handler=_cmd_run)
     track_given(parser)
@@ -393,7 +394,8 @@ def _controlled_to_json(result: ControlledResult) -> dict[str, object]:
         "executions": result.executions,
         "ends": dict(result.ends),
         "executions_per_s": result.executions_per_s,
-        "failing_execution": result.failing.index if result.failing else None,
+        # numbered from 1, as the summary's "first failure: execution N" and the bundle
+        "failing_execution": result.failing.index + 1 if result.failing else None,
         "coverage": None if result.coverage is None else {
             **asdict(result.coverage), "thin": list(result.coverage.thin())},
         "run": result_to_json(result.run),

@@ -23,7 +23,7 @@ def describe_bundle(bundle: Bundle) -> str:
     counts = ", ".join(f"{n} {role}{'s' if n != 1 else ''}" for role, n in bundle.counts.items())
     source = (f"found in a free run with seed {bundle.seed}" if bundle.mode == "free" else
               f"found by {bundle.strategy.describe()} in execution "
-              f"{(bundle.execution or 0) + 1} of seed {bundle.seed}")
+              f"{bundle.execution} of seed {bundle.seed}")
     if bundle.strategy.name == "shrink":
         shrunk = counted(bundle.preemptions or 0, "preemption")
         source = (f"shrunk to {shrunk} from a failure found in "
@@ -55,7 +55,7 @@ def render_plain_replay(report: PlainReplayReport, bundle: PlainBundle, path: Pa
     lines = [
         f"shmstress replay: {path}",
         f"  scenario {bundle.scenario}; {len(bundle.steps):,} steps, found by "
-        f"{bundle.strategy.describe()} in execution {bundle.execution + 1}"
+        f"{bundle.strategy.describe()} in execution {bundle.execution}"
         + ("" if bundle.strategy.seedless and bundle.seed == 0 else f" of seed {bundle.seed}"),
         f"  {report.verdict.value}: {report.detail}",
     ]

@@ -38,7 +38,14 @@ from shmstress.repro.bundle_json import read_document
 T = TypeVar("T")
 
 FORMAT = "shmstress-repro-bundle"
-FORMAT_VERSION = 1
+FORMAT_VERSION = 2
+"""The version this shmstress writes; it reads ``READABLE_VERSIONS``."""
+READABLE_VERSIONS = (1, 2)
+EXECUTIONS_FROM_ONE = 2
+"""The first version (of both bundle formats) whose ``execution`` is numbered from 1, as every
+command prints it (``failure in execution 4``, the ``-e4`` of a bundle's name); version 1
+stored it from 0, and is renumbered on load, so an older bundle still replays and says the
+execution its run printed."""
 FREE = "free"
 CONTROLLED = "controlled"
 
@@ -98,7 +105,7 @@ class Bundle:
     steps: tuple[Step, ...]
     violation: ExpectedViolation
     noise: NoiseConfig = field(default_factory=NoiseConfig)  # a free run's: replayed draws
-    execution: int | None = None  # 0-based index of the failing execution of a controlled run
+    execution: int | None = None  # the failing execution of a controlled run, from 1 as printed
     preemptions: int | None = None
     package_version: str = field(default_factory=package_version)
     # Which failure this is ("" for a bundle written before ids existed): not part of what
@@ -181,14 +188,14 @@ def tape_lost_note(result: RunResult) -> str | None:
 def from_execution(
     config: RunConfig,
     strategy: StrategySpec,
-    execution: int | None,
+    index: int | None,
     execution_seed: int,
     steps: Sequence[Step],
     phase_changes: Sequence[int],
     violations: Sequence[Violation],
     preemptions: int | None,
 ) -> Bundle | None:
-    """The bundle of a failing controlled execution."""
+    """The bundle of a failing controlled execution, the ``index``-th (from 0) of its run."""
     violation = principal(violations)
     if violation is None or config.seed is None:
         return None
@@ -207,7 +214,7 @@ def from_execution(
         steps=tuple(steps),
         violation=ExpectedViolation.of(violation),
         noise=NoiseConfig(0.0),
-        execution=execution,
+        execution=None if index is None else index + 1,
         preemptions=preemptions,
         code_sha256=tracker_code(config.tracker).digest(),
     ).with_provenance(current_provenance(config.tracker))
@@ -301,12 +308,7 @@ def from_json(data: object) -> Bundle:
         raise BundleError("the bundle must be a JSON object")
     if data.get("format") != FORMAT:
         raise BundleError(f"not a shmstress repro bundle (format {data.get('format')!r})")
-    found_version = data.get("format_version")
-    if found_version != FORMAT_VERSION or isinstance(found_version, bool):
-        raise BundleError(
-            f"bundle format version {found_version!r} is not supported by shmstress "
-            f"{package_version()} (it reads version {FORMAT_VERSION})"
-        )
+    version = readable_version(data, "bundle", READABLE_VERSIONS)
     doc = bundle_schema.decode(data)
     workers = sum(doc.config.counts.values())
     steps = []
@@ -352,7 +354,7 @@ def from_json(data: object) -> Bundle:
             config.noise.probability, tuple(config.noise.kinds), config.noise.max_sleep_us,
             _policy(config.noise.policy, config.noise.probability),
         ),
-        execution=doc.execution,
+        execution=None if doc.execution is None else execution_number(doc.execution, version),
         preemptions=doc.preemptions,
         package_version=doc.shmstress_version,
         id=_known(doc.id) or "",
@@ -361,6 +363,29 @@ def from_json(data: object) -> Bundle:
         code_commit=_known(doc.code_commit),
         code_sha256=_known(doc.code_sha256),
     )
+
+
+def readable_version(data: Mapping[str, object], what: str, readable: Sequence[int]) -> int:
+    """The ``format_version`` of a bundle's ``data`` if this shmstress reads it, else one
+    BundleError line saying which it reads (a bool is no version, though ``True == 1``)."""
+    found = data.get("format_version")
+    if type(found) is not int or found not in readable:
+        raise BundleError(
+            f"{what} format version {found!r} is not supported by shmstress "
+            f"{package_version()} (it reads version{'s' if len(readable) > 1 else ''} "
+            f"{', '.join(map(str, readable))})"
+        )
+    return found
+
+
+def execution_number(stored: int, version: int) -> int:
+    """The failing execution a bundle of ``version`` stores as ``stored``, numbered from 1 as
+    printed (``EXECUTIONS_FROM_ONE``); one BundleError line if it cannot be one."""
+    first = 1 if version >= EXECUTIONS_FROM_ONE else 0
+    if stored < first:
+        raise BundleError(f"field execution: {stored} is no execution (format version "
+                          f"{version} numbers them from {first})")
+    return stored - first + 1
 
 
 def _known(value: str | UnsetType) -> str | None:
@@ -391,7 +416,7 @@ def bundle_stem(bundle: Bundle, tag: str = "") -> str:
     id makes the name unique, so a rerun with the same seed never takes the name of the
     failure it reruns."""
     tracker = path_safe(Path(bundle.tracker.split(":")[0]).stem, "_")
-    execution = f"-e{bundle.execution + 1}" if bundle.execution is not None else ""
+    execution = f"-e{bundle.execution}" if bundle.execution is not None else ""
     suffix = "".join(f"-{part}" for part in (tag, path_safe(bundle.id)) if part)
     return f"{tracker}-{bundle.variant}-{bundle.mode}-seed{bundle.seed}{execution}{suffix}"
 

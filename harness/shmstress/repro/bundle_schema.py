@@ -61,14 +61,17 @@ class ViolationDoc(msgspec.Struct, kw_only=True):
 
 
 class BundleDoc(msgspec.Struct, kw_only=True):
-    """Format version 1, field for field in the order the file has always had."""
+    """Format version 2, field for field in the order the file has always had. Version 2
+    numbers ``execution`` from 1, as the commands print it; version 1 (read too) numbered it
+    from 0, and was otherwise the same."""
 
     format: str
     format_version: int
     shmstress_version: str = "unknown"
-    # Added within version 1, left out when unknown, so an older bundle is still written
-    # byte for byte and an older reader ignores them: which failure this is (the name and
-    # the log's header carry it) and what found it (see ``core.provenance``).
+    # Added within version 1, left out when unknown, so an older bundle is written again as
+    # it was (but for its version and execution) and an older reader ignores them: which
+    # failure this is (the name and the log's header carry it) and what found it (see
+    # ``core.provenance``).
     id: str | msgspec.UnsetType = msgspec.UNSET
     python_version: str | msgspec.UnsetType = msgspec.UNSET
     host: str | msgspec.UnsetType = msgspec.UNSET
@@ -81,6 +84,8 @@ class BundleDoc(msgspec.Struct, kw_only=True):
     config: ConfigDoc
     seed: int
     execution_seed: int
+    # The failing execution of a controlled run, numbered from 1 as printed ("first failure:
+    # execution 4", the bundle's name "-e4"); null for a free run.
     execution: int | None = None
     mode: Mode
     strategy: StrategyDoc

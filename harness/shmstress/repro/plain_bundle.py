@@ -25,13 +25,20 @@ from shmstress.plain.outcome import PlainEnd, PlainOutcome
 from shmstress.plain.scenario import ScenarioRef
 from shmstress.plain.spec import PlainSpec
 from shmstress.reports.decoding import describe_error
-from shmstress.repro.bundle import LOG_SUFFIX, decoded, path_safe
+from shmstress.repro.bundle import (
+    LOG_SUFFIX,
+    decoded,
+    execution_number,
+    path_safe,
+    readable_version,
+)
 from shmstress.repro.bundle_code import CodeRef
 from shmstress.repro.bundle_json import read_document
 from shmstress.repro.bundle_schema import StrategyDoc
 
 FORMAT = "shmstress-plain-bundle"
-FORMAT_VERSION = 1
+FORMAT_VERSION = 2  # 2: ``execution`` numbered from 1 (``bundle.EXECUTIONS_FROM_ONE``)
+READABLE_VERSIONS = (1, 2)
 FailureEnd = Literal["failed", "deadlock", "no-progress"]
 
 
@@ -60,7 +67,9 @@ class PlainBundleDoc(msgspec.Struct, kw_only=True):
     limits: LimitsDoc
     strategy: StrategyDoc
     seed: int
-    execution: int  # 0-based among the run's executions
+    # The failing execution, numbered from 1 as printed ("failure in execution 4", the
+    # bundle's name "-e4"); format version 1 numbered it from 0.
+    execution: int
     execution_seed: int
     preemptions: int
     failure: FailureDoc
@@ -80,7 +89,7 @@ class PlainBundle:
     limits: LimitsDoc
     strategy: StrategySpec
     seed: int
-    execution: int
+    execution: int  # from 1, as printed
     execution_seed: int
     preemptions: int
     failure: FailureDoc
@@ -119,7 +128,8 @@ class PlainBundle:
 
 
 def from_outcome(named: str, spec: PlainSpec, strategy: StrategySpec, seed: int,
-                 execution: int, outcome: PlainOutcome) -> PlainBundle:
+                 index: int, outcome: PlainOutcome) -> PlainBundle:
+    """The bundle of ``outcome``, the failing ``index``-th execution (from 0) of a search."""
     failure = outcome.failure
     assert failure is not None and outcome.failed
     return PlainBundle(
@@ -128,7 +138,7 @@ def from_outcome(named: str, spec: PlainSpec, strategy: StrategySpec, seed: int,
                          max_objects=spec.max_objects,
                          trace=[str(Path(item).resolve()) if Path(item).exists() else item
                                 for item in spec.trace]),
-        strategy=strategy, seed=seed, execution=execution,
+        strategy=strategy, seed=seed, execution=index + 1,
         execution_seed=outcome.execution_seed, preemptions=outcome.preemptions,
         failure=FailureDoc(end=failure.end.value,  # type: ignore[arg-type]
                            worker=failure.worker, message=failure.message),
@@ -193,9 +203,7 @@ def from_json(data: object) -> PlainBundle:
     if not is_plain(data):
         raise BundleError(f"not a plain-code bundle (format is not {FORMAT!r})")
     assert isinstance(data, dict)
-    if data.get("format_version") != FORMAT_VERSION:
-        raise BundleError(f"plain bundle format version {data.get('format_version')!r} is not "
-                          f"the one this shmstress reads ({FORMAT_VERSION})")
+    version = readable_version(data, "plain bundle", READABLE_VERSIONS)
     try:
         doc = msgspec.convert(data, PlainBundleDoc)
     except msgspec.ValidationError as exc:
@@ -212,7 +220,7 @@ def from_json(data: object) -> PlainBundle:
             spec = StrategySpec(**{**spec.__dict__, knob: value})
     return PlainBundle(
         scenario=doc.scenario, scenario_path=doc.scenario_path, limits=doc.limits,
-        strategy=spec, seed=doc.seed, execution=doc.execution,
+        strategy=spec, seed=doc.seed, execution=execution_number(doc.execution, version),
         execution_seed=doc.execution_seed, preemptions=doc.preemptions, failure=doc.failure,
         processes=tuple(doc.processes),
         steps=tuple(Step(worker, doc.labels[label]) for worker, label in doc.steps),
@@ -234,7 +242,7 @@ def bundle_name(bundle: PlainBundle) -> str:
     where, _, function = bundle.scenario.rpartition(":")
     stem = path_safe(Path(where).stem if where.endswith(".py") else where, "_")
     return (f"{stem}-{path_safe(function, '_')}-plain-seed{bundle.seed}-"
-            f"e{bundle.execution + 1}.json")
+            f"e{bundle.execution}.json")
 
 
 def write_plain_bundle(bundle: PlainBundle, path: Path) -> Path:
