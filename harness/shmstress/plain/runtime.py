@@ -168,16 +168,6 @@ class FreeNoise:
         declared lock's 4 and 14; a manager's dict and the counter within their noise)."""
         return self._rng.random() < 0.5
 
-    def wakes_late(self) -> bool:
-        """Does a process whose wait just ended let the others go first? A process the OS
-        wakes (a message came, a lock was freed) runs only once a CPU is free for it, and
-        the others go on meanwhile: with the CPUs busy that takes long, and a plain loop's
-        races between a waker and the woken grow likelier. As likely as a wait at a door.
-        Measured on two clients sharing a pipe end to a server, five busy processes on
-        two CPUs: the answer went to the wrong client in 9 and 11 of 40 free executions
-        against a plain loop's 19 and 18 before this, 22 and 16 against 13 and 13 after."""
-        return self.at_door()
-
     def at_door(self) -> bool:
         """Wait at a library's door? Five times as likely as noise at a point (at most
         always): a door is rarer than a point, and the only place a window with no point
@@ -295,11 +285,6 @@ class PlainRuntime:
                 raise self._aborted()
             if wait_over(board, slot, wait, obj, arg) or (
                     deadline is not None and time.monotonic() >= deadline):
-                if backoff and free.wakes_late():
-                    backoff = 0  # once: it may find its wait over no longer, and park again
-                    self._let_go(False)
-                    self._hand_off(free.hand_off_steps())
-                    continue
                 slots[base + P_STATE] = State.RUNNING
                 if globals_[G_STEP] >= board.max_steps:
                     globals_[G_ABORT] = 1  # the coordinator reports the step bound
