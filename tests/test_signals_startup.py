@@ -32,9 +32,10 @@ import psutil
 import pytest
 
 from shmstress.core.config import RunConfig
+from shmstress.core.control import FORK
 from shmstress.core.exit_reason import ExitReason
 from shmstress.core.fresh import FreshProcess
-from shmstress.core.processes import live_children
+from shmstress.core.processes import live_children, reap
 from shmstress.core.signals import Interrupted, interruptible
 from shmstress.free.runner import run
 from shmstress.repro.bundle import from_free_run, write_bundle
@@ -178,6 +179,15 @@ def _sigint_ignored() -> Iterator[None]:
         yield
     finally:
         signal.signal(signal.SIGINT, previous)
+
+
+def test_a_process_whose_start_a_signal_cut_short_is_reaped_as_none() -> None:
+    """A signal in ``Process.start`` after the fork leaves a process with no pid (its Popen
+    never kept): reaping it must not fail, or the session's close stops before it unlinks
+    its segments (a fresh-clone run: SIGTERM at 1 s, 'can only join a started process',
+    exit 1 and seven segments left)."""
+    never_started = FORK.Process(target=print)
+    assert reap([never_started]) == []
 
 
 def test_sigint_ignored_at_start_stays_ignored_sigterm_still_interrupts() -> None:

@@ -131,6 +131,9 @@ def reap(processes: Sequence[BaseProcess], grace: float = 2.0) -> list[int]:
     """
     import psutil
 
+    # One a signal stopped while it was being started has no pid to join (``start`` raised
+    # after the fork, before it kept the child): that child dies with us (PR_SET_PDEATHSIG).
+    processes = [p for p in processes if p.pid is not None]
     forced = []
     _join_all(processes, grace)
     for sig_method in ("terminate", "kill"):
