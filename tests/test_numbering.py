@@ -66,12 +66,18 @@ def test_a_plain_failure_has_one_execution_number_in_print_json_and_bundle(
     if data["strategy"].get("member"):  # the portfolio names its member's execution too
         assert data["strategy"]["member"].endswith(f" at execution {number}")
 
+    _replays_under(number, bundle, "reproduced: AssertionError", tmp_path, capsys)
+
+
+def _replays_under(number: int, bundle: Path, verdict: str, tmp_path: Path,
+                   capsys: pytest.CaptureFixture[str]) -> None:
+    """The bundle, and the same bundle rewritten as version 1, replay under ``number``."""
     assert main(["replay", str(bundle)]) == 1
     assert _printed(r"in execution (\d+) of seed", capsys.readouterr().out) == number
     old = _as_version_1(bundle, tmp_path / "old.json")
     assert main(["replay", str(old)]) == 1
     replayed = capsys.readouterr().out
-    assert "reproduced: AssertionError" in replayed
+    assert verdict in replayed
     assert _printed(r"in execution (\d+) of seed", replayed) == number
 
 
@@ -88,13 +94,7 @@ def test_a_controlled_tracker_failure_has_one_execution_number_in_print_json_and
     assert (data["format_version"], data["execution"]) == (2, number)
     assert f"-e{number}-" in bundle.name
 
-    assert main(["replay", str(bundle)]) == 1
-    assert _printed(r"in execution (\d+) of seed", capsys.readouterr().out) == number
-    old = _as_version_1(bundle, tmp_path / "old.json")
-    assert main(["replay", str(old)]) == 1
-    replayed = capsys.readouterr().out
-    assert "reproduced: deadlock" in replayed
-    assert _printed(r"in execution (\d+) of seed", replayed) == number
+    _replays_under(number, bundle, "reproduced: deadlock", tmp_path, capsys)
 
 
 def test_a_failing_interleaving_test_names_the_execution_its_bundle_stores(
