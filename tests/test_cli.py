@@ -164,17 +164,13 @@ def _subcommands(commands: set[str] | None = None) -> dict[str, argparse.Argumen
     return dict(found[0].choices)
 
 
-def _top_help(parser: argparse.ArgumentParser) -> str:
-    return parser.format_help()
-
-
 @pytest.mark.parametrize("name", [command.name for command in COMMANDS])
 def test_a_command_built_alone_is_the_command_the_documentation_shows(name: str) -> None:
     """The command line builds only the parser of the command it runs (``cli.commands``):
     that parser, and the list ``shmstress --help`` prints, are the full ones."""
     assert _subcommands({name})[name].format_help() == _subcommands()[name].format_help()
-    assert _top_help(build_parser({name})) == _top_help(build_parser()) == _top_help(
-        build_parser(set()))
+    assert build_parser({name}).format_help() == build_parser().format_help() == (
+        build_parser(set()).format_help())
 
 
 @pytest.mark.parametrize("argv", [["--version"], ["--help"], ["test", "--help"],
