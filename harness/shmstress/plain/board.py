@@ -38,7 +38,8 @@ P_TICKET = 12  # its place in that condition's queue
 P_NOTIFIED = 13
 P_FAMILY = 14  # string id of the name before its number ("increment")
 P_HANDING_OFF = 15  # free mode: it lets the others go first, and goes on by itself after
-P_STRIDE = 16
+P_WOKEN_BY = 16  # free mode: the slot whose step woke this parked process last, or NOBODY
+P_STRIDE = 17
 
 # per-object fields
 O_KIND = 0
