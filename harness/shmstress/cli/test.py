@@ -32,6 +32,7 @@ from shmstress.plain.spec import FreeSpec, PlainSpec
 if TYPE_CHECKING:
     from shmstress.plain.checkpoint import Checkpointing
     from shmstress.repro.plain_bundle import PlainBundle
+    from shmstress.repro.shrink import ShrinkOptions
 
 # The engine, the renderers and the bundles are imported by the handlers that use them
 # (``cli.commands``): ``shmstress test --help`` needs none of them.
@@ -154,14 +155,14 @@ def replay_plain_bundle(path: Path, bundle: PlainBundle, log: str | None) -> int
 
 
 def shrink_plain_bundle(source: Path, bundle: PlainBundle, output: Path,
-                        max_executions: int) -> int:
+                        options: ShrinkOptions) -> int:
     """``shmstress shrink`` of a plain bundle: before and after, and the replay command."""
     from shmstress.repro.bundle import replay_command
     from shmstress.repro.plain_bundle import write_plain_bundle
     from shmstress.repro.plain_shrink import shrink_plain
 
     with interruptible():
-        report = shrink_plain(bundle, max_executions)
+        report = shrink_plain(bundle, options)
     if report is None:
         raise ReplayDivergedError(
             f"{source} does not reproduce its failure, so there is nothing to shrink "
