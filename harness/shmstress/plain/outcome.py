@@ -6,7 +6,7 @@ import enum
 from dataclasses import dataclass, field
 
 from shmstress.controlled.strategies.base import ScheduleDiverged
-from shmstress.core.trace import Step
+from shmstress.core.trace import Step, step_number
 
 
 class PlainEnd(enum.Enum):
@@ -69,6 +69,12 @@ class PlainFailure:
     details: str  # the traceback, or one line per waiting process
     step: int  # the steps taken before it
     waiting: tuple[Waiting, ...] = ()
+
+    @property
+    def after_step(self) -> int:
+        """The number of the last step taken before it, as the interleaving prints it (0:
+        before any step), for the "raised, after step N" of every view."""
+        return step_number(self.step - 1)
 
 
 @dataclass(frozen=True)

@@ -16,7 +16,7 @@ from typing import Protocol, runtime_checkable
 
 from shmstress.core.access import Footprint
 from shmstress.core.plurals import counted
-from shmstress.core.trace import Step
+from shmstress.core.trace import Step, step_number
 
 UNLIMITED = 1 << 62
 UNBOUNDED = -1
@@ -188,8 +188,8 @@ class ScheduleDiverged(Exception):  # noqa: N818 - a replay outcome, not a harne
     """A replayed execution left its recorded schedule."""
 
     def __init__(self, step: int, expected: Step, expected_who: str, actual: str) -> None:
-        super().__init__(f"step {step}: expected {expected.label!r} by {expected_who}, "
-                         f"but {actual}")
+        super().__init__(f"step {step_number(step)}: expected {expected.label!r} by "
+                         f"{expected_who}, but {actual}")
         self.step = step
         self.expected = expected
         self.actual = actual
