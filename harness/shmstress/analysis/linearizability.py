@@ -59,6 +59,10 @@ class Operation:
     invoked: int
     responded: int | None  # None: pending (never responded): it may or may not have happened
 
+    def __hash__(self) -> int:
+        # of the fields that are always hashable: args and results may be lists or dicts
+        return hash((self.process, self.name, self.invoked, self.responded))
+
     @property
     def pending(self) -> bool:
         return self.responded is None
@@ -224,7 +228,8 @@ def _search(ops: Sequence[Operation], model: Callable[[], Any],
     remaining = sum(1 for op in ops if op.responded is not None)
     seen: set[tuple[int, Hashable]] = {(0, state_key(state))}
     stack: list[tuple[_Entry, Any]] = []  # each lifted invocation, with the state before it
-    longest: list[int] = []
+    longest: list[int] = []  # the operations of the longest order met
+    kept = 0  # how much of the stack is still the start of ``longest``
     entry = head.next
     while remaining:
         if entry is not None and entry.call:
@@ -245,8 +250,9 @@ def _search(ops: Sequence[Operation], model: Callable[[], Any],
                     _lift(entry)
                     if op.responded is not None:
                         remaining -= 1
-                    if len(stack) > len(longest):
-                        longest = [lifted.index for lifted, _ in stack]
+                    if len(stack) > len(longest):  # copy only what changed since the last
+                        longest[kept:] = [lifted.index for lifted, _ in stack[kept:]]
+                        kept = len(stack)
                     entry = head.next
                     continue
             entry = entry.next
@@ -256,6 +262,7 @@ def _search(ops: Sequence[Operation], model: Callable[[], Any],
             stuck, expected = _stuck(ops, model, longest)
             return _Outcome(None, tuple(ops[i] for i in longest), stuck, expected, len(seen))
         lifted, state = stack.pop()
+        kept = min(kept, len(stack))
         op = ops[lifted.index]
         linearized &= ~(1 << lifted.index)
         if op.responded is not None:
