@@ -22,9 +22,9 @@ from shmstress.bench.linearizability import (
     by_key,
     key_value_calls,
     linearizable_history,
-    run_linearizability_bench,
     unexplainable,
 )
+from shmstress.bench.suite import BenchOptions, bench_sections, run_bench
 from shmstress.core.errors import LinearizabilityBudgetError
 from shmstress.render.linearizability import render_history_table
 
@@ -354,7 +354,13 @@ def test_a_thousand_operations_over_twenty_keys_one_result_spoilt() -> None:
     assert [o.result for o in spoilt.stuck_at].count(NEVER_WRITTEN) == 1
 
 
-def test_the_bench_section_reports_each_checks_verdict() -> None:
-    bench = run_linearizability_bench(seed=3, log=lambda _: None)
-    assert [t.linearizable for t in bench.timings] == [True, False, True]
-    assert all(t.operations >= 1000 and t.keys == 20 for t in bench.timings)
+def test_the_bench_section_times_each_history_and_prints_its_verdict() -> None:
+    report = run_bench(BenchOptions(sections=("linearizability",)), log=lambda _: None)
+    assert report.completed == ["linearizability"] and report.linearizability is not None
+    timings = report.linearizability.timings
+    assert [t.linearizable for t in timings] == [True, False, True]
+    assert all(t.operations >= 1000 and t.keys == 20 for t in timings)
+    [(title, lines)] = bench_sections(report)
+    assert title == "Linearizability checker"
+    assert "1000 ops, 20 keys" in lines[1] and "(linearizable, " in lines[1]
+    assert "(not linearizable, " in lines[2]
