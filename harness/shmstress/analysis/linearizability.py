@@ -178,7 +178,8 @@ def _events(ops: Sequence[Operation]) -> list[tuple[int, int, int]]:
     return events
 
 
-def _linked(ops: Sequence[Operation]) -> tuple[_Entry, list[_Entry]]:
+def _linked(ops: Sequence[Operation]) -> _Entry:
+    """The head of the list of ``ops``'s events in time order."""
     head = _Entry(-1, call=False)
     calls: list[_Entry] = [_Entry(i, call=True) for i in range(len(ops))]
     last = head
@@ -190,7 +191,7 @@ def _linked(ops: Sequence[Operation]) -> tuple[_Entry, list[_Entry]]:
             entry = calls[index]
         last.next, entry.prev = entry, last
         last = entry
-    return head, calls
+    return head
 
 
 def _lift(entry: _Entry) -> None:
@@ -222,7 +223,7 @@ def _unlift(entry: _Entry) -> None:
 def _search(ops: Sequence[Operation], model: Callable[[], Any],
             budget: int | None) -> _Outcome:
     """WGL over one partition: ``order`` is None when no order explains it."""
-    head, _ = _linked(ops)
+    head = _linked(ops)
     state = model()
     linearized = 0  # bit i: operation i is in the order
     remaining = sum(1 for op in ops if op.responded is not None)
