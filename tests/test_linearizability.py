@@ -122,6 +122,17 @@ def test_a_register_read_of_the_old_value_after_a_newer_was_read_is_not_lineariz
     assert verdict.expected == {history[2]: 1}
 
 
+@pytest.mark.parametrize("seen", [1, 2])
+def test_either_of_two_concurrent_writes_may_be_the_last(seen: int) -> None:
+    """Both orders of the writes reach the same set of operations in different states: the
+    search must tell them apart."""
+    history = [op(0, "write", (1,), None, 0, 2), op(1, "write", (2,), None, 1, 3),
+               op(0, "read", (), seen, 4, 5)]
+    verdict = check(history, Register)
+    assert verdict.linearizable
+    assert verdict.order is not None and verdict.order[1].args == (seen,)
+
+
 def test_a_read_before_the_write_was_invoked_cannot_see_it() -> None:
     history = [op(1, "read", (), 1, 0, 1), op(0, "write", (1,), None, 2, 3)]
     assert not check(history, Register).linearizable
