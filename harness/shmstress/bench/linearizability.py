@@ -143,5 +143,6 @@ def render_linearizability_bench(bench: LinearizabilityBench) -> list[str]:
             goal = f"; goal: {'met' if t.seconds < GOAL_S else 'NOT met'}"
         verdict = "linearizable" if t.linearizable else "not linearizable"
         lines.append(f"  {t.what:44} {t.operations:>5} ops, {t.keys} keys: {t.seconds:6.3f} s "
-                     f"({verdict}, {t.states:,} states, {t.partitions} partitions checked{goal})")
+                     f"({verdict}, {t.states:,} states, {t.partitions} partition"
+                     f"{'' if t.partitions == 1 else 's'} checked{goal})")
     return lines
