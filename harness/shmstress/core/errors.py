@@ -87,3 +87,9 @@ class TrialError(ShmstressError):
     """A benchmark trial raised in its pool process: the text of its exception and traceback."""
 
     exit_code = ExitCode.BROKEN
+
+
+class LinearizabilityBudgetError(ShmstressError):
+    """A linearizability search explored its bound of states without reaching a verdict."""
+
+    exit_code = ExitCode.BROKEN
