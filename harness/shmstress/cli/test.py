@@ -296,4 +296,8 @@ def _cmd_test(args: argparse.Namespace) -> int:
     if args.json:
         unwritten += keep(lambda: write_json(Path(args.json), result_json(
             result, args.scenario, bundle_path, log, code)))
+    if result.limit is not None:  # a limit, not a bug: its own line, as an error has
+        print(f"shmstress: limit: {result.limit}", file=sys.stderr)
+    elif result.interrupted:
+        print(f"shmstress: interrupted after {result.executions:,} executions", file=sys.stderr)
     return verdict(code, unwritten)

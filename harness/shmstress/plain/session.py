@@ -41,7 +41,7 @@ from shmstress.controlled.strategies.base import (
     acting,
 )
 from shmstress.core.control import FORK
-from shmstress.core.errors import HostLostError, ScenarioError
+from shmstress.core.errors import HostLostError, PlainLimitError, ScenarioError
 from shmstress.core.fresh import HASH_SEED, FreshProcess
 from shmstress.core.processes import reap
 from shmstress.core.shm import Arena, CreatedSegments
@@ -54,6 +54,7 @@ from shmstress.plain.board import (
     G_FAILED,
     G_GAPS,
     G_HOST_EXIT,
+    G_LIMIT,
     G_OBJECTS,
     G_SCAN_MAPS,
     G_SEED,
@@ -323,6 +324,8 @@ class PlainSession:
             end, divergence, preemptions = self._watch(), None, -1  # -1: nobody chose
         else:
             end, divergence, preemptions = self._schedule(strategy)
+        if end is PlainEnd.FAILED and globals_[G_LIMIT]:
+            end = PlainEnd.LIMIT
         failure = self._failure(end)
         outcome = PlainOutcome(
             end=end, execution_seed=seed, steps=self._steps(),
@@ -541,10 +544,13 @@ class PlainSession:
     def _failure(self, end: PlainEnd) -> PlainFailure | None:
         board = self.board
         globals_ = board.globals.mv
-        if end is PlainEnd.FAILED:
+        if end in (PlainEnd.FAILED, PlainEnd.LIMIT):
             text = board.failure_text()
             lines = [line for line in text.strip().splitlines() if line.strip()]
             message = lines[-1].strip() if lines else "the process raised"
+            if end is PlainEnd.LIMIT:  # the limit's own words, without the class that said them
+                message = message.removeprefix(
+                    f"{PlainLimitError.__module__}.{PlainLimitError.__qualname__}: ")
             return PlainFailure(end, int(globals_[G_FAILED]) - 1, message, text,
                                 int(globals_[G_FAIL_STEP]))
         if end is PlainEnd.HUNG:

@@ -106,10 +106,6 @@ def render_controlled(result: ControlledResult, require_coverage: bool = False) 
         f"({rate(result.executions_per_s, 'executions')}); {run.points:,} steps "
         f"({rate(result.steps_per_s, 'steps')}{pinned})",
     ]
-    if result.exhausted:
-        lines.append(
-            f"  the bounded search is complete: every schedule of {result.strategy.describe()} "
-            "ran (switches after a worker blocked or finished are free)")
     for crash in run.crashes:
         lines.append("  " + crash.replace("\n", "\n    "))
     failing = result.failing
