@@ -36,9 +36,9 @@ def coverage_lines(coverage: Coverage, required: bool) -> list[str]:
     lines = ["  covered: " + "; ".join(parts)]
     for search in coverage.searches:
         if coverage.alone and search.finished:
-            lines.append(f"  the {search.strategy} search finished: every schedule within its "
-                         f"bound ran ({search.schedules_run:,}; switches after a process "
-                         "blocked or finished are free)")
+            lines.append(f"  the {search.strategy} search finished: it ran all "
+                         f"{search.schedules_run:,} schedules it had to try, and none is left "
+                         "within its bound")
     thin = coverage.thin()
     if thin:
         consequence = ("--require-coverage: exit 5" if required else

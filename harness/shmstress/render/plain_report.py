@@ -212,7 +212,7 @@ def result_lines(result: PlainResult, named: str, bundle: Path | None,
              f"  executions: {result.executions:,} ({_ends(result.ends)}) in "
              f"{result.elapsed_s:.1f} s ({rate(result.executions_per_s, 'executions')})"]
     if result.interrupted:
-        ran = counted(result.executions, "execution")
+        ran = f"{result.executions:,} execution{'s' if result.executions != 1 else ''}"
         lines.append(f"  interrupted (Ctrl-C or SIGTERM) after {ran}: what they covered is "
                      f"below; nothing after them ran (exit {int(ExitCode.INTERRUPTED)})")
     failing = result.failing
