@@ -45,11 +45,15 @@ class Coverage:
 
     def tried(self) -> str:
         """What ran, in a few words, for a note that says what a miss is worth: ``pct depth
-        3, 1,000 executions``; a portfolio's members with their executions."""
+        3: 1,000 executions of at most 2 priority changes each``; a portfolio's members with
+        their executions."""
         if self.members:
-            return ", ".join(f"{name} {count:,}" for name, count in self.members)
+            return ", ".join(f"{name}: {count:,}" for name, count in self.members)
         if self.depths:
-            return f"pct depth {self.depths[0]}, {self.executions:,} executions"
+            changes = self.depths[0] - 1
+            return (f"pct depth {self.depths[0]}: {self.executions:,} executions of at most "
+                    f"{changes} priority change{'s' if changes != 1 else ''} each; --depth "
+                    "raises it")
         return f"{self.executions:,} executions"
 
     def thin(self) -> tuple[str, ...]:
@@ -61,8 +65,8 @@ class Coverage:
                            "asserts)")
         if self.executions and self.yields == 0:
             reasons.append("no role ever yielded: every switch of worker was a preemption, "
-                           f"and no execution made more than {self.max_preemptions} "
-                           f"({self.tried()}); a bug that needs more was never in reach")
+                           f"and no execution made more than {self.max_preemptions}; a bug "
+                           f"that needs more was never in reach (what ran: {self.tried()})")
         for search in self.searches:
             if self.alone and not search.finished:
                 reasons.append(f"the {search.strategy} search was not finished: "
