@@ -108,6 +108,16 @@ class PlainResult:
         return self.executions / self.elapsed_s if self.elapsed_s > 0 else 0.0
 
 
+class ExplorationInterrupted(Interrupted):
+    """Ctrl-C or SIGTERM stopped an exploration; ``result`` is what ran before it. Still a
+    KeyboardInterrupt, so a caller that only stops (a benchmark, a pytest run) stops as
+    before, and one that reports (``shmstress test``) says what ran."""
+
+    def __init__(self, result: PlainResult) -> None:
+        super().__init__()
+        self.result = result
+
+
 def explore(spec: PlainSpec, exploration: Exploration, progress: Progress | None = None,
             checkpoint: Checkpointing | None = None,
             witness: Witness | None = None) -> PlainResult:
@@ -137,7 +147,8 @@ def explore(spec: PlainSpec, exploration: Exploration, progress: Progress | None
                 raise
             # what ran up to the signal (the tally is updated after each execution)
             saved.tally.elapsed_s = time.monotonic() - started
-            return _result(spec, exploration, saved, interrupted=True)
+            raise ExplorationInterrupted(_result(spec, exploration, saved,
+                                                 interrupted=True)) from None
     elif checkpoint is not None:  # it ended before: its result stands only for its code
         with PlainSession(spec, saved.names, lean_host(exploration, checkpoint)) as session:
             _check_code(checkpoint, saved, session.sources)
