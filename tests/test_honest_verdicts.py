@@ -17,15 +17,19 @@ import signal
 import subprocess
 import sys
 import time
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
 import psutil
 import pytest
 
 from shmstress.cli.main import main
+from shmstress.controlled.strategies import Dpor, Exhaustive
+from shmstress.controlled.strategies.base import Bounded
 from shmstress.core.errors import PlainLimitError
 from shmstress.core.exit_reason import ExitCode
 from shmstress.testing.plain import check
+from tests.test_dpor import Op, _random_programs, run_once
 
 ROOT = Path(__file__).resolve().parent.parent
 COUNTER = ROOT / "examples" / "plain" / "counter.py"
@@ -44,6 +48,32 @@ def _search(data: dict[str, object]) -> dict[str, object]:
 
 
 # ------------------------------------------------------------------ a search cut short
+
+
+def _at_least_after_each_execution(strategy: Bounded,
+                                   programs: Sequence[Sequence[Op]]) -> list[int]:
+    """The whole search, on the simulated scheduler: after each execution k, the "at least"
+    a cut there would print (k + untried)."""
+    said: list[int] = []
+    while strategy.new_execution():
+        run_once(strategy, programs)
+        said.append(len(said) + 1 + strategy.untried())
+    assert strategy.finished and strategy.untried() == 0
+    return said
+
+
+@pytest.mark.parametrize("make", [lambda: Dpor(1), lambda: Dpor(1, bound=1),
+                                  lambda: Exhaustive(1, bound=1)],
+                         ids=["dpor", "dpor-bound-1", "exhaustive-bound-1"])
+def test_at_least_never_passes_what_the_whole_search_runs(make: Callable[[], Bounded]) -> None:
+    """"N of at least M" is a lower bound: M is never more than the executions the finished
+    search ran, and more than N wherever another execution followed."""
+    for seed in range(12):
+        programs = _random_programs(seed)
+        said = _at_least_after_each_execution(make(), programs)
+        total = len(said)
+        assert all(at_least <= total for at_least in said), (seed, said)
+        assert all(at_least > k for k, at_least in enumerate(said[:-1], 1)), (seed, said)
 
 
 def test_dpor_on_a_tracker_cut_by_its_budget_says_of_at_least_and_never_whole(
@@ -109,7 +139,7 @@ def test_more_processes_than_max_processes_is_the_limit_code_not_a_failure(
     code = main(["test", f"{COUNTER}:locked", "--max-processes", "1", "--out", str(out_dir),
                  "--json", str(report)])
     captured = capsys.readouterr()
-    assert code == ExitCode.LIMIT != ExitCode.FAILURE
+    assert code == ExitCode.LIMIT  # not 1: no bug was found
     (line,) = captured.err.strip().splitlines()
     assert line == ("shmstress: limit: the scenario started more than 1 process, the most "
                     "--max-processes allows (max_processes= of concurrency_test): raise it")
