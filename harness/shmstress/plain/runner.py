@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from shmstress.controlled.coverage import Coverage
 from shmstress.controlled.strategies import DEFAULT, Replay, exploring_strategy
 from shmstress.controlled.strategies.base import StrategySpec, current_spec, seeded_rng
-from shmstress.core.errors import ConfigError
+from shmstress.core.errors import ConfigError, PlainLimitError
 from shmstress.core.exit_reason import ExitCode
 from shmstress.core.provenance import shmstress_code
 from shmstress.core.shm import sweep_stale_segments
@@ -82,12 +82,14 @@ class PlainResult:
 
     @property
     def limit(self) -> str | None:
-        """The limit of shmstress an execution hit (its one line), which ended the search
-        without a verdict; None when none did."""
+        """The limit of shmstress an execution hit, in its own words (the failure's line
+        without the class that said them), which ended the search without a verdict; None
+        when none did."""
         failing = self.failing
         if failing is None or failing.end is not PlainEnd.LIMIT or failing.failure is None:
             return None
-        return failing.failure.message
+        return failing.failure.message.removeprefix(
+            f"{PlainLimitError.__module__}.{PlainLimitError.__qualname__}: ")
 
     @property
     def exit_code(self) -> ExitCode:

@@ -41,7 +41,7 @@ from shmstress.controlled.strategies.base import (
     acting,
 )
 from shmstress.core.control import FORK
-from shmstress.core.errors import HostLostError, PlainLimitError, ScenarioError
+from shmstress.core.errors import HostLostError, ScenarioError
 from shmstress.core.fresh import HASH_SEED, FreshProcess
 from shmstress.core.processes import reap
 from shmstress.core.shm import Arena, CreatedSegments
@@ -548,9 +548,6 @@ class PlainSession:
             text = board.failure_text()
             lines = [line for line in text.strip().splitlines() if line.strip()]
             message = lines[-1].strip() if lines else "the process raised"
-            if end is PlainEnd.LIMIT:  # the limit's own words, without the class that said them
-                message = message.removeprefix(
-                    f"{PlainLimitError.__module__}.{PlainLimitError.__qualname__}: ")
             return PlainFailure(end, int(globals_[G_FAILED]) - 1, message, text,
                                 int(globals_[G_FAIL_STEP]))
         if end is PlainEnd.HUNG:
