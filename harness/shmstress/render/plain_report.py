@@ -222,7 +222,7 @@ def result_lines(result: PlainResult, named: str, bundle: Path | None,
         return lines
     if failing is None:
         bound = result.ends.get(PlainEnd.STEP_BOUND.value, 0)
-        lines.append("  failures: none")
+        lines.append("  failures: none found (what the search covered is below)")
         if bound:
             lines.append(f"  note: {bound:,} execution{'s' if bound != 1 else ''} reached "
                          f"--max-steps {result.spec.max_steps:,} before every process ended: "

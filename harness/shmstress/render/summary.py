@@ -124,7 +124,8 @@ def render_controlled(result: ControlledResult, require_coverage: bool = False) 
             lines.append("  warning: the recorded re-run of this execution did not fail the same "
                          "way; the tracker may not be deterministic under replay")
     else:
-        lines.append("  violations: none")
+        lines.append("  violations: none found" + (" (what the search covered is below)"
+                                                  if result.coverage is not None else ""))
         if result.coverage is not None:
             lines.extend(coverage_lines(result.coverage, require_coverage))
     lines.append("  rerun this exploration:")
