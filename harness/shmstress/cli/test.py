@@ -110,7 +110,8 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     parser.add_argument("--max-steps", type=int, default=PlainSpec.max_steps, metavar="N",
                         help=f"steps per execution (default {PlainSpec.max_steps:,})")
     parser.add_argument("--max-processes", type=int, default=PlainSpec.max_processes - 1,
-                        metavar="N", help="processes a scenario may start "
+                        metavar="N", help="processes a scenario may start; one more ends "
+                        f"the search with exit {int(ExitCode.LIMIT)}, a limit, not a failure "
                         f"(default {PlainSpec.max_processes - 1})")
     parser.add_argument("--mailbox-mib", type=int, default=PlainSpec.mailbox_mib,
                         metavar="N", help="room on the board for the queue and pipe messages "
@@ -246,7 +247,7 @@ def _cmd_test(args: argparse.Namespace) -> int:
     # the engine, once the command line is known to be right (a mistake answers at once)
     from shmstress.cli.run import keep, verdict, write_json
     from shmstress.plain.checkpoint import Checkpointing
-    from shmstress.plain.runner import Exploration, explore
+    from shmstress.plain.runner import Exploration, ExplorationInterrupted, explore
     from shmstress.render.plain_log import log_lines
     from shmstress.render.plain_report import result_json, result_lines
     from shmstress.repro.plain_bundle import from_outcome, write_plain_bundle
@@ -266,6 +267,8 @@ def _cmd_test(args: argparse.Namespace) -> int:
     exploration = Exploration(strategy, seed, args.executions)
     try:
         result = explore(spec, exploration, checkpoint=checkpoint)
+    except ExplorationInterrupted as stopped:  # reported as a result: what ran, exit 130
+        result = stopped.result
     except KeyboardInterrupt:
         if checkpoint is None:
             raise
@@ -297,4 +300,8 @@ def _cmd_test(args: argparse.Namespace) -> int:
     if args.json:
         unwritten += keep(lambda: write_json(Path(args.json), result_json(
             result, args.scenario, bundle_path, log, code)))
+    if result.limit is not None:  # a limit, not a bug: its own line, as an error has
+        print(f"shmstress: limit: {result.limit}", file=sys.stderr)
+    elif result.interrupted:
+        print(f"shmstress: interrupted after {result.executions:,} executions", file=sys.stderr)
     return verdict(code, unwritten)

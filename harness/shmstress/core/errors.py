@@ -76,6 +76,8 @@ class UncontrolledError(ScenarioError):
 class PlainLimitError(ConfigError):
     """A scenario started more processes, or made more shared objects, than its board holds."""
 
+    exit_code = ExitCode.LIMIT
+
 
 class HostLostError(ShmstressError):
     """The process that runs a scenario's executions died or stopped answering."""

@@ -90,6 +90,7 @@ G_SCAN_MAPS = 16  # the self-check reads each process's mappings in this executi
 G_MAIL_TOP = 17  # its first free word
 G_MAIL_BASE = 18  # ... below which are the messages put at import, in the host
 G_MAIL_LIVE = 19  # messages put in this execution and not yet taken
+G_LIMIT = 20  # the process that raised hit a limit of the board (PlainLimitError), not a bug
 _GLOBALS = 24
 MAX_SEGMENTS = 256
 

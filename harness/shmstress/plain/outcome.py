@@ -16,6 +16,7 @@ class PlainEnd(enum.Enum):
     NO_PROGRESS = "no-progress"  # processes wait for something nobody left can give
     STEP_BOUND = "step-bound"  # --max-steps reached first
     HUNG = "hung"  # a process did not reach its next point in time (code outside control)
+    LIMIT = "limit"  # a process hit a limit of the board (--max-processes...): no bug, no verdict
     DIVERGED = "diverged"  # a replay left its recorded schedule
     SCHEDULE_END = "schedule-end"  # a replay took every recorded step and processes still wait
 

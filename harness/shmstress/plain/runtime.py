@@ -27,6 +27,7 @@ from shmstress.plain.board import (
     G_FAIL_STEP,
     G_FAILED,
     G_HOST_SEGMENTS,
+    G_LIMIT,
     G_NAMES,
     G_OBJECTS,
     G_SEED,
@@ -529,8 +530,10 @@ class PlainRuntime:
         slot = int(globals_[G_SLOTS])
         board = self.board
         if slot >= board.max_slots:
-            raise PlainLimitError(f"the scenario started more than {board.max_slots - 1} "
-                                  "processes (see --max-processes)")
+            most = board.max_slots - 1
+            raise PlainLimitError(f"the scenario started more than {most} process"
+                                  f"{'es' if most != 1 else ''}, the most --max-processes "
+                                  "allows (max_processes= of concurrency_test): raise it")
         family = self.recorder.intern(word)
         slots = self._slots
         same = sum(1 for other in range(slot) if slots[other * P_STRIDE + P_FAMILY] == family)
@@ -574,12 +577,15 @@ class PlainRuntime:
         if self.exposed:
             self.expose()
 
-    def fail(self, text: str) -> None:
-        """The process raised: the execution's failure (the first one counts)."""
+    def fail(self, text: str, limit: bool = False) -> None:
+        """The process raised: the execution's failure (the first one counts); ``limit``: what
+        it raised was a limit of the board (``PlainLimitError``), which ends the search as a
+        limit, not as a bug of the scenario."""
         globals_ = self._globals
         if not globals_[G_FAILED] and not globals_[G_ABORT]:
             self.board.write_failure(text)
             globals_[G_FAIL_STEP] = globals_[G_STEP]
+            globals_[G_LIMIT] = limit
             globals_[G_FAILED] = self.slot + 1
 
     def finish(self, exitcode: int) -> None:

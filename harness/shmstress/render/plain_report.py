@@ -216,11 +216,18 @@ def result_lines(result: PlainResult, named: str, bundle: Path | None,
     lines = [f"shmstress test {named}: {mode}" + ("" if seed is None else f", seed {seed}"),
              f"  executions: {result.executions:,} ({_ends(result.ends)}) in "
              f"{result.elapsed_s:.1f} s ({rate(result.executions_per_s, 'executions')})"]
+    if result.interrupted:
+        ran = f"{result.executions:,} execution{'s' if result.executions != 1 else ''}"
+        lines.append(f"  interrupted (Ctrl-C or SIGTERM) after {ran}: what they covered is "
+                     f"below; nothing after them ran (exit {int(ExitCode.INTERRUPTED)})")
     failing = result.failing
+    if result.limit is not None and failing is not None:
+        lines.append(f"  limit hit in execution {result.failing_index + 1}, not a bug of the "
+                     f"scenario: {result.limit} (exit {int(ExitCode.LIMIT)}, no bundle)")
+        return lines
     if failing is None:
         bound = result.ends.get(PlainEnd.STEP_BOUND.value, 0)
-        lines.append("  failures: none" + (" (the search is complete)" if result.exhausted
-                                           else ""))
+        lines.append("  failures: none found (what the search covered is below)")
         if bound:
             lines.append(f"  note: {bound:,} execution{'s' if bound != 1 else ''} reached "
                          f"--max-steps {result.spec.max_steps:,} before every process ended: "
@@ -253,7 +260,7 @@ def result_json(result: PlainResult, named: str, bundle: Path | None, log: Path 
     with plain numbers, and the failing execution numbered as printed (from 1)."""
     free = result.spec.free
     failing = result.failing
-    failure = None if failing is None or failing.failure is None else {
+    failure = None if failing is None or failing.failure is None or result.limit else {
         "execution": result.failing_index + 1, "end": failing.end.value,
         "process": failing.who(failing.failure.worker), "message": failing.failure.message,
         "steps": len(failing.steps), "preemptions": failing.preemptions,
@@ -268,7 +275,8 @@ def result_json(result: PlainResult, named: str, bundle: Path | None, log: Path 
         "seed": shown_seed(result),
         "executions": result.executions, "ends": dict(result.ends),
         "elapsed_s": result.elapsed_s, "executions_per_s": result.executions_per_s,
-        "complete": result.exhausted, "failure": failure,
+        "complete": result.exhausted, "interrupted": result.interrupted,
+        "limit": result.limit, "failure": failure,
         "coverage": None if coverage is None else {**asdict(coverage),
                                                    "thin": list(coverage.thin())},
         "steps": result.steps, "kinds": dict(result.kinds), "traced": list(result.spec.trace),

@@ -108,10 +108,6 @@ def render_controlled(result: ControlledResult, require_coverage: bool = False) 
         f"({rate(result.executions_per_s, 'executions')}); {run.points:,} steps "
         f"({rate(result.steps_per_s, 'steps')}{pinned})",
     ]
-    if result.exhausted:
-        lines.append(
-            f"  the bounded search is complete: every schedule of {result.strategy.describe()} "
-            "ran (switches after a worker blocked or finished are free)")
     for crash in run.crashes:
         lines.append("  " + crash.replace("\n", "\n    "))
     failing = result.failing
@@ -130,7 +126,8 @@ def render_controlled(result: ControlledResult, require_coverage: bool = False) 
             lines.append("  warning: the recorded re-run of this execution did not fail the same "
                          "way; the tracker may not be deterministic under replay")
     else:
-        lines.append("  violations: none")
+        lines.append("  violations: none found" + (" (what the search covered is below)"
+                                                  if result.coverage is not None else ""))
         if result.coverage is not None:
             lines.extend(coverage_lines(result.coverage, require_coverage))
     lines.append("  rerun this exploration:")

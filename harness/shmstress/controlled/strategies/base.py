@@ -144,6 +144,23 @@ class Observing(Protocol):
 
 
 @runtime_checkable
+class Bounded(Strategy, Protocol):
+    """A search with an end (bounded exhaustive search, DPOR): it can say whether it ran every
+    schedule within its bound, and, when a budget cut it first, how many schedules it had
+    found and not run yet, so that a cut search says "N of at least M", never "all"."""
+
+    @property
+    def finished(self) -> bool:
+        """``new_execution`` said there was nothing left to try."""
+        ...
+
+    def untried(self) -> int:
+        """Schedules found and not yet run: each is at least one execution more, so the
+        search needs at least this many more (a lower bound: running them finds more)."""
+        ...
+
+
+@runtime_checkable
 class Delegating(Protocol):
     """A strategy that hands each execution to one of its members (``portfolio``)."""
 
