@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import shutil
+import signal
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -20,6 +21,13 @@ from tests.helpers import segments_left_by_us
 # gets names of its own, so that two suite workers, or two suites on one machine, never
 # share them; set here, before any test module imports a scenario.
 os.environ["SHMSTRESS_TESTS_PREFIX"] = f"shmstress_tests_{os.getpid()}_"
+
+# A suite started in the background of a script (``cmd &``, nohup) inherits SIGINT
+# ignored, and so would every command a test starts and then interrupts: each Ctrl-C
+# test would fail for how the suite was launched. A handler here is reset to the default
+# in every program the suite runs (a handler does not survive exec; an ignore does).
+if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
+    signal.signal(signal.SIGINT, signal.default_int_handler)
 
 
 @pytest.fixture(autouse=True, scope="session")
