@@ -37,7 +37,8 @@ SHMSTRESS = [sys.executable, "-m", "shmstress"]
 FIXTURE = Path(__file__).parent / "fixtures" / "reports" / "results-v1.jsonl"
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
 ONE_WORKER_SET = ({"binder": 1, "informer": 1, "gatherer": 1},)
-RACY_BUDGET_S = 15.0  # the stress suite's budget: a racy variant is caught well within it
+RACY_BUDGET_S = 60.0  # a trial ends at its violation: quiet, within a second or two; with
+# 30 busy processes on the 2 CPUs one trial of 8 took longer than 15 s (the budget before)
 
 
 def _spec(**fields: object) -> GridSpec:
