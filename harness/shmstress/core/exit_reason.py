@@ -18,6 +18,7 @@ class ExitCode(enum.IntEnum):
     BROKEN = 4
     THIN_COVERAGE = 5
     NOT_CONTROLLED = 6
+    LOG_MISMATCH = 7
     INTERRUPTED = 130
     OUTPUT_CLOSED = 141
 
@@ -61,6 +62,12 @@ _MEANINGS = {
                               "one line), so the search did not see every interleaving",
                               "read the 'not under control' lines: trace the code they name "
                               "(--trace), or accept it knowingly (--accept-uncontrolled)"),
+    ExitCode.LOG_MISMATCH: ("import-log: no execution of the model tried holds the log's "
+                            "lines in their order; the first line none could produce, and "
+                            "what the model did there instead, are printed",
+                            "the model and the log disagree: read that line (a model "
+                            "without the code path the log shows, or a log from another "
+                            "version); --executions searches longer"),
     ExitCode.INTERRUPTED: ("interrupted by Ctrl-C or SIGTERM; workers and segments torn down",
                            "the job was cancelled; finished trials are kept (campaign --resume)"),
     ExitCode.OUTPUT_CLOSED: ("the reader of the output went away (`| head`); the run was "
