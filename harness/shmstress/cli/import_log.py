@@ -13,14 +13,18 @@ from __future__ import annotations
 
 import argparse
 import textwrap
+from collections import Counter
 from pathlib import Path
 
 from shmstress.cli.args import with_examples
 from shmstress.cli.commands import add_command
 from shmstress.cli.run import verdict
+from shmstress.controlled.log_search import MissKey
 from shmstress.core.config import default_out
 from shmstress.core.errors import ConfigError
 from shmstress.core.files import ArtifactError, require_writable
+from shmstress.plugin import registry
+from shmstress.plugin.wording import wording_of
 from shmstress.repro.bundle import replay_command, write_bundle_into
 from shmstress.testing.log_import import (
     ANYWHERE,
@@ -53,7 +57,7 @@ def render_import(report: ImportReport, source: Path) -> list[str]:
         if first is not None:
             lines.append(f"  first line no execution produced: line {first.line}: "
                          f"{first.message} (after {found.deepest} matched)")
-        lines.extend(_instead(report))
+        lines.extend(_instead(report, found.deepest))
         return lines
     lines.append("  matched:")
     for expected, seen in match.matching.matched:
@@ -67,7 +71,7 @@ def render_import(report: ImportReport, source: Path) -> list[str]:
     if violation is None:
         lines.append("  no invariant broke in any matching execution: the model does not "
                      "reproduce the failure")
-        lines.extend(_instead(report))
+        lines.extend(_instead(report, None))
         return lines
     lines.append(f"  reproduced: {violation.invariant}: {violation.message}")
     if report.failure is not None and report.failure.explanation:
@@ -79,22 +83,30 @@ def config_worker(report: ImportReport, worker: int) -> str:
     return report.search.workers[worker].describe()
 
 
-def _instead(report: ImportReport) -> list[str]:
-    """Where executions left the log most often, at the line the search got furthest to."""
+def _instead(report: ImportReport, depth: int | None) -> list[str]:
+    """Where executions left the log most often: at ``depth`` lines matched, or (None) at
+    any depth where a worker logged what the log does not have; each worker's steps in
+    the tracker's words."""
     found = report.search
+    words = wording_of(registry.load(report.config.tracker), report.config.params).words
+    misses: Counter[MissKey] = Counter()
+    for matched, counted in found.misses.items():
+        if depth is None or matched == depth:
+            misses.update({key: count for key, count in counted.items()
+                           if depth is not None or key[1]})
     out = []
-    for (index, who, message, recent), count in found.misses.most_common(3):
-        if index < 0 or index >= len(found.target.lines):
+    for (index, who, message, recent), count in misses.most_common(3):
+        if not 0 <= index < len(found.target.lines):
             continue
         line = found.target.lines[index]
         if not who:
             out.append(f"  {count:,} executions waited for line {line.line} ({line.message}) "
                        "until they gave up")
             continue
-        steps = " -> ".join(recent)
-        out.append(f"  {count:,} executions: where line {line.line} ({line.message}) was due, "
-                   f"{who} logged {message!r} (its steps since its last matched line: "
-                   f"{steps})")
+        steps = ", ".join(words.step(label, {}) or label for label in recent)
+        out.append(f"  {count:,} executions left the log where line {line.line} "
+                   f"({line.message}) was due: {who} logged {message!r}; its steps since "
+                   f"its last matched line: {steps}")
     return out
 
 

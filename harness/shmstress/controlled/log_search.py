@@ -73,6 +73,7 @@ class Match:
     outcome: ExecutionOutcome
     matching: Matching
     recording: Recording
+    execution: int  # its number among the search's executions, from 1
 
 
 @dataclass(frozen=True)
@@ -176,12 +177,6 @@ def search(config: RunConfig, lines: Sequence[Expected], gaps: str,
     words = wording_of(tracker_cls, config.params).words
     spec = session_spec(config, tracker_cls, workers, options.max_steps * 2, pin=options.pin)
     plan = PhasePlan(options.max_steps * 2)
-    vocal: dict[str, str] = {}
-
-    def logs_as(label: str) -> str:
-        if label not in vocal:
-            vocal[label] = words.event(label, ())[0]
-        return vocal[label]
 
     sweep_stale_segments()
     t0 = time.monotonic()
@@ -194,6 +189,17 @@ def search(config: RunConfig, lines: Sequence[Expected], gaps: str,
         reader = _Reader(session, words)
         spoken = _speakers(session, reader, options.seed)
         target, unmatched = _target(lines, spoken, words, gaps)
+        vocabulary = target.vocabulary
+        vocal: dict[str, str] = {}
+
+        def logs_as(label: str) -> str:
+            """The message a point logs as, told from its label alone (its fields are not
+            known before it is taken): the label, if the log has it, else as the words
+            render it without fields."""
+            if label not in vocal:
+                vocal[label] = label if label in vocabulary else words.event(label, ())[0]
+            return vocal[label]
+
         follow = Follow(target, reader, [w.role for w in workers], logs_as, options.seed,
                         options.max_steps)
         while (executions < options.executions and target.lines
@@ -223,7 +229,7 @@ def search(config: RunConfig, lines: Sequence[Expected], gaps: str,
                 matches += 1
                 if match is None or (outcome.failed and not match.outcome.failed):
                     match = Match(outcome, follow.matching,
-                                  session.recording(len(outcome.steps)))
+                                  session.recording(len(outcome.steps)), executions)
                     if outcome.failed:
                         break
                 continue
@@ -265,7 +271,6 @@ def _keep(frontier: Frontier, depth: int, prefix: Prefix, rng: random.Random) ->
 def _described(miss: Miss | None, workers: Sequence[WorkerInfo]) -> MissKey:
     if miss is None:
         return (-1, "", "", ())
-    if miss.seen is None:
+    if miss.worker is None:
         return (miss.expected, "", "", ())
-    return (miss.expected, workers[miss.seen.worker].describe(), miss.seen.message,
-            miss.recent)
+    return (miss.expected, workers[miss.worker].describe(), miss.message, miss.recent)

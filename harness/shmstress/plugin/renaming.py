@@ -15,6 +15,15 @@ from shmstress.core.access import Access
 from shmstress.plugin.words import Effect, Fields, Subject, Words
 
 
+def rename_text(text: str, names: Mapping[str, str]) -> str:
+    """``text`` with every model name in it replaced by the log's (longest first, so a
+    name that holds another is replaced whole); numbers are values and stay."""
+    for model in sorted((name for name in names if not name.isdigit()), key=len,
+                        reverse=True):
+        text = text.replace(model, names[model])
+    return text
+
+
 def renamed(words: Words, names: Mapping[str, str]) -> Words:
     """``words`` naming objects as ``names`` (model name -> log name) says; its class-level
     tables (kinds, verbosities) are the words' own."""
@@ -27,17 +36,10 @@ def renamed(words: Words, names: Mapping[str, str]) -> Words:
 class Renamed(Words):
     def __init__(self, words: Words, names: Mapping[str, str]) -> None:
         self._words = words
-        # numbers (a resourceVersion) are values, not names: never replaced inside a text
-        self._names = {model: log for model, log in names.items() if not model.isdigit()}
-        self._order = sorted(self._names, key=len, reverse=True)
+        self._names = dict(names)
         self.logger = words.logger
         self.facts = words.facts
         self.holdings = words.holdings
-
-    def _rename(self, text: str) -> str:
-        for model in self._order:
-            text = text.replace(model, self._names[model])
-        return text
 
     def event(self, label: str, fields: Fields) -> tuple[str, Fields]:
         message, shown = self._words.event(label, fields)
@@ -67,7 +69,7 @@ class Renamed(Words):
         return self._words.initial_facts(subject)
 
     def name(self, subject: Subject) -> str:
-        return self._rename(self._words.name(subject))
+        return rename_text(self._words.name(subject), self._names)
 
     def labels(self) -> frozenset[str]:
         return self._words.labels()

@@ -20,7 +20,7 @@ from shmstress.core.errors import ConfigError
 from shmstress.core.exit_reason import ExitCode, ExitReason
 from shmstress.core.result import RunResult
 from shmstress.plugin import registry
-from shmstress.plugin.renaming import renamed
+from shmstress.plugin.renaming import rename_text, renamed
 from shmstress.plugin.wording import Wording, wording_of
 from shmstress.render.failure import FailureReport, failure_report
 from shmstress.render.klog_reading import Entry, Gap, LogText, Unreadable, read_log
@@ -97,7 +97,8 @@ def import_log(text: str, tracker: str, variant: str | None = None, gaps: str = 
     names = {model: log_name for kinds in match.matching.model_names.values()
              for model, log_name in kinds.items()}
     outcome = match.outcome
-    bundle = from_execution(config, StrategySpec("follow"), None, outcome.execution_seed,
+    bundle = from_execution(config, StrategySpec("follow"), match.execution - 1,
+                            outcome.execution_seed,
                             outcome.steps, outcome.phase_changes, outcome.violations,
                             outcome.preemptions)
     if bundle is not None:
@@ -113,4 +114,6 @@ def import_log(text: str, tracker: str, variant: str | None = None, gaps: str = 
     wording = wording_of(tracker_cls, config.params)
     in_log_names = Wording(renamed(wording.words, names), wording.invariants, wording.params)
     failure = failure_report(result, wording=in_log_names) if outcome.failed else None
+    if failure is not None and failure.explanation:  # the outcome line names objects too
+        failure = replace(failure, explanation=rename_text(failure.explanation, names))
     return ImportReport(log, config, found, bundle, names, failure)

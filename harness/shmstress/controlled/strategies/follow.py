@@ -49,6 +49,9 @@ MOMENTUM = 2
 """After a worker logged a matched line it may go on for 0 to this many steps first, as a
 thread does between two of its log calls (its unlogged steps are most often right there)."""
 STALL = 150
+LONELY = 30
+"""Steps in a row where one worker alone may go and it cannot log the next line (the others
+would log what the log does not have there) after which an execution is given up."""
 """Steps without a matched line after which an execution is given up."""
 RECENT = 8
 """Steps of a worker kept to say what it did instead of the expected line."""
@@ -66,13 +69,14 @@ class Prefix:
 
 @dataclass(frozen=True)
 class Miss:
-    """Where an execution left the log: the expected line, the record that did not fit
-    there (None: it ran out of steps first) and what that record's worker did since its
-    last matched line (labels, oldest first)."""
+    """Where an execution left the log: the expected line, the worker that logged (or was
+    about to log) what the log does not have there, that message, and the worker's steps
+    since its last matched line (labels, oldest first). No worker: it ran out of steps."""
 
     expected: int  # index into the target's lines
-    seen: Seen | None
-    recent: tuple[str, ...]
+    worker: int | None = None
+    message: str = ""
+    recent: tuple[str, ...] = ()
 
 
 class Follow:
@@ -94,6 +98,7 @@ class Follow:
         self._skips = 0
         self._last_match = 0
         self._momentum = (-1, 0)  # (worker, steps it goes on for)
+        self._lonely = 0
         self._prefix = Prefix(0, (), frozenset())
         self.taken: list[int] = []  # the worker of each step of this execution
         self.matched_at: list[tuple[int, int]] = []  # (seq, sub) of each matched record
@@ -123,6 +128,7 @@ class Follow:
         self._skips = rng.randrange(FIRST_SKIPS + 1)
         self._last_match = 0
         self._momentum = (-1, 0)
+        self._lonely = 0
         return True
 
     def next_u64(self) -> int:
@@ -149,7 +155,7 @@ class Follow:
                 raise ScheduleEnded
             return self._rng.choice(view.runnable)
         if view.step >= self._max_steps or view.step - self._last_match > STALL:
-            self.miss = Miss(matching.next, None, ())
+            self.miss = Miss(matching.next)
             raise ScheduleEnded
         expected = matching.target.lines[matching.next]
         runnable = view.runnable
@@ -157,9 +163,19 @@ class Follow:
         if steps and going in runnable and not self._off(view, going, expected.message):
             self._momentum = (going, steps - 1)
             return going
-        quiet = [w for w in runnable if not self._off(view, w, expected.message)] or runnable
+        quiet = [w for w in runnable if not self._off(view, w, expected.message)]
+        if not quiet:  # whoever goes logs what the log does not have: the one due first
+            due = matching.thread_worker.get(expected.thread, -1)
+            worker = due if due in runnable else runnable[0]
+            self.miss = Miss(matching.next, worker, self._vocal(view.label(worker)),
+                             (*self._recent.get(worker, ()), view.label(worker))[-RECENT:])
+            raise ScheduleEnded
         players = [w for w in quiet
                    if matching.may_play(w, self._roles[w], expected.thread)]
+        self._lonely = self._lonely + 1 if len(quiet) == 1 and not players else 0
+        if self._lonely > LONELY:
+            self.miss = Miss(matching.next)
+            raise ScheduleEnded
         ready = [w for w in players if self._vocal(view.label(w)) == expected.message]
         if ready and self._rng.random() < self._ready:
             return self._rng.choice(ready)
@@ -194,7 +210,7 @@ class Follow:
             recent.append(seen.label)
             del recent[:-RECENT]
             if offer is Offer.OFF:
-                self.miss = Miss(matching.next, seen, tuple(recent))
+                self.miss = Miss(matching.next, seen.worker, seen.message, tuple(recent))
                 raise ScheduleEnded
 
     def _takes(self, seen: Seen) -> bool:
