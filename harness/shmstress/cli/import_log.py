@@ -95,7 +95,7 @@ def _instead(report: ImportReport, depth: int | None) -> list[str]:
             misses.update({key: count for key, count in counted.items()
                            if depth is not None or key[1]})
     out = []
-    for (index, who, message, recent), count in misses.most_common(3):
+    for (index, who, message, recent, waiting), count in misses.most_common(3):
         if not 0 <= index < len(found.target.lines):
             continue
         line = found.target.lines[index]
@@ -104,8 +104,9 @@ def _instead(report: ImportReport, depth: int | None) -> list[str]:
                        "until they gave up")
             continue
         steps = ", ".join(words.step(label, {}) or label for label in recent)
+        did = "was about to log" if waiting else "logged"
         out.append(f"  {count:,} executions left the log where line {line.line} "
-                   f"({line.message}) was due: {who} logged {message!r}; its steps since "
+                   f"({line.message}) was due: {who} {did} {message!r}; its steps since "
                    f"its last matched line: {steps}")
     return out
 

@@ -46,7 +46,7 @@ LEARNING_STEPS = 150
 which messages."""
 
 
-MissKey = tuple[int, str, str, tuple[str, ...]]
+MissKey = tuple[int, str, str, tuple[str, ...], bool]
 Frontier = dict[int, list[tuple[Prefix, int]]]
 """Lines matched -> the prefixes kept that matched so many, each with its tries so far."""
 
@@ -88,7 +88,8 @@ class SearchResult:
     deepest: int  # the most lines an execution matched
     misses: Mapping[int, Counter[MissKey]] = field(default_factory=dict)
     """Lines matched -> (line index, worker, message logged instead, its worker's steps
-    since its last matched line) -> executions that left the log so."""
+    since its last matched line, whether it was only about to log it) -> executions that
+    left the log so."""
     elapsed_s: float = 0.0
     pids: tuple[int, ...] = ()
 
@@ -270,7 +271,8 @@ def _keep(frontier: Frontier, depth: int, prefix: Prefix, rng: random.Random) ->
 
 def _described(miss: Miss | None, workers: Sequence[WorkerInfo]) -> MissKey:
     if miss is None:
-        return (-1, "", "", ())
+        return (-1, "", "", (), False)
     if miss.worker is None:
-        return (miss.expected, "", "", ())
-    return (miss.expected, workers[miss.worker].describe(), miss.message, miss.recent)
+        return (miss.expected, "", "", (), False)
+    return (miss.expected, workers[miss.worker].describe(), miss.message, miss.recent,
+            miss.waiting)

@@ -26,7 +26,7 @@ from shmstress.render.klog import split_event
 __all__ = ["Entry", "Gap", "LogText", "Unreadable", "read_log"]
 
 _HEADER = re.compile(
-    r"(?:(?P<caller>[\w./-]+\.go):(?P<caller_line>[0-9]+): )?"
+    r"(?:(?P<caller>[\w./-]+\.\w+):(?P<caller_line>[0-9]+): )?"
     r"(?P<level>[IWEF])(?P<month>[0-9]{2})(?P<day>[0-9]{2}) "
     r"(?P<time>[0-9]{2}:[0-9]{2}:[0-9]{2}\.[0-9]{6})"
     r"(?: +(?P<thread>[0-9]+))?"
@@ -87,35 +87,33 @@ def read_log(text: str) -> LogText:
     """Every line of ``text`` as an entry (with its continuation lines), a gap or an
     unreadable line; blank lines end an entry and are otherwise ignored."""
     lines = text.splitlines()
-    marks = [_indent(line) for line in lines
-             if _HEADER.match(line.strip()) or line.strip() in _GAPS]
-    common = min(marks, default=0)
     items: list[Item] = []
-    start: int | None = None  # index of the current entry's header line
+    header = ""  # the current entry's first line, its indentation removed ("": no entry)
+    number = indent = 0
     more: list[str] = []
 
     def close() -> None:
-        if start is not None:
-            items.append(_entry(start + 1, lines[start][common:], more))
+        if header:
+            items.append(_entry(number, header, more))
 
     for index, raw in enumerate(lines):
-        line = raw[common:] if raw[:common].isspace() else raw.lstrip()
-        stripped = line.strip()
-        if _HEADER.match(line):
+        stripped = raw.strip()
+        rest = raw[indent:] if raw[:indent].isspace() or not indent else raw.lstrip()
+        if _HEADER.match(raw.lstrip()):
             close()
-            start, more = index, []
+            header, number, indent, more = raw.lstrip(), index + 1, _indent(raw), []
         elif stripped in _GAPS:
             close()
-            start, more = None, []
+            header, more = "", []
             items.append(Gap(index + 1))
         elif not stripped:
             close()
-            start, more = None, []
-        elif start is not None and line[:1].isspace():
-            more.append(line)
+            header, more = "", []
+        elif header and rest[:1].isspace():  # indented under its header: a continuation
+            more.append(rest)
         else:
             close()
-            start, more = None, []
+            header, more = "", []
             items.append(Unreadable(index + 1, raw, "not a klog line"))
     close()
     return LogText(tuple(items))

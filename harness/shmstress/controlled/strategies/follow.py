@@ -21,6 +21,7 @@ import contextlib
 import random
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from typing import NoReturn
 
 from shmstress.controlled.log_match import Matching, Offer, Seen, Target
 from shmstress.controlled.strategies.base import (
@@ -77,6 +78,7 @@ class Miss:
     worker: int | None = None
     message: str = ""
     recent: tuple[str, ...] = ()
+    waiting: bool = False  # the worker had not logged it yet: it waited to, when it ended
 
 
 class Follow:
@@ -154,10 +156,9 @@ class Follow:
             if view.step - self._last_match > STALL:  # matched, and nothing broke since
                 raise ScheduleEnded
             return self._rng.choice(view.runnable)
-        if view.step >= self._max_steps or view.step - self._last_match > STALL:
-            self.miss = Miss(matching.next)
-            raise ScheduleEnded
         expected = matching.target.lines[matching.next]
+        if view.step >= self._max_steps or view.step - self._last_match > STALL:
+            self._give_up(view, expected.thread)
         runnable = view.runnable
         going, steps = self._momentum
         if steps and going in runnable and not self._off(view, going, expected.message):
@@ -168,14 +169,14 @@ class Follow:
             due = matching.thread_worker.get(expected.thread, -1)
             worker = due if due in runnable else runnable[0]
             self.miss = Miss(matching.next, worker, self._vocal(view.label(worker)),
-                             (*self._recent.get(worker, ()), view.label(worker))[-RECENT:])
+                             (*self._recent.get(worker, ()), view.label(worker))[-RECENT:],
+                             waiting=True)
             raise ScheduleEnded
         players = [w for w in quiet
                    if matching.may_play(w, self._roles[w], expected.thread)]
         self._lonely = self._lonely + 1 if len(quiet) == 1 and not players else 0
         if self._lonely > LONELY:
-            self.miss = Miss(matching.next)
-            raise ScheduleEnded
+            self._give_up(view, expected.thread)
         ready = [w for w in players if self._vocal(view.label(w)) == expected.message]
         if ready and self._rng.random() < self._ready:
             return self._rng.choice(ready)
@@ -186,6 +187,18 @@ class Follow:
         weights = [self._ahead if w in bound or self._vocal(view.label(w)) in vocabulary
                    else 1.0 for w in quiet]
         return self._rng.choices(quiet, weights)[0]
+
+    def _give_up(self, view: SchedulerView, thread: int) -> NoReturn:
+        """End an execution that does not get to the next line: naming the worker that
+        plays its thread, and where it waits, if one does."""
+        due = self.matching.thread_worker.get(thread, -1)
+        if due in view.runnable:
+            label = view.label(due)
+            self.miss = Miss(self.matching.next, due, self._vocal(label),
+                             (*self._recent.get(due, ()), label)[-RECENT:], waiting=True)
+        else:
+            self.miss = Miss(self.matching.next)
+        raise ScheduleEnded
 
     def _off(self, view: SchedulerView, worker: int, message: str) -> bool:
         """Would ``worker``'s next point log one of the log's messages where it has none?"""
