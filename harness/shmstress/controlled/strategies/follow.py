@@ -36,7 +36,7 @@ per execution from this range, so that some executions let several occurrences p
 log's line may be of a later one) and others take the first."""
 STEER = (0.2, 0.8)
 """The chance a step goes to a worker that may log the next expected line, drawn per
-execution: the next line's worker may need the others to go first (a binder needs a pod)."""
+execution: the next line's worker may need the others to go first (a consumer needs an item)."""
 AHEAD = (0.02, 0.4)
 """The weight of a step by a worker that already logged lines and whose next line comes
 later than the next one (it may log it too early), drawn per execution; others weigh 1."""
