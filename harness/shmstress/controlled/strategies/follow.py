@@ -23,7 +23,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import NoReturn
 
-from shmstress.controlled.log_match import Matching, Offer, Seen, Target
+from shmstress.controlled.log_match import ANYWHERE, MARKED, Matching, Offer, Seen, Target
 from shmstress.controlled.strategies.base import (
     ScheduleEnded,
     SchedulerView,
@@ -49,7 +49,9 @@ drawn per execution (going later lets the others' unlogged steps come first)."""
 MOMENTUM = 2
 """After a worker logged a matched line it may go on for 0 to this many steps first, as a
 thread does between two of its log calls (its unlogged steps are most often right there)."""
-STALL = 150
+STALL = {MARKED: 150, ANYWHERE: 600}
+"""Steps without a matched line after which an execution is given up: a log with lines cut
+anywhere may have lost hundreds of steps between two it kept."""
 LONELY = 30
 """Steps in a row where one worker alone may go and it cannot log the next line (the others
 would log what the log does not have there) after which an execution is given up."""
@@ -91,6 +93,7 @@ class Follow:
         self._vocal = vocal  # a point's label -> the message it logs as
         self._rng = random.Random(f"shmstress:follow:{seed}")
         self._max_steps = max_steps
+        self._stall = STALL[target.gaps]
         self.spec = StrategySpec("follow")
         self.matching = Matching(target)
         self.miss: Miss | None = None
@@ -153,11 +156,11 @@ class Follow:
             return self._prefix.steps[view.step]
         matching = self.matching
         if matching.done:
-            if view.step - self._last_match > STALL:  # matched, and nothing broke since
+            if view.step - self._last_match > self._stall:  # matched, and nothing broke since
                 raise ScheduleEnded
             return self._rng.choice(view.runnable)
         expected = matching.target.lines[matching.next]
-        if view.step >= self._max_steps or view.step - self._last_match > STALL:
+        if view.step >= self._max_steps or view.step - self._last_match > self._stall:
             self._give_up(view, expected.thread)
         runnable = view.runnable
         going, steps = self._momentum
