@@ -14,6 +14,7 @@ import pytest
 
 from shmstress.cli.commands import COMMANDS
 from shmstress.cli.main import main
+from shmstress.controlled.log_match import ANYWHERE, Expected, Matching, Offer, Seen, Target
 from shmstress.core.exit_reason import ExitCode
 from shmstress.render.klog_reading import Entry, Gap, Unreadable, read_log
 from shmstress.repro.bundle import load_bundle
@@ -126,3 +127,37 @@ def test_a_second_tracker_imports_its_own_log(
 
 def test_import_log_is_a_command() -> None:
     assert "import-log" in {command.name for command in COMMANDS}
+
+
+def _seen(seq: int, worker: int, message: str, **fields: str) -> Seen:
+    return Seen(seq, 0, worker, "role", message, message, fields)
+
+
+def test_a_log_name_stands_for_one_model_object_and_back() -> None:
+    lines = (Expected(1, 7, "Stored", {"claim": "ns/a"}),
+             Expected(2, 7, "Stored", {"claim": "ns/b"}),
+             Expected(3, 7, "Removed", {"claim": "ns/a"}))
+    matching = Matching(Target(lines, {7: frozenset({"role"})}))
+    assert matching.offer(_seen(0, 0, "Stored", claim="c1")) is Offer.MATCHES
+    matching.take(_seen(0, 0, "Stored", claim="c1"))
+    # ns/b is another claim than ns/a: not c1 again; and only the worker that played 7
+    assert matching.offer(_seen(1, 0, "Stored", claim="c1")) is not Offer.MATCHES
+    assert matching.offer(_seen(1, 1, "Stored", claim="c2")) is not Offer.MATCHES
+    matching.take(_seen(1, 0, "Stored", claim="c2"))
+    assert matching.offer(_seen(2, 0, "Removed", claim="c2")) is not Offer.MATCHES
+    assert matching.offer(_seen(2, 0, "Removed", claim="c1")) is Offer.MATCHES
+
+
+def test_a_message_of_the_log_where_it_has_none_is_off_the_log() -> None:
+    lines = (Expected(1, 7, "Start", {}), Expected(2, 7, "Finish", {}),
+             Expected(4, 7, "Start", {}, gap_before=True))
+    matching = Matching(Target(lines, {7: frozenset({"role"})}))
+    assert matching.offer(_seen(0, 0, "Finish")) is Offer.FREE  # before the first line
+    matching.take(_seen(1, 0, "Start"))
+    assert matching.offer(_seen(2, 0, "Start")) is Offer.OFF  # no gap between 1 and 2
+    assert matching.offer(_seen(2, 0, "Other")) is Offer.FREE  # not one of its messages
+    matching.take(_seen(3, 0, "Finish"))
+    assert matching.offer(_seen(4, 0, "Finish")) is Offer.FREE  # the '...' before line 4
+    anywhere = Matching(Target(lines, {7: frozenset({"role"})}, gaps=ANYWHERE))
+    anywhere.take(_seen(1, 0, "Start"))
+    assert anywhere.offer(_seen(2, 0, "Start")) is Offer.FREE
