@@ -17,6 +17,7 @@ from shmstress.cli.main import main
 from shmstress.controlled.log_match import ANYWHERE, Expected, Matching, Offer, Seen, Target
 from shmstress.core.exit_reason import ExitCode
 from shmstress.render.klog_reading import Entry, Gap, Unreadable, read_log
+from shmstress.render.replay_text import render_replay
 from shmstress.repro.bundle import load_bundle
 from shmstress.repro.replay import Verdict, replay_bundle
 from shmstress.testing.log_import import SearchOptions, import_log
@@ -79,7 +80,9 @@ def test_the_seed_log_reproduces_its_race_in_gather_unchecked() -> None:
     bundle = report.bundle
     assert bundle is not None and bundle.names[next(
         model for model, log in bundle.names.items() if log == CLAIM)] == CLAIM
-    assert replay_bundle(bundle, pin=False).verdict is Verdict.REPRODUCED
+    replayed = replay_bundle(bundle, pin=False)
+    assert replayed.verdict is Verdict.REPRODUCED
+    assert f'claim "{CLAIM}" is in flight' in render_replay(replayed, Path("b.json"))
 
 
 def test_the_seed_log_into_fixed_names_the_revision_check(

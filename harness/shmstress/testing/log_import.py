@@ -20,10 +20,10 @@ from shmstress.core.errors import ConfigError
 from shmstress.core.exit_reason import ExitCode, ExitReason
 from shmstress.core.result import RunResult
 from shmstress.plugin import registry
-from shmstress.plugin.renaming import rename_text, renamed
-from shmstress.plugin.wording import Wording, wording_of
-from shmstress.render.failure import FailureReport, failure_report
+from shmstress.plugin.wording import wording_of
+from shmstress.render.failure import FailureReport
 from shmstress.render.klog_reading import Entry, Gap, LogText, Unreadable, read_log
+from shmstress.render.log_names import failure_in_names
 from shmstress.repro.bundle import Bundle, from_execution
 
 __all__ = ["ANYWHERE", "MARKED", "ImportReport", "SearchOptions", "import_log", "log_lines"]
@@ -111,9 +111,5 @@ def import_log(text: str, tracker: str, variant: str | None = None, gaps: str = 
         points=len(outcome.steps), workers=tuple(
             replace(w, pid=pid) for w, pid in zip(found.workers, found.pids, strict=True)),
         recording=match.recording, phase_changes=outcome.phase_changes)
-    wording = wording_of(tracker_cls, config.params)
-    in_log_names = Wording(renamed(wording.words, names), wording.invariants, wording.params)
-    failure = failure_report(result, wording=in_log_names) if outcome.failed else None
-    if failure is not None and failure.explanation:  # the outcome line names objects too
-        failure = replace(failure, explanation=rename_text(failure.explanation, names))
+    failure = failure_in_names(result, names) if outcome.failed else None
     return ImportReport(log, config, found, bundle, names, failure)
