@@ -3,7 +3,7 @@
 Exits 1 when an execution that holds the log's lines in order breaks an invariant
 (its bundle is written into --out and replays like any other), 3 when the lines
 were matched but no matching execution broke anything (the model does not
-reproduce the failure: what the model did where it came closest is printed), 7
+reproduce the failure: what the model did where it came closest is printed), 8
 when no execution tried holds the lines in order (the first line none produced
 is printed, with what the model did there instead), 2 with one line for a log
 that cannot be read or a tracker that cannot be loaded.
@@ -143,7 +143,7 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         "point of the tracker through its words (message -> point, fields -> objects, "
         "thread -> worker), and search the model for an execution that logs the lines in "
         "their order. Exit 1 when such an execution breaks an invariant (its bundle is "
-        "written, and replays); 3 when the lines were matched but nothing broke; 7 when no "
+        "written, and replays); 3 when the lines were matched but nothing broke; 8 when no "
         "execution tried produces the lines in order (the first such line is printed).",
         **with_examples(
             "shmstress import-log flake.log --tracker dra --variant gather-unchecked",

@@ -18,7 +18,7 @@ class ExitCode(enum.IntEnum):
     BROKEN = 4
     THIN_COVERAGE = 5
     NOT_CONTROLLED = 6
-    LOG_MISMATCH = 7
+    LOG_MISMATCH = 8
     INTERRUPTED = 130
     OUTPUT_CLOSED = 141
 

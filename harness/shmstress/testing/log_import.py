@@ -44,7 +44,7 @@ class ImportReport:
 
     @property
     def exit_code(self) -> ExitCode:
-        """1: the log's failure reproduced; 3: matched, but nothing broke; 7: no execution
+        """1: the log's failure reproduced; 3: matched, but nothing broke; 8: no execution
         holds the log's lines in order."""
         if self.search.match is None:
             return ExitCode.LOG_MISMATCH
