@@ -196,7 +196,7 @@ def test_consistent_lock_order_never_deadlocks_within_the_bound() -> None:
                             ControlledOptions(StrategySpec("exhaustive", bound=3),
                                               executions=20000))
     assert result.exhausted and result.failing is None
-    assert result.run.exit_reason is ExitReason.EXECUTIONS_DONE
+    assert result.run.exit_reason is ExitReason.SEARCH_COMPLETE
 
 
 def test_an_execution_that_does_not_finish_ends_at_the_step_bound() -> None:

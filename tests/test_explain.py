@@ -16,6 +16,7 @@ from shmstress.analysis.swimlane import plain_swimlane
 from shmstress.cli.main import main
 from shmstress.controlled.strategies.base import StrategySpec
 from shmstress.core.result import RunResult, Violation
+from shmstress.core.trace import step_number
 from shmstress.plain.outcome import PlainOutcome, PlainStep
 from shmstress.plain.runner import Exploration, explore
 from shmstress.plain.scenario import ScenarioRef
@@ -132,14 +133,14 @@ def test_initial_state_only_states_what_the_kept_records_show() -> None:
     assert explanation.partial
     assert explanation.in_doubt == (
         InDoubt(f'device "{DEVICE_NAME}" is not in allocated devices', -1, None),)
-    # its 40 noise points were points 0 to 39; the ring kept the last 16
+    # its 40 noise points were points 0 to 39 (printed 1 to 40); the ring kept the last 16
     assert explanation.lost == (LostRecords("binder #2", 24, 23),)
     assert render_explanation(explanation).split("\n")[:3] == [
         "Initial state (partial, the rings wrapped: raise --ring-size): "
         f'claim "{CLAIM_NAME}" is in flight',
         f'  in doubt: device "{DEVICE_NAME}" is not in allocated devices as recorded at the '
         "run's start; a lost record may have changed it since",
-        "  lost: the first 24 points of binder #2, up to point 23, with their log calls",
+        "  lost: the first 24 points of binder #2, up to point 24, with their log calls",
     ]
 
 
@@ -185,12 +186,13 @@ def test_a_fact_set_before_a_lost_record_keeps_what_was_recorded_and_where() -> 
         explanation = explain(result)
     assert explanation is not None and explanation.partial
     assert explanation.initial_state == (f'claim "{CLAIM_NAME}" is in flight',)
-    # binder #2's points were 1 to 40: the ring lost 1 to 24, all after informer's point 0
+    # binder #2's points were 1 to 40 (printed 2 to 41): the ring lost 1 to 24, all after
+    # informer's point 0 (printed 1)
     assert explanation.in_doubt == (
         InDoubt(f'device "{DEVICE_NAME}" is not in allocated devices', 0, "informer #1"),)
     assert explanation.lost == (LostRecords("binder #2", 24, 24),)
     assert (f'  in doubt: device "{DEVICE_NAME}" is not in allocated devices as recorded at '
-            "point 0 by informer #1; a lost record may have changed it since"
+            "point 1 by informer #1; a lost record may have changed it since"
             ) in render_explanation(explanation).split("\n")
 
 
@@ -376,9 +378,9 @@ def test_a_run_whose_rings_wrapped_says_what_its_initial_state_lost(
         'device "driver.example.com/worker-2/worker-2-device-014" is not in allocated devices '
         "as recorded at the run's start; a lost record may have changed it since",), output
     assert [re.sub(r" \(pid \d+\)", "", lost) for lost in state.lost] == [
-        "the first 15 points of binder #1, up to point 48, with their log calls",
-        "the first 21 points of binder #2, up to point 74, with their log calls",
-        "the first 47 points of gatherer #1, up to point 247, with their log calls",
+        "the first 15 points of binder #1, up to point 49, with their log calls",
+        "the first 21 points of binder #2, up to point 75, with their log calls",
+        "the first 47 points of gatherer #1, up to point 248, with their log calls",
     ], output
     _assert_initial_state(output, (r'claim "\S+" is in flight',
                                    r'device "\S+" is not in allocated devices'))
@@ -470,7 +472,7 @@ def _told(outcome: PlainOutcome, step: int) -> None:
     """``step`` starts the explanation: first step shown, first words, marked racing."""
     story = plain_story(outcome)
     assert story.enabling.start == step and story.shown[0] == step
-    assert f"the race starts at step {step}:" in "\n".join(outcome_lines(outcome))
+    assert f"the race starts at step {step_number(step)}:" in "\n".join(outcome_lines(outcome))
     lane = plain_swimlane(outcome, story, "t")
     assert [row.racing for row in lane.steps if row.seq == step] == [True]
 

@@ -866,12 +866,25 @@ def test_a_finished_test_leaves_no_list_and_no_segment(
 ) -> None:
     env, private = private_shm
     scenario = Path(__file__).parent.parent / "examples" / "plain" / "numpy_counts.py"
-    before = {p.name for p in shm.POSIX_SHM_DIR.iterdir() if p.name.startswith("psm_")}
+    # The scenario's SharedMemory names get a prefix of this test's own: other programs on
+    # the machine (another suite, a user's run) make psm_* segments at any time too.
+    prefix = f"psm{os.getpid() % 4096:03x}"
+    (tmp_path / "sitecustomize.py").write_text(
+        "import multiprocessing.shared_memory as m\n"
+        f"m._SHM_NAME_PREFIX = '/{prefix}'\n")
+    env = {**env, "PYTHONPATH": os.pathsep.join(
+        filter(None, [str(tmp_path), env.get("PYTHONPATH", "")]))}
+    named = subprocess.run(
+        [sys.executable, "-c", "from multiprocessing import shared_memory as m\n"
+         "s = m.SharedMemory(create=True, size=8); print(s.name); s.close(); s.unlink()"],
+        env=env, capture_output=True, text=True, timeout=60, check=True)
+    assert named.stdout.startswith(prefix), named.stdout  # else the check below sees nothing
+    before = {p.name for p in shm.POSIX_SHM_DIR.iterdir() if p.name.startswith(prefix)}
     done = subprocess.run(
         [*SHMSTRESS, "test", f"{scenario}:locked", "--executions", "3",
-         "--quiet", "--out", str(tmp_path)],
+         "--quiet", "--out", str(tmp_path / "out")],
         env=env, capture_output=True, text=True, timeout=120, check=False)
     assert done.returncode == 0, done.stdout + done.stderr
-    after = {p.name for p in shm.POSIX_SHM_DIR.iterdir() if p.name.startswith("psm_")}
+    after = {p.name for p in shm.POSIX_SHM_DIR.iterdir() if p.name.startswith(prefix)}
     assert not after - before
     assert not list(private.iterdir())

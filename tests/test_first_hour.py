@@ -163,8 +163,8 @@ def test_show_and_the_interleaving_never_skip_a_step_number_without_a_fold_row()
         if "... " in line:
             numbered += int(line.split("... ")[1].split()[0])
         else:
+            numbered += 1  # a step's number: the steps before it, plus one
             assert int(line.split()[0]) == numbered, line
-            numbered += 1
 
 
 DECORATED = '''

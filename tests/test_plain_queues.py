@@ -64,16 +64,7 @@ def test_the_correct_twin_runs_100_executions_clean(where: Path, correct: str) -
     assert result.ends == {"finished": 100}
 
 
-PIPE_SHORTFALL = pytest.mark.xfail(strict=False, reason=(
-    "open (issue 28): with the CPUs busy, free mode fails a shared pipe end rarer than a "
-    "plain loop: 10/40 vs 21/40 (two suite workers), 13/40 and 10/40 vs 23/40 and 26/40 (four "
-    "busy processes), 4/40 vs 29/40 (load 7); passes when quiet"))
-"""A known shortfall, kept visible in every run's summary rather than hidden or loosened."""
-
-
-@pytest.mark.parametrize(("where", "racy"), [
-    pytest.param(where, racy, marks=PIPE_SHORTFALL) if racy == "shared_end_racy"
-    else (where, racy) for where, racy, _, _ in TWINS])
+@pytest.mark.parametrize(("where", "racy"), [(where, racy) for where, racy, _, _ in TWINS])
 def test_free_mode_fails_the_racy_twin_at_least_as_often_as_a_plain_loop(
         where: Path, racy: str) -> None:
     assert_free_not_rarer(where, racy, 40)

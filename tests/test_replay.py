@@ -13,6 +13,7 @@ from shmstress.controlled.options import ControlledOptions
 from shmstress.controlled.runner import run_controlled
 from shmstress.controlled.strategies import StrategySpec
 from shmstress.core.config import RunConfig
+from shmstress.core.trace import step_number
 from shmstress.free.runner import run
 from shmstress.repro.bundle import Bundle, from_controlled, from_free_run, load_bundle, write_bundle
 from shmstress.repro.replay import Verdict, replay_bundle
@@ -147,7 +148,7 @@ def test_cli_replay_of_a_swapped_bundle_exits_3(
     path = write_bundle(edited, tmp_path / "swapped.json")
     assert main(["replay", str(path)]) == 3
     out = capsys.readouterr().out
-    assert f"diverged at step {at}: expected" in out
+    assert f"diverged at step {step_number(at)}: expected" in out
     assert "reproduced:" not in out
 
 

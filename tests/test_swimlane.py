@@ -21,6 +21,7 @@ from shmstress.controlled.runner import run_controlled
 from shmstress.controlled.strategies import StrategySpec
 from shmstress.core.config import RunConfig
 from shmstress.core.result import RunResult
+from shmstress.core.trace import step_number
 from shmstress.plugin.wording import wording_by_name
 from shmstress.render.swimlane import render_svg, render_text
 from shmstress.reports import group_failures, load_results_file
@@ -119,7 +120,7 @@ def test_the_text_tables_columns_line_up(
         found = _separators(line)
         assert found == columns[:len(found)], line
         cells = line.split(" | ")
-        assert cells[0].strip() == f"{row.seq:,}"
+        assert cells[0].strip() == f"{step_number(row.seq):,}"
         filled = [i for i, cell in enumerate(cells[1:]) if cell.strip()]
         assert filled == [row.worker], line  # the step sits in its worker's column
         mark = "!" if row.violation else "*" if row.racing else " "

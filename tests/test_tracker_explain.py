@@ -27,6 +27,7 @@ from shmstress.controlled.strategies import StrategySpec
 from shmstress.core.access import Access
 from shmstress.core.config import RunConfig
 from shmstress.core.result import RunResult
+from shmstress.core.trace import step_number
 from shmstress.plugin.wording import Wording, wording_by_name
 from shmstress.render.explanation import render_explanation
 
@@ -84,9 +85,10 @@ def test_the_explanation_starts_at_the_read_the_race_starts_with(
     assert links.start is not None and links.start <= stale.read_step
     told = analysis.explanation
     assert told.start <= stale.read_step  # the window reaches back to the read
-    assert told.links[0].startswith(f"the race starts at point {links.start}: ")
-    assert any(line.startswith("stale read of ") and f"(point {stale.read_step})" in line
-               and f"(point {stale.write_step})" in line for line in told.links)
+    assert told.links[0].startswith(f"the race starts at point {step_number(links.start)}: ")
+    assert any(line.startswith("stale read of ")
+               and f"(point {step_number(stale.read_step)})" in line
+               and f"(point {step_number(stale.write_step)})" in line for line in told.links)
     text = render_explanation(told)
     assert text.index("=> ") < text.index("the race starts at point")
     # the linked steps are told in the interleaving too, each by the worker that took it
@@ -144,7 +146,8 @@ def test_a_flag_published_before_its_rows_starts_the_explanation() -> None:
     assert roles[link.reader] == "reader" and roles[link.writer] == "writer"
     assert _label(result, link.write_step) == "publish"
     assert analysis.focus.enabling.start == link.write_step
-    assert analysis.explanation.links[0].startswith(f"the race starts at point {link.write_step}")
+    assert analysis.explanation.links[0].startswith(
+        f"the race starts at point {step_number(link.write_step)}")
     assert (link.writer, link.write_step) in {(s.worker, s.seq) for s in analysis.story}
     assert result.recording is not None
     lane = swimlane(analysis, result.recording.steps, result.workers, "race", keep_all=True)

@@ -66,9 +66,13 @@ def generated_pages() -> dict[str, str]:
             f"`{plain_bundle.FORMAT}`, `format_version` {plain_bundle.FORMAT_VERSION}). "
             "Their failing `execution` is numbered from 1, as the commands print it, from "
             f"format version {bundle.EXECUTIONS_FROM_ONE} on; an older bundle numbered it "
-            "from 0, and is still read (renumbered). The tables below are generated from the "
-            "msgspec Structs that write and read them (`shmstress.repro.bundle_schema`, "
-            "`shmstress.repro.plain_bundle`): a field that is not required may be left out. "
+            "from 0, and is still read (renumbered). Steps are numbered from 1 wherever a "
+            "command prints one (the first step of `steps` is step 1); a field that points "
+            "into `steps` (`loose`, `phase_changes`) holds a position in that array, from 0 "
+            "as JSON arrays are, the same in every format version. The tables below are "
+            "generated from the msgspec Structs that write and read them "
+            "(`shmstress.repro.bundle_schema`, `shmstress.repro.plain_bundle`): a field that "
+            "is not required may be left out. "
             "See [a bundle is data, but it names code](../explanation/replay.md#a-bundle-is-"
             "data-but-it-names-code) for what replaying one imports.",
             [("Tracker bundle", bundle_schema.BundleDoc),

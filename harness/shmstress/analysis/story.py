@@ -22,7 +22,7 @@ from dataclasses import dataclass
 
 from shmstress.analysis.facts import Setting
 from shmstress.analysis.focus import Focus
-from shmstress.core.trace import Record, Recording, Step
+from shmstress.core.trace import Record, Recording, Step, step_number
 from shmstress.core.workers import WorkerInfo, describe_worker
 from shmstress.plugin.words import Subject, Words
 
@@ -260,7 +260,7 @@ def _notes(found: Focus, recording: Recording) -> tuple[str, ...]:
     notes = []
     if found.horizon > found.start:
         notes.append(
-            f"records before point {found.horizon} were overwritten in a ring (raise "
+            f"records before point {step_number(found.horizon)} were overwritten in a ring (raise "
             "--ring-size); steps there are known from the schedule tape without their fields"
         )
     if found.end >= len(recording.steps) and recording.tape_lost:
@@ -285,20 +285,21 @@ def _links(found: Focus, workers: Sequence[WorkerInfo]) -> tuple[str, ...]:
     def did(seq: int) -> str:
         record = points.get(seq)
         if record is None:
-            return f"took point {seq}"
+            return f"took point {step_number(seq)}"
         label = found.label(record)
         return found.words.step(label, dict(record.fields)) or label
 
     first = points.get(links.start)
-    lines = [f"the race starts at point {links.start}: "
+    lines = [f"the race starts at point {step_number(links.start)}: "
              f"{who(first.worker) if first else 'a worker'} {did(links.start)}"]
     for stale in links.stale_reads:
         acted = ("failed" if stale.acted_step > found.end
-                 else f"{did(stale.acted_step)} (point {stale.acted_step})")
+                 else f"{did(stale.acted_step)} (point {step_number(stale.acted_step)})")
         lines.append(
             f"stale read of {stale.what}: {who(stale.reader)} {did(stale.read_step)} (point "
-            f"{stale.read_step}), {who(stale.writer)} {did(stale.write_step)} (point "
-            f"{stale.write_step}), then {who(stale.reader)} {acted} on what it had read")
+            f"{step_number(stale.read_step)}), {who(stale.writer)} {did(stale.write_step)} "
+            f"(point {step_number(stale.write_step)}), then {who(stale.reader)} {acted} on what "
+            "it had read")
     objects: dict[tuple[int, int, int, int], list[str]] = {}  # one line per read and write
     for link in links.reads_from:
         if not link.unwritten:
@@ -306,6 +307,6 @@ def _links(found: Focus, workers: Sequence[WorkerInfo]) -> tuple[str, ...]:
             objects.setdefault(key, []).append(link.what)
     for (reader, read, writer, write), what in objects.items():
         lines.append(
-            f"{who(reader)} {did(read)} (point {read}): {' and '.join(what)} as {who(writer)} "
-            f"left it at point {write} ({did(write)})")
+            f"{who(reader)} {did(read)} (point {step_number(read)}): {' and '.join(what)} as "
+            f"{who(writer)} left it at point {step_number(write)} ({did(write)})")
     return tuple(lines)

@@ -17,12 +17,12 @@ from dataclasses import dataclass
 
 from shmstress.analysis.failure import FailureAnalysis
 from shmstress.analysis.plain_story import PlainStory
-from shmstress.core.trace import Record, Step
+from shmstress.core.trace import Record, Step, step_number
 from shmstress.core.workers import WorkerInfo
 from shmstress.plain.outcome import PlainOutcome, PlainStep
 
 WHOLE_SCHEDULE = 40
-"""A schedule of at most this many steps is shown whole, from step 0; longer ones show the
+"""A schedule of at most this many steps is shown whole, from its first step; longer ones show the
 window the explanation focuses on."""
 
 FOLD_OVER = 6
@@ -45,12 +45,17 @@ class Lane:
 class LaneStep:
     """One step of the schedule, in its worker's lane."""
 
-    seq: int
+    seq: int  # its index in the schedule; ``number`` is what a reader sees
     worker: int
     text: str  # the tracker's phrase for the step, or its label, with the fields
     detail: str  # the label with every field, for a tooltip: never truncated
     racing: bool  # a step the explanation tells
     violation: bool = False  # the step at which the violation was found
+
+    @property
+    def number(self) -> int:
+        """The step's number, as the explanation prints it (``core.trace.step_number``)."""
+        return step_number(self.seq)
 
 
 @dataclass(frozen=True)
@@ -60,6 +65,11 @@ class LaneGap:
     first_seq: int
     last_seq: int
     per_worker: tuple[tuple[int, int], ...]  # (worker, steps) in lane order
+
+    @property
+    def numbers(self) -> tuple[int, int]:
+        """The first and the last step number left out, as the step column prints them."""
+        return step_number(self.first_seq), step_number(self.last_seq)
 
     @property
     def count(self) -> int:
@@ -197,7 +207,8 @@ def swimlane(
     violation += "".join(f"\nwhile {holding}" for holding in told.still_held)
     notes = list(told.notes)
     if first > 0:
-        notes.insert(0, f"steps {first:,} to {end:,} of {len(tape):,}: the window the "
+        notes.insert(0, f"steps {step_number(first):,} to {step_number(end):,} of {len(tape):,}: "
+                     "the window the "
                      "explanation is about")
     return Swimlane(title, lanes, tuple(fold(steps, lanes, keep_all)), violation, len(tape),
                     tuple(notes))
@@ -241,7 +252,7 @@ def plain_swimlane(outcome: PlainOutcome, story: PlainStory, title: str) -> Swim
     else:
         violation = f"{failure.end.value}: {failure.message}"
         if failure.worker >= 0:
-            violation += f"\n({outcome.who(failure.worker)}, after step {failure.step - 1})"
+            violation += f"\n({outcome.who(failure.worker)}, after step {failure.after_step})"
     return Swimlane(title, lanes, tuple(rows), violation, len(steps))
 
 

@@ -6,6 +6,8 @@ builds its shared state in ``__init__`` from a ``Setup`` (arrays, ``Lock``s,
 ``Ghost`` state) and keeps ``setup.runtime``, the ``Runtime`` its roles' steps
 use. ``Words`` (optional) make its logs and explanations read like the real
 system's. ``LIMITS`` says how much a point, a violation and a run can hold.
+A point's sequence number (what ``runtime.point`` returns) counts from 0; a message
+prints ``step_number`` of it, the number every view shows (from 1).
 ``examples/README.md`` walks through it; ``mypy --strict`` keeps a tracker to it.
 """
 
@@ -14,6 +16,7 @@ from shmstress.core.control import Phase
 from shmstress.core.locks import InstrumentedLock as Lock
 from shmstress.core.runtime import NO_ID
 from shmstress.core.shm import SharedArray
+from shmstress.core.trace import step_number
 from shmstress.core.workers import WorkerInfo as Worker
 from shmstress.core.workers import Workers
 from shmstress.plugin.limits import LIMITS, Limits
@@ -56,4 +59,5 @@ __all__ = [
     "Words",
     "Worker",
     "Workers",
+    "step_number",
 ]

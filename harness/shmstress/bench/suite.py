@@ -17,6 +17,11 @@ from shmstress.bench.controlled import (
 )
 from shmstress.bench.learning import LearningBench, render_learning_bench, run_learning_bench
 from shmstress.bench.library_race import LibraryRaceTracker
+from shmstress.bench.linearizability import (
+    LinearizabilityBench,
+    render_linearizability_bench,
+    run_linearizability_bench,
+)
 from shmstress.bench.plain import PlainBench, PlainBudgets, render_plain_bench, run_plain_bench
 from shmstress.core.config import RunConfig
 from shmstress.core.noise import AIMED, UNIFORM, NoiseConfig
@@ -98,7 +103,7 @@ class BenchOptions:
     variants: tuple[str, ...] | None = None
     rate_seconds: float = 3.0
     sections: tuple[str, ...] = ("free", "detection", "rate", "clean", "controlled", "plain",
-                                 "learning")
+                                 "learning", "linearizability")
 
 
 @dataclass(frozen=True)
@@ -174,6 +179,7 @@ class BenchReport:
     controlled: ControlledBench | None = None
     plain: PlainBench | None = None
     learning: list[LearningBench] = field(default_factory=list)
+    linearizability: LinearizabilityBench | None = None
     completed: list[str] = field(default_factory=list)  # sections whose figures are all in
     cut: str | None = None  # the section a SIGINT or SIGTERM cut short: no figure of it kept
 
@@ -197,6 +203,8 @@ class BenchReport:
             self.plain = scratch.plain
         elif section == "learning":
             self.learning = scratch.learning
+        elif section == "linearizability":
+            self.linearizability = scratch.linearizability
         self.completed.append(section)
 
 
@@ -411,6 +419,11 @@ def _learning(options: BenchOptions, report: BenchReport, log: Callable[[str], N
                                          options.budget_s, options.noise, options.seed, log)
 
 
+def _linearizability(options: BenchOptions, report: BenchReport,
+                     log: Callable[[str], None]) -> None:
+    report.linearizability = run_linearizability_bench(options.seed, log)
+
+
 _SECTIONS: dict[str, Callable[[BenchOptions, BenchReport, Callable[[str], None]], None]] = {
     "free": _free_mode,
     "detection": _detection,
@@ -419,6 +432,7 @@ _SECTIONS: dict[str, Callable[[BenchOptions, BenchReport, Callable[[str], None]]
     "controlled": _controlled,
     "plain": _plain,
     "learning": _learning,
+    "linearizability": _linearizability,
 }
 
 
@@ -449,6 +463,9 @@ def bench_sections(report: BenchReport) -> list[tuple[str, list[str]]]:
         sections.append(("Plain multiprocessing code", render_plain_bench(report.plain)))
     if "learning" in done and report.learning:
         sections.append(("Saved learning", render_learning_bench(report.learning)))
+    if "linearizability" in done and report.linearizability is not None:
+        sections.append(("Linearizability checker",
+                         render_linearizability_bench(report.linearizability)))
     if report.cut is not None:
         before = "" if done else "; no section ran to its end"
         sections.append(("Interrupted", [

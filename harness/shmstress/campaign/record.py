@@ -23,6 +23,7 @@ from shmstress.campaign.grid import CONTROLLED, FREE, TrialSpec, config_key, tri
 from shmstress.core.exit_reason import ExitReason
 from shmstress.core.provenance import Provenance, current_provenance
 from shmstress.core.result import RunResult, Violation
+from shmstress.core.trace import step_number
 from shmstress.render.commands import run_command
 from shmstress.render.failure import FailureReport
 from shmstress.reports import schema
@@ -66,10 +67,11 @@ def detection(result: RunResult, first: Violation | None) -> tuple[float | None,
     violation must count as a detection in every chart and table, with a time)."""
     if first is None:
         return None, None
+    points = None if first.seq is None else step_number(first.seq)  # as "at point N" says
     if first.at_rest:
         return (first.elapsed_s if first.elapsed_s is not None else result.elapsed_s,
-                first.seq if first.seq is not None else result.points)
-    return first.elapsed_s, first.seq
+                points if points is not None else result.points)
+    return first.elapsed_s, points
 
 
 def trial_record(

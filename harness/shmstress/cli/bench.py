@@ -56,6 +56,7 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
             "shmstress bench --section rate --variant all   # every tracker's racy variants",
             "shmstress bench --section plain   # plain multiprocessing code, next to Frontrun",
             "shmstress bench --section learning --trials 10   # a second run with saved learning",
+            "shmstress bench --section linearizability   # the checker on 1,000 operations",
             "shmstress bench --json bench.json   # the figures as JSON too",
             "shmstress bench --markdown docs/figures.md   # and as a page the docs include",
             "shmstress bench --suite sctbench --executions 1000 --jobs 2   # two trials at once",

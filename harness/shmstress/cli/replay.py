@@ -89,6 +89,10 @@ def render_shrink(report: ShrinkReport, source: Path, target: Path, written: boo
     return "\n".join(lines)
 
 
+SHRINK_SECONDS = 45.0
+"""The CLI's default time for a shrink's search: a user waits a minute at most unasked."""
+
+
 def _progress(line: str) -> None:
     """A shrink of a long free failure takes a while: one line per stage on stderr."""
     print(line, file=sys.stderr, flush=True)
@@ -97,16 +101,19 @@ def _progress(line: str) -> None:
 def _cmd_shrink(args: argparse.Namespace) -> int:
     if args.max_executions < 1:
         raise ConfigError(f"--max-executions must be >= 1, got {args.max_executions}")
+    if args.max_seconds <= 0:
+        raise ConfigError(f"--max-seconds must be > 0, got {args.max_seconds}")
     source = Path(args.bundle)
     output = Path(args.output)
     bundle = open_bundle(source, code_allowance(args))
+    options = ShrinkOptions(max_executions=args.max_executions, max_seconds=args.max_seconds,
+                            pin=not args.no_pin, progress=_progress)
     if isinstance(bundle, PlainBundle):  # plain multiprocessing code (``shmstress test``)
         require_writable(output, "the shrunk bundle", directory=output.suffix != ".json")
-        return shrink_plain_bundle(source, bundle, output, args.max_executions)
+        return shrink_plain_bundle(source, bundle, output, options)
     require_writable(output, "the shrunk bundle", directory=output.is_dir() or not output.suffix)
     with _about(source):
-        report = shrink_bundle(bundle, ShrinkOptions(max_executions=args.max_executions,
-                                                     pin=not args.no_pin, progress=_progress))
+        report = shrink_bundle(bundle, options)
     if report is None:
         raise ReplayDivergedError(
             f"{source} does not reproduce its violation, so there is nothing to shrink "
@@ -148,11 +155,15 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         sub, "shrink",
         description="Search for a schedule that breaks the same invariant in the fewest "
         "steps and preemptions (a short churn, a fresh search within short step bounds, "
-        "fewer switches), then the fewest workers and smallest scenario; write it as a "
-        "bundle that replays. One line per stage on stderr. " + BUNDLE_CODE_NOTE,
+        "fewer switches), then the fewest workers and smallest scenario; for plain code "
+        "(a bundle of shmstress test), every schedule with fewer preemptions, then a "
+        "search for fewer steps. Writes it as a bundle that replays. One line per stage on "
+        "stderr; the search stops at --max-executions or --max-seconds, whichever comes "
+        "first. " + BUNDLE_CODE_NOTE,
         **with_examples(
             "shmstress shrink BUNDLE -o small.json",
             "shmstress shrink BUNDLE -o small.json --max-executions 500   # a shorter search",
+            "shmstress shrink BUNDLE -o small.json --max-seconds 600   # a longer one",
             "shmstress shrink counter-racy-plain-seed2-e5.json -o small.json   # shmstress test",
         ),
     )
@@ -162,6 +173,10 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     shrink.add_argument("--max-executions", type=int, default=ShrinkOptions().max_executions,
                         metavar="N", help="executions the search may spend (default "
                         f"{ShrinkOptions().max_executions})")
+    shrink.add_argument("--max-seconds", type=float, default=SHRINK_SECONDS, metavar="S",
+                        help="seconds the search may spend, whichever of the two budgets "
+                        f"runs out first (default {SHRINK_SECONDS:g}: with the replay "
+                        "that checks the result, a shrink ends within a minute)")
     shrink.add_argument("--no-pin", action="store_true",
                         help="do not pin the search to one CPU")
     add_code_options(shrink)

@@ -53,6 +53,7 @@ from shmstress.core.exit_reason import ExitCode
 from shmstress.core.files import ArtifactError, require_writable, write_text_atomically
 from shmstress.core.noise import NOISE_KINDS, NOISE_POLICIES, NoiseConfig
 from shmstress.core.result import RunResult
+from shmstress.core.trace import step_number
 from shmstress.free.learning import Learning
 from shmstress.free.runner import run
 from shmstress.plugin.wording import wording_by_name
@@ -375,6 +376,9 @@ def _report(args: argparse.Namespace, result: RunResult, bundle: Bundle | None,
 
 def result_to_json(result: RunResult) -> dict[str, object]:
     data: dict[str, object] = asdict(result)
+    data["violations"] = [  # at the point the summary prints ("at point N")
+        {**asdict(found), "seq": None if found.seq is None else step_number(found.seq)}
+        for found in result.violations]
     if result.recording is not None:  # every record would make the JSON huge: counts only
         recording = result.recording
         data["recording"] = {

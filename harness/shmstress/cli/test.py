@@ -32,6 +32,7 @@ from shmstress.plain.spec import FreeSpec, PlainSpec
 if TYPE_CHECKING:
     from shmstress.plain.checkpoint import Checkpointing
     from shmstress.repro.plain_bundle import PlainBundle
+    from shmstress.repro.shrink import ShrinkOptions
 
 # The engine, the renderers and the bundles are imported by the handlers that use them
 # (``cli.commands``): ``shmstress test --help`` needs none of them.
@@ -109,7 +110,8 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     parser.add_argument("--max-steps", type=int, default=PlainSpec.max_steps, metavar="N",
                         help=f"steps per execution (default {PlainSpec.max_steps:,})")
     parser.add_argument("--max-processes", type=int, default=PlainSpec.max_processes - 1,
-                        metavar="N", help="processes a scenario may start "
+                        metavar="N", help="processes a scenario may start; one more ends "
+                        f"the search with exit {int(ExitCode.LIMIT)}, a limit, not a failure "
                         f"(default {PlainSpec.max_processes - 1})")
     parser.add_argument("--mailbox-mib", type=int, default=PlainSpec.mailbox_mib,
                         metavar="N", help="room on the board for the queue and pipe messages "
@@ -154,14 +156,14 @@ def replay_plain_bundle(path: Path, bundle: PlainBundle, log: str | None) -> int
 
 
 def shrink_plain_bundle(source: Path, bundle: PlainBundle, output: Path,
-                        max_executions: int) -> int:
+                        options: ShrinkOptions) -> int:
     """``shmstress shrink`` of a plain bundle: before and after, and the replay command."""
     from shmstress.repro.bundle import replay_command
     from shmstress.repro.plain_bundle import write_plain_bundle
     from shmstress.repro.plain_shrink import shrink_plain
 
     with interruptible():
-        report = shrink_plain(bundle, max_executions)
+        report = shrink_plain(bundle, options)
     if report is None:
         raise ReplayDivergedError(
             f"{source} does not reproduce its failure, so there is nothing to shrink "
@@ -245,7 +247,7 @@ def _cmd_test(args: argparse.Namespace) -> int:
     # the engine, once the command line is known to be right (a mistake answers at once)
     from shmstress.cli.run import keep, verdict, write_json
     from shmstress.plain.checkpoint import Checkpointing
-    from shmstress.plain.runner import Exploration, explore
+    from shmstress.plain.runner import Exploration, ExplorationInterrupted, explore
     from shmstress.render.plain_log import log_lines
     from shmstress.render.plain_report import result_json, result_lines
     from shmstress.repro.plain_bundle import from_outcome, write_plain_bundle
@@ -265,6 +267,8 @@ def _cmd_test(args: argparse.Namespace) -> int:
     exploration = Exploration(strategy, seed, args.executions)
     try:
         result = explore(spec, exploration, checkpoint=checkpoint)
+    except ExplorationInterrupted as stopped:  # reported as a result: what ran, exit 130
+        result = stopped.result
     except KeyboardInterrupt:
         if checkpoint is None:
             raise
@@ -296,4 +300,8 @@ def _cmd_test(args: argparse.Namespace) -> int:
     if args.json:
         unwritten += keep(lambda: write_json(Path(args.json), result_json(
             result, args.scenario, bundle_path, log, code)))
+    if result.limit is not None:  # a limit, not a bug: its own line, as an error has
+        print(f"shmstress: limit: {result.limit}", file=sys.stderr)
+    elif result.interrupted:
+        print(f"shmstress: interrupted after {result.executions:,} executions", file=sys.stderr)
     return verdict(code, unwritten)

@@ -5,8 +5,9 @@ unless it says what it tried. PCT at depth d makes at most d-1 preemptions an
 execution; a run whose roles never yield switches workers only by preemption,
 so a bug that needs more preemptions than any execution made was never in
 reach; an execution cut at ``--max-steps`` never reached its end, where the
-checks at rest run; a bounded exhaustive search that ran out of budget left
-schedules within its bound untried. ``thin`` names each of these, and
+checks at rest run; a bounded search (exhaustive, DPOR) that ran out of budget left
+schedules within its bound untried, and says how many it knew of (``Search``): "N of at
+least M", never that it ran them all. ``thin`` names each of these, and
 ``--require-coverage`` makes a clean run that has any of them exit non-zero.
 """
 
@@ -15,8 +16,20 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-from shmstress.controlled.strategies.base import Strategy, StrategySpec
+from shmstress.controlled.strategies.base import Bounded, Strategy, StrategySpec
 from shmstress.controlled.strategies.portfolio import Portfolio, member_name
+
+
+@dataclass(frozen=True)
+class Search:
+    """Where a bounded search stood when the run ended: finished (every schedule within its
+    bound ran), or cut by the budget (or a signal) after ``schedules_run`` of at least
+    ``schedules_at_least``."""
+
+    strategy: str  # ``member_name``: "dpor", "exhaustive bound 2"
+    finished: bool
+    schedules_run: int
+    schedules_at_least: int  # == schedules_run once finished
 
 
 @dataclass(frozen=True)
@@ -27,7 +40,21 @@ class Coverage:
     max_preemptions: int = 0  # the most any execution made
     step_bound: int = 0  # executions cut at --max-steps
     yields: int | None = None  # yields seen; None: not counted (plain code, scripted steps)
-    incomplete_search: str = ""  # a bounded exhaustive search the budget cut: its bound
+    searches: tuple[Search, ...] = ()  # each bounded search that ran (a portfolio's members)
+    alone: bool = True  # one strategy ran, not a portfolio: its cut search is thin coverage
+
+    def tried(self) -> str:
+        """What ran, in a few words, for a note that says what a miss is worth: ``pct depth
+        3: 1,000 executions of at most 2 priority changes each``; a portfolio's members with
+        their executions."""
+        if self.members:
+            return ", ".join(f"{name}: {count:,}" for name, count in self.members)
+        if self.depths:
+            changes = self.depths[0] - 1
+            return (f"pct depth {self.depths[0]}: {self.executions:,} executions of at most "
+                    f"{changes} priority change{'s' if changes != 1 else ''} each; --depth "
+                    "raises it")
+        return f"{self.executions:,} executions"
 
     def thin(self) -> tuple[str, ...]:
         """Why this search may have missed what it was meant to find, one phrase each."""
@@ -39,10 +66,12 @@ class Coverage:
         if self.executions and self.yields == 0:
             reasons.append("no role ever yielded: every switch of worker was a preemption, "
                            f"and no execution made more than {self.max_preemptions}; a bug "
-                           "that needs more was never in reach")
-        if self.incomplete_search:
-            reasons.append(f"the bounded search ({self.incomplete_search}) ran out of "
-                           "executions before it tried every schedule")
+                           f"that needs more was never in reach (what ran: {self.tried()})")
+        for search in self.searches:
+            if self.alone and not search.finished:
+                reasons.append(f"the {search.strategy} search was not finished: "
+                               f"{search.schedules_run:,} of at least "
+                               f"{search.schedules_at_least:,} schedules ran")
         return tuple(reasons)
 
 
@@ -68,13 +97,23 @@ class CoverageCount:
         spec = strategy.spec if strategy is not None else StrategySpec("free")
         members: tuple[tuple[str, int], ...] = ()
         specs: Iterable[StrategySpec] = (spec,)
+        searches: list[Search] = []
         if isinstance(strategy, Portfolio):
             members = strategy.coverage()
             specs = strategy.ran()
+            for index, member in enumerate(strategy.members):
+                ran = strategy.turns[index]
+                if ran and isinstance(member, Bounded):
+                    searches.append(_search(member, member.finished, ran))
+        elif isinstance(strategy, Bounded):
+            searches.append(_search(strategy, exhausted, self.executions))
         depths = tuple(sorted({s.depth for s in specs if s.name == "pct"}))
-        incomplete = ""
-        for s in specs:
-            if s.name == "exhaustive" and not exhausted:
-                incomplete = member_name(s)
         return Coverage(self.executions, members, depths, self.max_preemptions,
-                        self.step_bound, self.yields if self.counted else None, incomplete)
+                        self.step_bound, self.yields if self.counted else None,
+                        tuple(searches), not isinstance(strategy, Portfolio))
+
+
+def _search(strategy: Bounded, finished: bool, ran: int) -> Search:
+    """Where ``strategy``, which ran ``ran`` executions, stands."""
+    return Search(member_name(strategy.spec), finished, ran,
+                  ran if finished else ran + strategy.untried())

@@ -121,7 +121,7 @@ def run_controlled(config: RunConfig, options: ControlledOptions) -> ControlledR
             crashes = (str(lost),)
     elapsed = time.monotonic() - t0
     if reason is None:
-        reason = _reason(ends, failing, crashes)
+        reason = _reason(ends, failing, crashes, exhausted)
     failed = failing.outcome if failing is not None else None
     violations: tuple[Violation, ...] = ()
     if failing is not None and failed is not None:
@@ -172,7 +172,8 @@ def end_reason(end: ExecutionEnd) -> ExitReason:
 
 
 def _reason(
-    ends: Counter[ExecutionEnd], failing: FailingExecution | None, crashes: tuple[str, ...]
+    ends: Counter[ExecutionEnd], failing: FailingExecution | None, crashes: tuple[str, ...],
+    exhausted: bool,
 ) -> ExitReason:
     if failing is not None:
         return end_reason(failing.outcome.end)
@@ -180,4 +181,4 @@ def _reason(
         return ExitReason.WORKER_CRASHED
     if ExecutionEnd.STEP_BOUND in ends:
         return ExitReason.STEP_BOUND
-    return ExitReason.EXECUTIONS_DONE
+    return ExitReason.SEARCH_COMPLETE if exhausted else ExitReason.EXECUTIONS_DONE

@@ -76,6 +76,8 @@ class UncontrolledError(ScenarioError):
 class PlainLimitError(ConfigError):
     """A scenario started more processes, or made more shared objects, than its board holds."""
 
+    exit_code = ExitCode.LIMIT
+
 
 class HostLostError(ShmstressError):
     """The process that runs a scenario's executions died or stopped answering."""
@@ -85,5 +87,11 @@ class HostLostError(ShmstressError):
 
 class TrialError(ShmstressError):
     """A benchmark trial raised in its pool process: the text of its exception and traceback."""
+
+    exit_code = ExitCode.BROKEN
+
+
+class LinearizabilityBudgetError(ShmstressError):
+    """A linearizability search explored its bound of states without reaching a verdict."""
 
     exit_code = ExitCode.BROKEN

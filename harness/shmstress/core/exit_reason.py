@@ -18,6 +18,7 @@ class ExitCode(enum.IntEnum):
     BROKEN = 4
     THIN_COVERAGE = 5
     NOT_CONTROLLED = 6
+    LIMIT = 7
     LOG_MISMATCH = 8
     INTERRUPTED = 130
     OUTPUT_CLOSED = 141
@@ -32,8 +33,10 @@ class ExitCode(enum.IntEnum):
 
 
 _MEANINGS = {
-    ExitCode.CLEAN: ("clean: nothing broke (or the bounded search was complete)",
-                     "nothing; keep the report for the trend"),
+    ExitCode.CLEAN: ("clean: no failure found in the executions that ran (all of a bounded "
+                     "search's schedules, when it says it finished)",
+                     "nothing; keep the report for the trend, and read its 'covered' line "
+                     "for what was tried"),
     ExitCode.FAILURE: ("an invariant violation, a deadlock or no progress (a wait nobody "
                        "ends, a worker stuck inside a step) was found (replay: reproduced)",
                        "fail the job and keep the bundle: `shmstress replay` reproduces it"),
@@ -62,13 +65,19 @@ _MEANINGS = {
                               "one line), so the search did not see every interleaving",
                               "read the 'not under control' lines: trace the code they name "
                               "(--trace), or accept it knowingly (--accept-uncontrolled)"),
+    ExitCode.LIMIT: ("a limit of shmstress was hit, not a bug: the scenario started more "
+                     "processes than --max-processes, or made more shared objects, segments or "
+                     "queued messages than the board holds (named in one line); no bundle",
+                     "raise the limit the line names (--max-processes, --mailbox-mib) or "
+                     "make the scenario smaller; the executions before it are reported"),
     ExitCode.LOG_MISMATCH: ("import-log: no execution of the model tried holds the log's "
                             "lines in their order; the first line none could produce, and "
                             "what the model did there instead, are printed",
                             "the model and the log disagree: read that line (a model "
                             "without the code path the log shows, or a log from another "
                             "version); --executions searches longer"),
-    ExitCode.INTERRUPTED: ("interrupted by Ctrl-C or SIGTERM; workers and segments torn down",
+    ExitCode.INTERRUPTED: ("interrupted by Ctrl-C or SIGTERM; workers and segments torn down; "
+                           "what ran before it (executions, failures, coverage) is reported",
                            "the job was cancelled; finished trials are kept (campaign --resume)"),
     ExitCode.OUTPUT_CLOSED: ("the reader of the output went away (`| head`); the run was "
                              "stopped and torn down, as a shell stops a command by SIGPIPE",
@@ -94,6 +103,7 @@ class ExitReason(enum.Enum):
     DEADLOCK = "deadlock"
     NO_PROGRESS = "no-progress"
     EXECUTIONS_DONE = "executions-done"
+    SEARCH_COMPLETE = "search-complete"
     STEP_BOUND = "step-bound"
     DIVERGED = "diverged"
 
@@ -118,7 +128,9 @@ _DESCRIPTIONS = {
     ExitReason.DEADLOCK: "every unfinished worker waits for a lock another one holds",
     ExitReason.NO_PROGRESS: "an execution reached --max-steps and could not go on: every "
                             "unfinished worker spins or waits, and nothing changes",
-    ExitReason.EXECUTIONS_DONE: "ran every execution (or the whole bounded search) to the end",
+    ExitReason.EXECUTIONS_DONE: "ran every execution of its budget (--executions)",
+    ExitReason.SEARCH_COMPLETE: "the bounded search had no schedule left: every schedule "
+                                "within its bound ran",
     ExitReason.STEP_BOUND: "ran every execution; some reached --max-steps before finishing",
     ExitReason.DIVERGED: "the replay left the recorded schedule",
 }
@@ -134,6 +146,7 @@ _EXIT_CODES = {
     ExitReason.DEADLOCK: ExitCode.FAILURE,
     ExitReason.NO_PROGRESS: ExitCode.FAILURE,
     ExitReason.EXECUTIONS_DONE: ExitCode.CLEAN,
+    ExitReason.SEARCH_COMPLETE: ExitCode.CLEAN,
     ExitReason.STEP_BOUND: ExitCode.CLEAN,
     ExitReason.DIVERGED: ExitCode.NOT_REPRODUCED,
 }

@@ -33,6 +33,15 @@ class Record:
     level: int = 0  # index into LEVELS
 
 
+def step_number(index: int) -> int:
+    """The number a step (a tracker's point) is printed and stored under: its index in the
+    schedule plus one, so the first step is step 1 and a schedule of 13 steps ends at step
+    13, as executions are counted. Every renderer and every field a user or a script reads
+    numbers steps through this one function; schedules, tapes and sequence numbers inside
+    the harness stay indexes from 0."""
+    return index + 1
+
+
 @dataclass(frozen=True)
 class Step:
     """One step of a schedule: which worker took the point, at which label."""

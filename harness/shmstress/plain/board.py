@@ -38,7 +38,8 @@ P_TICKET = 12  # its place in that condition's queue
 P_NOTIFIED = 13
 P_FAMILY = 14  # string id of the name before its number ("increment")
 P_HANDING_OFF = 15  # free mode: it lets the others go first, and goes on by itself after
-P_STRIDE = 16
+P_WOKEN_BY = 16  # free mode: the slot whose step woke this parked process last, or NOBODY
+P_STRIDE = 17
 
 # per-object fields
 O_KIND = 0
@@ -89,6 +90,7 @@ G_SCAN_MAPS = 16  # the self-check reads each process's mappings in this executi
 G_MAIL_TOP = 17  # its first free word
 G_MAIL_BASE = 18  # ... below which are the messages put at import, in the host
 G_MAIL_LIVE = 19  # messages put in this execution and not yet taken
+G_LIMIT = 20  # the process that raised hit a limit of the board (PlainLimitError), not a bug
 _GLOBALS = 24
 MAX_SEGMENTS = 256
 

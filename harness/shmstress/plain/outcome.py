@@ -6,7 +6,7 @@ import enum
 from dataclasses import dataclass, field
 
 from shmstress.controlled.strategies.base import ScheduleDiverged
-from shmstress.core.trace import Step
+from shmstress.core.trace import Step, step_number
 
 
 class PlainEnd(enum.Enum):
@@ -16,6 +16,7 @@ class PlainEnd(enum.Enum):
     NO_PROGRESS = "no-progress"  # processes wait for something nobody left can give
     STEP_BOUND = "step-bound"  # --max-steps reached first
     HUNG = "hung"  # a process did not reach its next point in time (code outside control)
+    LIMIT = "limit"  # a process hit a limit of the board (--max-processes...): no bug, no verdict
     DIVERGED = "diverged"  # a replay left its recorded schedule
     SCHEDULE_END = "schedule-end"  # a replay took every recorded step and processes still wait
 
@@ -69,6 +70,12 @@ class PlainFailure:
     details: str  # the traceback, or one line per waiting process
     step: int  # the steps taken before it
     waiting: tuple[Waiting, ...] = ()
+
+    @property
+    def after_step(self) -> int:
+        """The number of the last step taken before it, as the interleaving prints it (0:
+        before any step), for the "raised, after step N" of every view."""
+        return step_number(self.step - 1)
 
 
 @dataclass(frozen=True)

@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from shmstress.controlled.coverage import Coverage
 from shmstress.controlled.strategies import DEFAULT, Replay, exploring_strategy
 from shmstress.controlled.strategies.base import StrategySpec, current_spec, seeded_rng
-from shmstress.core.errors import ConfigError
+from shmstress.core.errors import ConfigError, PlainLimitError
 from shmstress.core.exit_reason import ExitCode
 from shmstress.core.provenance import shmstress_code
 from shmstress.core.shm import sweep_stale_segments
@@ -73,6 +73,7 @@ class PlainResult:
     coverage: Coverage | None = None  # controlled mode's: what the search tried
     uncontrolled: dict[str, int] = field(default_factory=dict)  # self-check line -> executions
     kinds: dict[str, int] = field(default_factory=dict)  # steps taken, by their verb
+    interrupted: bool = False  # Ctrl-C or SIGTERM stopped it: the counts are of what ran
 
     @property
     def strategy(self) -> StrategySpec:
@@ -80,9 +81,24 @@ class PlainResult:
         return self.found_by or self.exploration.strategy
 
     @property
+    def limit(self) -> str | None:
+        """The limit of shmstress an execution hit, in its own words (the failure's line
+        without the class that said them), which ended the search without a verdict; None
+        when none did."""
+        failing = self.failing
+        if failing is None or failing.end is not PlainEnd.LIMIT or failing.failure is None:
+            return None
+        return failing.failure.message.removeprefix(
+            f"{PlainLimitError.__module__}.{PlainLimitError.__qualname__}: ")
+
+    @property
     def exit_code(self) -> ExitCode:
         if self.failing is not None and self.failing.failed:
             return ExitCode.FAILURE
+        if self.interrupted:
+            return ExitCode.INTERRUPTED
+        if self.limit is not None:
+            return ExitCode.LIMIT
         if self.ends.get(PlainEnd.HUNG.value):
             return ExitCode.BROKEN
         if self.uncontrolled:
@@ -92,6 +108,16 @@ class PlainResult:
     @property
     def executions_per_s(self) -> float:
         return self.executions / self.elapsed_s if self.elapsed_s > 0 else 0.0
+
+
+class ExplorationInterrupted(Interrupted):
+    """Ctrl-C or SIGTERM stopped an exploration; ``result`` is what ran before it. Still a
+    KeyboardInterrupt, so a caller that only stops (a benchmark, a pytest run) stops as
+    before, and one that reports (``shmstress test``) says what ran."""
+
+    def __init__(self, result: PlainResult) -> None:
+        super().__init__()
+        self.result = result
 
 
 def explore(spec: PlainSpec, exploration: Exploration, progress: Progress | None = None,
@@ -114,7 +140,17 @@ def explore(spec: PlainSpec, exploration: Exploration, progress: Progress | None
             "plain")
         saved = Saved(Tally(), strategy, seeded_rng(exploration.seed, "free"), Names())
     if saved.ending is None:
-        _search(spec, exploration, saved, (progress, witness), checkpoint, identity, resumed)
+        started = time.monotonic() - saved.tally.elapsed_s
+        try:
+            _search(spec, exploration, saved, (progress, witness), checkpoint, identity,
+                    resumed)
+        except KeyboardInterrupt:
+            if checkpoint is not None:  # it saved itself: the caller says where
+                raise
+            # what ran up to the signal (the tally is updated after each execution)
+            saved.tally.elapsed_s = time.monotonic() - started
+            raise ExplorationInterrupted(_result(spec, exploration, saved,
+                                                 interrupted=True)) from None
     elif checkpoint is not None:  # it ended before: its result stands only for its code
         with PlainSession(spec, saved.names, lean_host(exploration, checkpoint)) as session:
             _check_code(checkpoint, saved, session.sources)
@@ -187,7 +223,7 @@ def _search(spec: PlainSpec, exploration: Exploration, saved: Saved,
                 witness(outcome)
             if progress is not None:
                 progress(tally.executions, ends)
-            if outcome.failed or outcome.end is PlainEnd.HUNG:
+            if outcome.failed or outcome.end in (PlainEnd.HUNG, PlainEnd.LIMIT):
                 ending.failing = outcome
                 if strategy is not None:
                     ending.found_by = current_spec(strategy)
@@ -214,16 +250,19 @@ def lean_host(exploration: Exploration, checkpoint: Checkpointing | None) -> boo
     return exploration.executions >= FRESH_HOST_EXECUTIONS or checkpoint is not None
 
 
-def _result(spec: PlainSpec, exploration: Exploration, saved: Saved) -> PlainResult:
+def _result(spec: PlainSpec, exploration: Exploration, saved: Saved,
+            interrupted: bool = False) -> PlainResult:
     tally, ending, strategy = saved.tally, saved.ending, saved.strategy
-    assert ending is not None
+    if ending is None:  # interrupted: no execution failed, and the search goes on no more
+        assert interrupted
+        ending = Ending(False, None, None)
     failing = ending.failing
     return PlainResult(spec, exploration, tally.executions, tally.ends, tally.steps,
                        tally.elapsed_s, ending.exhausted, failing,
                        tally.executions - 1 if failing is not None else -1, ending.found_by,
                        None if strategy is None else tally.coverage.result(strategy,
                                                                            ending.exhausted),
-                       dict(tally.uncontrolled), dict(tally.kinds))
+                       dict(tally.uncontrolled), dict(tally.kinds), interrupted)
 
 
 def replay(spec: PlainSpec, steps: Sequence[Step], execution_seed: int) -> PlainOutcome:

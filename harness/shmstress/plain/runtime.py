@@ -27,6 +27,7 @@ from shmstress.plain.board import (
     G_FAIL_STEP,
     G_FAILED,
     G_HOST_SEGMENTS,
+    G_LIMIT,
     G_NAMES,
     G_OBJECTS,
     G_SEED,
@@ -59,6 +60,7 @@ from shmstress.plain.board import (
     P_STRIDE,
     P_TIMED,
     P_WAIT,
+    P_WOKEN_BY,
     P_YIELDED,
     S_NAME,
     S_STRIDE,
@@ -167,6 +169,19 @@ class FreeNoise:
         file lock failed 3 times with sleeps alone, 13-14 with half of them hand-offs; a
         declared lock's 4 and 14; a manager's dict and the counter within their noise)."""
         return self._rng.random() < 0.5
+
+    def wakes_late(self) -> bool:
+        """Does a process whose wait a step just ended let a third process go first? The OS
+        runs a woken process only once a CPU is free for it, so with the CPUs busy a third
+        process that wants the same thing (a second client on a shared pipe end) often
+        takes it first. As likely as a wait at a door. Measured at load 24 on two CPUs, 40
+        executions of each, the pipe's answer went to the wrong client in 10 and 13 free
+        executions against a plain loop's 11 and 17 without this; 15, 10, 15 and 18 against
+        17, 10, 11 and 12 with it. Only a third process goes first, never the waker: a woken
+        process that let its waker go on too missed the race where the waker's own next
+        write is what the woken must not miss (a task farm: 16 against a plain loop's 29).
+        """
+        return self.at_door()
 
     def at_door(self) -> bool:
         """Wait at a library's door? Five times as likely as noise at a point (at most
@@ -285,6 +300,13 @@ class PlainRuntime:
                 raise self._aborted()
             if wait_over(board, slot, wait, obj, arg) or (
                     deadline is not None and time.monotonic() >= deadline):
+                waker = int(slots[base + P_WOKEN_BY])
+                slots[base + P_WOKEN_BY] = NOBODY
+                if (waker != NOBODY and free.wakes_late()
+                        and another_can_go(board, slot, besides=waker)):
+                    self._let_go(False)  # once: its wait may be over no longer, and it parks
+                    self._hand_off(free.hand_off_steps(), besides=waker)
+                    continue
                 slots[base + P_STATE] = State.RUNNING
                 if globals_[G_STEP] >= board.max_steps:
                     globals_[G_ABORT] = 1  # the coordinator reports the step bound
@@ -322,12 +344,13 @@ class PlainRuntime:
             return
         self._hand_off(1)
 
-    def _hand_off(self, steps: int) -> None:
+    def _hand_off(self, steps: int, besides: int = NOBODY) -> None:
         """Free mode: wait, not holding the step lock, until the other processes have taken
-        ``steps`` steps, or none of them can take one (each finished, waiting for something
-        not there, or handing off too), or ``_HAND_OFF_S`` passed. Waiting for the others
-        rather than for a fixed time keeps a hand-off a hand-off when the CPUs are busy: a
-        process being started may need several milliseconds to take its first step."""
+        ``steps`` steps, or none of them (but ``besides``) can take one (each finished,
+        waiting for something not there, or handing off too), or ``_HAND_OFF_S`` passed.
+        Waiting for the others rather than for a fixed time keeps a hand-off a hand-off when
+        the CPUs are busy: a process being started may need several milliseconds to take its
+        first step."""
         if self.slot < 0:
             return  # not a process of the execution (the host, at import)
         globals_ = self._globals
@@ -340,7 +363,8 @@ class PlainRuntime:
             polls = 0
             while (globals_[G_STEP] < until and not globals_[G_ABORT]
                    and time.monotonic() < deadline):
-                if polls % _CAN_GO_EVERY == 0 and not another_can_go(board, self.slot):
+                if (polls % _CAN_GO_EVERY == 0
+                        and not another_can_go(board, self.slot, besides)):
                     return
                 polls += 1
                 _REAL_SLEEP(_HAND_OFF_POLL_S)
@@ -416,6 +440,7 @@ class PlainRuntime:
                     return
                 # free mode: the waiter looks again now, and this process lets go of the
                 # step lock at its next point, so the two race as they would for real
+                slots[base + P_WOKEN_BY] = self.slot
                 self.board.grants[other].release()
                 self.woke = True
 
@@ -505,8 +530,10 @@ class PlainRuntime:
         slot = int(globals_[G_SLOTS])
         board = self.board
         if slot >= board.max_slots:
-            raise PlainLimitError(f"the scenario started more than {board.max_slots - 1} "
-                                  "processes (see --max-processes)")
+            most = board.max_slots - 1
+            raise PlainLimitError(f"the scenario started more than {most} process"
+                                  f"{'es' if most != 1 else ''}, the most --max-processes "
+                                  "allows (max_processes= of concurrency_test): raise it")
         family = self.recorder.intern(word)
         slots = self._slots
         same = sum(1 for other in range(slot) if slots[other * P_STRIDE + P_FAMILY] == family)
@@ -525,6 +552,7 @@ class PlainRuntime:
         slots[base + P_FAMILY] = family
         slots[base + P_OBJ] = NOBODY
         slots[base + P_COND] = NOBODY
+        slots[base + P_WOKEN_BY] = NOBODY
         slots[base + P_LABEL] = self.recorder.intern_at(f"begin {name}", "", 0)
         slots[base + P_STATE] = State.PARKED
 
@@ -549,12 +577,15 @@ class PlainRuntime:
         if self.exposed:
             self.expose()
 
-    def fail(self, text: str) -> None:
-        """The process raised: the execution's failure (the first one counts)."""
+    def fail(self, text: str, limit: bool = False) -> None:
+        """The process raised: the execution's failure (the first one counts); ``limit``: what
+        it raised was a limit of the board (``PlainLimitError``), which ends the search as a
+        limit, not as a bug of the scenario."""
         globals_ = self._globals
         if not globals_[G_FAILED] and not globals_[G_ABORT]:
             self.board.write_failure(text)
             globals_[G_FAIL_STEP] = globals_[G_STEP]
+            globals_[G_LIMIT] = limit
             globals_[G_FAILED] = self.slot + 1
 
     def finish(self, exitcode: int) -> None:

@@ -54,6 +54,7 @@ from shmstress.plain.board import (
     G_FAILED,
     G_GAPS,
     G_HOST_EXIT,
+    G_LIMIT,
     G_OBJECTS,
     G_SCAN_MAPS,
     G_SEED,
@@ -323,6 +324,8 @@ class PlainSession:
             end, divergence, preemptions = self._watch(), None, -1  # -1: nobody chose
         else:
             end, divergence, preemptions = self._schedule(strategy)
+        if end is PlainEnd.FAILED and globals_[G_LIMIT]:
+            end = PlainEnd.LIMIT
         failure = self._failure(end)
         outcome = PlainOutcome(
             end=end, execution_seed=seed, steps=self._steps(),
@@ -541,7 +544,7 @@ class PlainSession:
     def _failure(self, end: PlainEnd) -> PlainFailure | None:
         board = self.board
         globals_ = board.globals.mv
-        if end is PlainEnd.FAILED:
+        if end in (PlainEnd.FAILED, PlainEnd.LIMIT):
             text = board.failure_text()
             lines = [line for line in text.strip().splitlines() if line.strip()]
             message = lines[-1].strip() if lines else "the process raised"

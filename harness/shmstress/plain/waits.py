@@ -180,13 +180,14 @@ def os_holders(kind: Kind, device: int, inode: int) -> set[int]:
     return pids
 
 
-def another_can_go(board: Board, slot: int) -> bool:
-    """Free mode: can a process other than ``slot`` take a step soon: one running its code,
-    one being started, one parked whose wait is over? (Not one handing off itself.)"""
+def another_can_go(board: Board, slot: int, besides: int = NOBODY) -> bool:
+    """Free mode: can a process other than ``slot`` (and ``besides``) take a step soon: one
+    running its code, one being started, one parked whose wait is over? (Not one handing
+    off itself.)"""
     slots = board.slots.mv
     for other in range(int(board.globals.mv[G_SLOTS])):
         base = other * P_STRIDE
-        if other == slot or slots[base + P_HANDING_OFF]:
+        if other in (slot, besides) or slots[base + P_HANDING_OFF]:
             continue
         state = slots[base + P_STATE]
         if state == State.RUNNING or (state == State.PARKED and can_go(board, other)):

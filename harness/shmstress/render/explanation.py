@@ -5,6 +5,7 @@ from __future__ import annotations
 import textwrap
 
 from shmstress.analysis.story import Explanation, InDoubt, LostRecords
+from shmstress.core.trace import step_number
 
 
 def render_explanation(explanation: Explanation, indent: str = "") -> str:
@@ -30,7 +31,7 @@ def render_explanation(explanation: Explanation, indent: str = "") -> str:
 
 def _doubt(doubt: InDoubt) -> str:
     where = ("at the run's start" if doubt.seq < 0
-             else f"at point {doubt.seq} by {doubt.worker}")
+             else f"at point {step_number(doubt.seq)} by {doubt.worker}")
     return f"{doubt.phrase} as recorded {where}; a lost record may have changed it since"
 
 
@@ -38,4 +39,5 @@ def _lost(lost: LostRecords) -> str:
     if lost.points == 0:
         return f"the log calls {lost.worker} made before its first point"
     points = "point" if lost.points == 1 else f"{lost.points} points"
-    return f"the first {points} of {lost.worker}, up to point {lost.through}, with their log calls"
+    return (f"the first {points} of {lost.worker}, up to point {step_number(lost.through)}, "
+            "with their log calls")

@@ -7,6 +7,7 @@ wrote as a field; the failure closes the log as an error line.
 
 from __future__ import annotations
 
+from shmstress.core.trace import step_number
 from shmstress.plain.outcome import PlainEnd, PlainOutcome
 from shmstress.render.klog import KlogEvent, format_event
 from shmstress.render.plain_report import step_text
@@ -19,7 +20,7 @@ def log_lines(outcome: PlainOutcome) -> list[str]:
     for index, step in enumerate(outcome.steps):
         if step.label.startswith("begin "):
             continue
-        fields: list[tuple[str, object]] = [("step", index)]
+        fields: list[tuple[str, object]] = [("step", step_number(index))]
         started = step.label.startswith("start ")  # its value is the slot it started
         if step.index >= 0:
             fields.append(("index", step.index))
@@ -39,5 +40,5 @@ def log_lines(outcome: PlainOutcome) -> list[str]:
             "shmstress", 0, "E", (wall0 + last_t - mono0) / 1e9,
             outcome.pids[worker] if 0 <= worker < len(outcome.pids) else 0,
             outcome.who(worker), f"{kind}: {failure.message}",
-            (("step", len(outcome.steps)),))))
+            (("after_step", failure.after_step),))))
     return lines

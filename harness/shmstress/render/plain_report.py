@@ -9,6 +9,7 @@ from shmstress.analysis.enabling import accessed
 from shmstress.analysis.plain_story import PlainStory, plain_story
 from shmstress.core.exit_reason import ExitCode
 from shmstress.core.plurals import counted, rate
+from shmstress.core.trace import step_number
 from shmstress.plain.outcome import PlainEnd, PlainOutcome, PlainStep
 from shmstress.plain.runner import PlainResult
 from shmstress.render.coverage_text import coverage_lines
@@ -49,7 +50,8 @@ def interleaving_lines(outcome: PlainOutcome, story: PlainStory) -> list[str]:
             lines.append(f"  {'':>5}  ... {skipped} more step{'s' if skipped != 1 else ''}")
         site = f"{step.file}:{step.line}" if step.line > 0 else ""
         what = step_text(outcome, step)
-        lines.append(f"  {index:>5}  {outcome.who(step.worker):<{width}}  {what:<40} {site}"
+        number = step_number(index)
+        lines.append(f"  {number:>5}  {outcome.who(step.worker):<{width}}  {what:<40} {site}"
                      .rstrip())
         previous = index
     return lines
@@ -64,7 +66,7 @@ def enabling_lines(outcome: PlainOutcome, story: PlainStory) -> list[str]:
     start = links.start
     told = {(u.read_step, u.other_step, u.write_step) for u in story.lost_updates}
     lines = [] if start is None else [
-        f"the race starts at step {start}: {who(steps[start].worker)} "
+        f"the race starts at step {step_number(start)}: {who(steps[start].worker)} "
         f"{step_text(outcome, steps[start])}"]
     failure = outcome.failure
     for stale in links.stale_reads:
@@ -72,23 +74,24 @@ def enabling_lines(outcome: PlainOutcome, story: PlainStory) -> list[str]:
             continue
         read, write = steps[stale.read_step], steps[stale.write_step]
         reader = who(stale.reader)
-        acted = (f"wrote{_seen(steps[stale.acted_step])} (step {stale.acted_step})"
+        acted = (f"wrote{_seen(steps[stale.acted_step])} (step {step_number(stale.acted_step)})"
                  if stale.acted_step < len(steps)
                  and (failure is None or stale.acted_step != failure.step)
                  else "failed")
         lines.append(
             f"stale read of {stale.what}: {reader} {_how(read)}{_seen(read)} (step "
-            f"{stale.read_step}), {who(stale.writer)} wrote{_seen(write)} (step "
-            f"{stale.write_step}), then {reader} {acted} on what it had read")
+            f"{step_number(stale.read_step)}), {who(stale.writer)} wrote{_seen(write)} (step "
+            f"{step_number(stale.write_step)}), then {reader} {acted} on what it had read")
     for link in links.reads_from:
         read = steps[link.read_step]
         if link.unwritten:
             lines.append(f"{who(link.reader)} {_how(read)} {link.what}{_value(read)} (step "
-                         f"{link.read_step}): no step had written it")
+                         f"{step_number(link.read_step)}): no step had written it")
             continue
         lines.append(
-            f"{who(link.reader)} {_how(read)} {link.what}{_value(read)} (step {link.read_step}), "
-            f"written by {who(link.writer)} at step {link.write_step}")
+            f"{who(link.reader)} {_how(read)} {link.what}{_value(read)} (step "
+            f"{step_number(link.read_step)}), written by {who(link.writer)} at step "
+            f"{step_number(link.write_step)}")
     return lines
 
 
@@ -103,14 +106,15 @@ def explanation_lines(outcome: PlainOutcome, story: PlainStory) -> list[str]:
         reader, writer = who(update.worker), who(update.other)
         lines.append(
             f"lost update of {update.what}: {reader} {_how(read)}{_seen(read)} (step "
-            f"{update.read_step}), {writer} wrote{_seen(other)} (step {update.other_step}), "
-            f"then {reader} wrote{_seen(write)} (step {update.write_step}), computed from "
+            f"{step_number(update.read_step)}), {writer} wrote{_seen(other)} (step "
+            f"{step_number(update.other_step)}), then {reader} wrote{_seen(write)} (step "
+            f"{step_number(update.write_step)}), computed from "
             f"what it had read: {writer}'s write is lost")
     for notify in story.lost_notifies:
         lines.append(
             f"lost notify: {who(notify.notifier)} notified {notify.condition} at step "
-            f"{notify.notify_step}, before {who(notify.waiter)} began to wait on it at step "
-            f"{notify.wait_step}; nothing notifies it again")
+            f"{step_number(notify.notify_step)}, before {who(notify.waiter)} began to wait on "
+            f"it at step {step_number(notify.wait_step)}; nothing notifies it again")
     failure = outcome.failure
     if failure is not None and failure.end in (PlainEnd.DEADLOCK, PlainEnd.NO_PROGRESS):
         lines.extend(failure.details.splitlines())
@@ -145,7 +149,7 @@ def outcome_lines(outcome: PlainOutcome) -> list[str]:
         lines.append("  what went wrong:")
         lines += [f"    {line}" for line in explained]
     if failure.end is PlainEnd.FAILED and failure.details:
-        lines.append(f"  {outcome.who(failure.worker)} raised, after step {failure.step - 1}:")
+        lines.append(f"  {outcome.who(failure.worker)} raised, after step {failure.after_step}:")
         lines += [f"    {line}" for line in _traceback_tail(failure.details)]
     lines += loose_lines(outcome.loose)
     return lines
@@ -156,7 +160,8 @@ def loose_lines(loose: tuple[int, ...]) -> list[str]:
     (a library's) ran beside the other processes."""
     if not loose:
         return []
-    shown = ", ".join(str(step) for step in loose[:8]) + (", ..." if len(loose) > 8 else "")
+    shown = (", ".join(str(step_number(step)) for step in loose[:8])
+             + (", ..." if len(loose) > 8 else ""))
     return [f"  not guaranteed on replay: after {counted(len(loose), 'step')} ({shown}) code "
             "with no points (a library's, not traced) ran beside the other processes; a "
             "replay takes every step in this order, but that code then runs between them, "
@@ -211,11 +216,18 @@ def result_lines(result: PlainResult, named: str, bundle: Path | None,
     lines = [f"shmstress test {named}: {mode}" + ("" if seed is None else f", seed {seed}"),
              f"  executions: {result.executions:,} ({_ends(result.ends)}) in "
              f"{result.elapsed_s:.1f} s ({rate(result.executions_per_s, 'executions')})"]
+    if result.interrupted:
+        ran = f"{result.executions:,} execution{'s' if result.executions != 1 else ''}"
+        lines.append(f"  interrupted (Ctrl-C or SIGTERM) after {ran}: what they covered is "
+                     f"below; nothing after them ran (exit {int(ExitCode.INTERRUPTED)})")
     failing = result.failing
+    if result.limit is not None and failing is not None:
+        lines.append(f"  limit hit in execution {result.failing_index + 1}, not a bug of the "
+                     f"scenario: {result.limit} (exit {int(ExitCode.LIMIT)}, no bundle)")
+        return lines
     if failing is None:
         bound = result.ends.get(PlainEnd.STEP_BOUND.value, 0)
-        lines.append("  failures: none" + (" (the search is complete)" if result.exhausted
-                                           else ""))
+        lines.append("  failures: none found (what the search covered is below)")
         if bound:
             lines.append(f"  note: {bound:,} execution{'s' if bound != 1 else ''} reached "
                          f"--max-steps {result.spec.max_steps:,} before every process ended: "
@@ -248,7 +260,7 @@ def result_json(result: PlainResult, named: str, bundle: Path | None, log: Path 
     with plain numbers, and the failing execution numbered as printed (from 1)."""
     free = result.spec.free
     failing = result.failing
-    failure = None if failing is None or failing.failure is None else {
+    failure = None if failing is None or failing.failure is None or result.limit else {
         "execution": result.failing_index + 1, "end": failing.end.value,
         "process": failing.who(failing.failure.worker), "message": failing.failure.message,
         "steps": len(failing.steps), "preemptions": failing.preemptions,
@@ -263,7 +275,8 @@ def result_json(result: PlainResult, named: str, bundle: Path | None, log: Path 
         "seed": shown_seed(result),
         "executions": result.executions, "ends": dict(result.ends),
         "elapsed_s": result.elapsed_s, "executions_per_s": result.executions_per_s,
-        "complete": result.exhausted, "failure": failure,
+        "complete": result.exhausted, "interrupted": result.interrupted,
+        "limit": result.limit, "failure": failure,
         "coverage": None if coverage is None else {**asdict(coverage),
                                                    "thin": list(coverage.thin())},
         "steps": result.steps, "kinds": dict(result.kinds), "traced": list(result.spec.trace),

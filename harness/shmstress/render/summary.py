@@ -7,6 +7,7 @@ import shlex
 from shmstress.controlled.result import ControlledResult
 from shmstress.core.plurals import rate
 from shmstress.core.result import RunResult
+from shmstress.core.trace import step_number
 from shmstress.render.commands import run_command
 from shmstress.render.coverage_text import coverage_lines
 
@@ -53,12 +54,13 @@ def render_summary(result: RunResult) -> str:
             f"  violations: {result.violation_count}"
             + (f" (first {shown} kept)" if shown < result.violation_count else "")
         )
-        if first is not None and first.elapsed_s is not None:
+        if first is not None and first.elapsed_s is not None and first.seq is not None:
             after = result.first_after_startup_s
             since = "" if after is None else (
                 f" ({after:.3f} s after start-up)" if after > 0 else " (during start-up)")
             lines.append(
-                f"  first violation after {first.elapsed_s:.3f} s{since}, at point {first.seq:,}"
+                f"  first violation after {first.elapsed_s:.3f} s{since}, at point "
+                f"{step_number(first.seq):,}"
             )
         for violation in result.violations[:10]:
             where = " at rest" if violation.at_rest else (
@@ -106,10 +108,6 @@ def render_controlled(result: ControlledResult, require_coverage: bool = False) 
         f"({rate(result.executions_per_s, 'executions')}); {run.points:,} steps "
         f"({rate(result.steps_per_s, 'steps')}{pinned})",
     ]
-    if result.exhausted:
-        lines.append(
-            f"  the bounded search is complete: every schedule of {result.strategy.describe()} "
-            "ran (switches after a worker blocked or finished are free)")
     for crash in run.crashes:
         lines.append("  " + crash.replace("\n", "\n    "))
     failing = result.failing
@@ -128,7 +126,8 @@ def render_controlled(result: ControlledResult, require_coverage: bool = False) 
             lines.append("  warning: the recorded re-run of this execution did not fail the same "
                          "way; the tracker may not be deterministic under replay")
     else:
-        lines.append("  violations: none")
+        lines.append("  violations: none found" + (" (what the search covered is below)"
+                                                  if result.coverage is not None else ""))
         if result.coverage is not None:
             lines.extend(coverage_lines(result.coverage, require_coverage))
     lines.append("  rerun this exploration:")

@@ -55,7 +55,7 @@ MIN_COLUMN = 14
 
 def render_text(lane: Swimlane, width: int = 120) -> str:
     """The table, at most ``width`` characters wide where the lanes' names allow."""
-    seq_width = max(4, len(f"{max((s.seq for s in lane.steps), default=0):,}") + 1)
+    seq_width = max(4, len(f"{max((s.number for s in lane.steps), default=0):,}") + 1)
     sep = " | "
     widths = column_widths(lane, width - seq_width - len(sep) * len(lane.lanes))
 
@@ -77,7 +77,7 @@ def render_text(lane: Swimlane, width: int = 120) -> str:
             _cut(f"{mark} {item.text}", w) if x.worker == item.worker else ""
             for x, w in zip(lane.lanes, widths, strict=True)
         ]
-        lines.append(row(f"{item.seq:,}", cells))
+        lines.append(row(f"{item.number:,}", cells))
     lines.append("")
     lines += [f"=> {line}" if index == 0 else f"   {line}"
               for index, line in enumerate(lane.violation.split("\n"))]
@@ -195,7 +195,8 @@ def render_svg(lane: Swimlane) -> str:
             out.append(f'<rect x="{x0:.1f}" y="{y + 2}" width="{lanes_end - x0:.1f}" '
                        f'height="{ROW_H - 4}" fill="#eceff3" stroke="#d3d9e0" '
                        'stroke-dasharray="4 3"/>')
-            out.append(f'<g><title>steps {item.first_seq:,} to {item.last_seq:,}: none of '
+            first, last = item.numbers
+            out.append(f'<g><title>steps {first:,} to {last:,}: none of '
                        f'them in the explanation</title>'
                        + _text(PAD + SEQ_W - 8, mid, "\u22ee", text_anchor="end", fill=MUTED)
                        + _text(x0 + 8, mid, gap_text(item, lane), fill=MUTED,
@@ -227,12 +228,12 @@ def _step(item: LaneStep, x: float, y: float, lane_w: float, mid: float, who: st
     weight = "bold" if item.racing else "normal"
     inner = lane_w - 16
     shown = _cut(item.text, _fits(inner - 12, bold=item.racing))
-    tip = f"step {item.seq:,}, {who}: {item.detail}"
+    tip = f"step {item.number:,}, {who}: {item.detail}"
     mark = " (the violation was found here)" if item.violation else ""
     if item.violation:
         shown = _cut(f"\u2717 {item.text}", _fits(inner - 12, bold=item.racing))
     return (f"<g><title>{escape(tip + mark)}</title>"
-            + _text(PAD + SEQ_W - 8, mid, f"{item.seq:,}", text_anchor="end",
+            + _text(PAD + SEQ_W - 8, mid, f"{item.number:,}", text_anchor="end",
                     fill=RACING_STROKE if item.violation else MUTED,
                     font_weight="bold" if item.violation else "normal")
             + f'<rect x="{x + 8:.1f}" y="{y + 3}" width="{inner:.1f}" height="{ROW_H - 6}" '

@@ -89,6 +89,8 @@ class BundleDoc(msgspec.Struct, kw_only=True):
     execution: int | None = None
     mode: Mode
     strategy: StrategyDoc
+    # The steps at which DRAIN, then STOP, began: positions in ``steps`` (from 0, as JSON
+    # arrays are; a command prints position + 1 as the step's number)
     phase_changes: list[int]
     preemptions: int | None = None
     violation: ViolationDoc

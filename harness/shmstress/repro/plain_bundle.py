@@ -76,7 +76,8 @@ class PlainBundleDoc(msgspec.Struct, kw_only=True):
     processes: list[str]
     labels: list[str]
     steps: list[tuple[int, int]]
-    # free mode: steps after which code with no points ran outside the step lock
+    # free mode: steps after which code with no points ran outside the step lock, as
+    # positions in ``steps`` (from 0, as JSON arrays are; printed as step position + 1)
     loose: list[int] = msgspec.field(default_factory=list)
 
 
@@ -210,7 +211,7 @@ def from_json(data: object) -> PlainBundle:
         raise BundleError(describe_error(exc, data, PlainBundleDoc)) from None
     for index, (worker, label) in enumerate(doc.steps):
         if not 0 <= label < len(doc.labels) or not 0 <= worker < doc.limits.max_processes:
-            raise BundleError(f"step {index} names no known process or label: "
+            raise BundleError(f"steps[{index}] names no known process or label: "
                               f"[{worker}, {label}]")
     strategy = doc.strategy
     spec = StrategySpec(strategy.name)

@@ -77,6 +77,7 @@ class ShrinkOptions:
     """
 
     max_executions: int = 3000
+    max_seconds: float | None = None  # the search's time (the final replay adds its own)
     max_steps: int = 3_000_000  # steps over all executions: long schedules cost more
     search_executions: int = 200  # executions of the short search, per rung of its ladder
     pin: bool = True
@@ -154,7 +155,7 @@ class ShrinkReport:
 
 
 class _Budget(Exception):  # noqa: N818 - internal signal
-    """The search spent its executions."""
+    """The search spent its executions (or its time)."""
 
 
 class _Search:
@@ -230,7 +231,9 @@ class _Search:
         return False
 
     def run(self, scenario: Scenario, strategy: Strategy, plan: PhasePlan) -> ExecutionOutcome:
-        if self.executions >= self._stage_end[0] or self.steps >= self._stage_end[1]:
+        seconds = self.options.max_seconds
+        if (self.executions >= self._stage_end[0] or self.steps >= self._stage_end[1]
+                or (seconds is not None and time.monotonic() - self._t0 >= seconds)):
             raise _Budget
         self.executions += 1
         if plan.step_limit is None:

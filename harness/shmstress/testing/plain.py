@@ -25,7 +25,7 @@ from typing import Any, TypeVar
 from shmstress.controlled.strategies import DEFAULT
 from shmstress.controlled.strategies.base import StrategySpec
 from shmstress.core.config import default_out
-from shmstress.core.errors import ScenarioError
+from shmstress.core.errors import PlainLimitError, ScenarioError
 from shmstress.core.exit_reason import ExitCode
 from shmstress.plain.runner import Exploration, PlainResult, explore
 from shmstress.plain.scenario import SCENARIO_ATTRIBUTE, ScenarioRef, traced_code
@@ -66,6 +66,8 @@ def check(function: Callable[..., Any], *, executions: int = 1000, strategy: str
     exploration = Exploration(StrategySpec(strategy, depth=depth), seed, executions)
     result = explore(spec, exploration)
     named = f"{ref.module}:{ref.function}"
+    if result.limit is not None:  # no verdict on the code: the test errors, it does not fail
+        raise PlainLimitError(result.limit)
     if result.failing is not None:
         bundle = None
         if result.failing.failed:

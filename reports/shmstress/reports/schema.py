@@ -134,6 +134,10 @@ class Record(msgspec.Struct, Generic[C], kw_only=True, frozen=True):
     exit_reason: str | None = None
     time_to_violation_s: NonNegative | None = None
     points_to_violation: int | None = None
+    """The points taken up to the one the violation was found at: that point's number, as
+    the run printed it (``at point N``, from 1). Records written before the steps were
+    numbered from 1 hold one less (the point's index): a count off by one, which no
+    reader misreads."""
     time_to_violation_after_startup_s: NonNegative | None = None
     """From the end of the start-up transient (every worker past its first step); 0: the
     violation came during it. A run's start-up flatters a time from run start."""

@@ -16,7 +16,7 @@ from typing import Protocol, runtime_checkable
 
 from shmstress.core.access import Footprint
 from shmstress.core.plurals import counted
-from shmstress.core.trace import Step
+from shmstress.core.trace import Step, step_number
 
 UNLIMITED = 1 << 62
 UNBOUNDED = -1
@@ -144,6 +144,23 @@ class Observing(Protocol):
 
 
 @runtime_checkable
+class Bounded(Strategy, Protocol):
+    """A search with an end (bounded exhaustive search, DPOR): it can say whether it ran every
+    schedule within its bound, and, when a budget cut it first, how many schedules it had
+    found and not run yet, so that a cut search says "N of at least M", never "all"."""
+
+    @property
+    def finished(self) -> bool:
+        """``new_execution`` said there was nothing left to try."""
+        ...
+
+    def untried(self) -> int:
+        """Schedules found and not yet run: each is at least one execution more, so the
+        search needs at least this many more (a lower bound: running them finds more)."""
+        ...
+
+
+@runtime_checkable
 class Delegating(Protocol):
     """A strategy that hands each execution to one of its members (``portfolio``)."""
 
@@ -188,8 +205,8 @@ class ScheduleDiverged(Exception):  # noqa: N818 - a replay outcome, not a harne
     """A replayed execution left its recorded schedule."""
 
     def __init__(self, step: int, expected: Step, expected_who: str, actual: str) -> None:
-        super().__init__(f"step {step}: expected {expected.label!r} by {expected_who}, "
-                         f"but {actual}")
+        super().__init__(f"step {step_number(step)}: expected {expected.label!r} by "
+                         f"{expected_who}, but {actual}")
         self.step = step
         self.expected = expected
         self.actual = actual

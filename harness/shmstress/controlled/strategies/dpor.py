@@ -167,6 +167,9 @@ class _Kept:
 
 
 class Dpor:
+    finished = False  # ``base.Bounded``: set once no choice is left (a class default, so a
+    # checkpoint pickled before it existed still loads)
+
     def __init__(self, seed: int, bound: int | None = None, horizon: int = DEFAULT_HORIZON,
                  execution_seed: int | None = None, kept_steps: int | None = None) -> None:
         if bound is not None and bound < 0:
@@ -246,7 +249,24 @@ class Dpor:
             if not self._next_level():
                 self._trail = []
                 self._current = None
+                self.finished = True
                 return False
+
+    def untried(self) -> int:
+        """Choices found and not tried yet (``base.Bounded``): those filed, those the execution
+        just run found (filed at the next ``new_execution``), and, when the bound allows
+        another pass, those a pass cut for its bound (each runs in the next pass). Each is one
+        execution more; choices dropped over ``kept_steps`` are not counted (a lower bound)."""
+        if self.finished:
+            return 0
+        found = 0
+        if self._current is None:  # the execution just run: its choices are not filed yet
+            found = sum(len(choice.backtrack - choice.done.keys() - choice.filed)
+                        for choice in self._trail if choice is not None)
+        later = 0
+        if self._bound is None or self._level < self._bound:
+            later = len(self._deferred) + len(set(self._cut_now))
+        return len(self._pending) + found + later
 
     def _next_level(self) -> bool:
         """The next pass (one preemption more): the choices the last pass cut, where they were

@@ -46,6 +46,8 @@ class _Choice:
 
 
 class Exhaustive:
+    finished = False  # ``base.Bounded``: set once ``new_execution`` found nothing left
+
     def __init__(self, seed: int, bound: int, execution_seed: int | None = None) -> None:
         if bound < 0:
             raise ValueError("the preemption bound must be >= 0")
@@ -73,7 +75,15 @@ class Exhaustive:
                 self._spent = 0
                 return True
             trail.pop()
+        self.finished = True
         return False
+
+    def untried(self) -> int:
+        """Choices of the execution just run not tried yet within the bound, each the root of
+        at least one schedule more (``base.Bounded``)."""
+        return sum(sum(1 for option in range(choice.index + 1, len(choice.options))
+                       if choice.spent + choice.cost(option) <= self._bound)
+                   for choice in self._trail)
 
     def next_task(self, view: SchedulerView) -> tuple[int, int]:
         default = default_choice(view)

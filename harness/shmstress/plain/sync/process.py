@@ -19,6 +19,7 @@ from collections.abc import Callable
 from multiprocessing import popen_fork, util
 from typing import Any, ClassVar
 
+from shmstress.core.errors import PlainLimitError
 from shmstress.core.processes import die_with, worker_signals
 from shmstress.plain.board import P_EXITCODE, P_STATE, P_STRIDE, State, Wait
 from shmstress.plain.runtime import Abort, PlainRuntime
@@ -48,7 +49,7 @@ def guarded_run(runtime: PlainRuntime, run: Callable[[], None]) -> Callable[[], 
         except (Abort, SystemExit):
             raise
         except BaseException as exc:
-            runtime.fail(user_traceback(exc))
+            runtime.fail(user_traceback(exc), limit=isinstance(exc, PlainLimitError))
             raise SystemExit(1) from None
 
     return guarded

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from shmstress.api import Invariant, Scope, Workers
+from shmstress.api import Invariant, Scope, Workers, step_number
 from shmstress.trackers.dra.invariants.common import naming
 
 
@@ -23,7 +23,7 @@ class GatherComplete(Invariant):
         names = naming(params)
         return (
             f"GatherAllocatedState by {workers.describe(fields['gatherer'])} "
-            f"(started at point {fields['start']}) never saw device "
+            f"(started at point {step_number(fields['start'])}) never saw device "
             f"{names.device(fields['device'])} as allocated, although claim "
             f"{names.claim(fields['claim'])} held it in the assume cache or in flight "
             "for the whole gather"
