@@ -45,6 +45,8 @@ COMMANDS = (
             "minimize a bundle's failing schedule and write a smaller bundle"),
     Command("show", "shmstress.cli.show",
             "draw a failure as a swimlane: one column per worker, one row per step"),
+    Command("import-log", "shmstress.cli.import_log",
+            "turn a klog/ktesting log of a real failure into a schedule of the model"),
 )
 HELP = {command.name: command.help for command in COMMANDS}
 

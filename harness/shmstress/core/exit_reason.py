@@ -19,6 +19,7 @@ class ExitCode(enum.IntEnum):
     THIN_COVERAGE = 5
     NOT_CONTROLLED = 6
     LIMIT = 7
+    LOG_MISMATCH = 8
     INTERRUPTED = 130
     OUTPUT_CLOSED = 141
 
@@ -69,6 +70,12 @@ _MEANINGS = {
                      "queued messages than the board holds (named in one line); no bundle",
                      "raise the limit the line names (--max-processes, --mailbox-mib) or "
                      "make the scenario smaller; the executions before it are reported"),
+    ExitCode.LOG_MISMATCH: ("import-log: no execution of the model tried holds the log's "
+                            "lines in their order; the first line none could produce, and "
+                            "what the model did there instead, are printed",
+                            "the model and the log disagree: read that line (a model "
+                            "without the code path the log shows, or a log from another "
+                            "version); --executions searches longer"),
     ExitCode.INTERRUPTED: ("interrupted by Ctrl-C or SIGTERM; workers and segments torn down; "
                            "what ran before it (executions, failures, coverage) is reported",
                            "the job was cancelled; finished trials are kept (campaign --resume)"),

@@ -130,6 +130,12 @@ class Words:
     def name(self, subject: Subject) -> str:
         return f"{subject[0]} {subject[1]}"
 
+    def parameters_for(self, objects: Mapping[str, int]) -> Mapping[str, int]:
+        """The parameters of a scenario with room for ``objects`` (kind -> how many distinct
+        ones a log names: ``shmstress import-log`` sizes its search so); by default the
+        tracker's defaults."""
+        return {}
+
     def labels(self) -> frozenset[str]:
         """The point and log labels these words know (``shmstress check`` warns about any
         that no probe reached: a label misspelt here or renamed in the tracker)."""

@@ -53,7 +53,7 @@ import os
 import struct
 import sys
 import time
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from multiprocessing.synchronize import Lock as MpLock
 from types import FrameType
 from typing import Any
@@ -159,6 +159,7 @@ class Recorder:
         self._synced = 0  # entries of the shared table copied into ``_table``
         self._strings: dict[str, int] = {}  # field names and values
         self._sites: dict[tuple[int, int, str], int] = {}  # (code id, offset, label) -> id
+        self._labels_read: list[Label] = []  # ``records_from``'s decoded strings
         self._last_log = (-1, -1, 0)  # (worker, seq, sub) of this process's latest log call
         self._ring_bytes = self.rings.mv.cast("B")
         self._heap_bytes = self.heap.mv.cast("B")
@@ -424,12 +425,26 @@ class Recorder:
             logs=tuple(logs),
         )
 
-    def _decode_ring(self, worker: int, labels: tuple[Label, ...]) -> tuple[list[Record], int]:
-        """The worker's records still in its ring, and how many slots were lost."""
+    def records_from(self, worker: int, start: int) -> tuple[list[Record], int]:
+        """The worker's records from ring index ``start`` on, and the index after them: read
+        while an execution runs (``import-log`` matches each step's records as it is taken,
+        so the strings are decoded once and kept)."""
+        count = self.string_count.mv[0]
+        known = self._labels_read
+        if len(known) > count:  # a table that was reset: read it again
+            known.clear()
+        known.extend(self._decode_string(i) for i in range(len(known), count))
+        records, _ = self._decode_ring(worker, known, start)
+        return records, int(self.ring_written.mv[worker * _COUNTER_STRIDE])
+
+    def _decode_ring(self, worker: int, labels: Sequence[Label],
+                     start: int = 0) -> tuple[list[Record], int]:
+        """The worker's records still in its ring (from ``start``), and how many slots were
+        lost."""
         size = self.ring_size
         written = self.ring_written.mv[worker * _COUNTER_STRIDE]
-        index = max(0, written - size)
-        lost = index
+        index = max(start, written - size)
+        lost = index - start
         records: list[Record] = []
 
         def slot(at: int) -> tuple[int, ...]:
@@ -462,7 +477,7 @@ class Recorder:
 
 
 def _decode_record(
-    values: tuple[int, ...], labels: tuple[Label, ...], payload: list[int]
+    values: tuple[int, ...], labels: Sequence[Label], payload: list[int]
 ) -> Record:
     _, seq, t_ns, worker, label, count = values[:6]
     sub, level = values[6 + 2 * MAX_FIELDS :]
@@ -475,7 +490,7 @@ def _decode_record(
 
 
 def _decode_value(
-    kind: FieldType, value: int, labels: tuple[Label, ...], payload: list[int]
+    kind: FieldType, value: int, labels: Sequence[Label], payload: list[int]
 ) -> object:
     if kind is FieldType.INT:
         return value

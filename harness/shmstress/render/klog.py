@@ -46,6 +46,7 @@ __all__ = [
     "go_quote",
     "level_for",
     "parse_line",
+    "split_event",
 ]
 
 PID_WIDTH = 7
@@ -470,6 +471,21 @@ def parse_line(text: str) -> ParsedLine:
         message=text[start:message_end],
         fields=dict(fields),
     )
+
+
+def split_event(text: str) -> tuple[str, dict[str, object]]:
+    """The message and fields of the text after a header, by ``parse_line``'s rules; a
+    message klog quoted (its structured text format: ``"msg" key=value``) comes back
+    unquoted. For logs written by other programs (``klog_reading``)."""
+    if text.startswith('"'):
+        quoted = _unquote_at(text, 0)
+        if quoted is not None:
+            message, end = quoted
+            rest = _FieldParser(text).fields_at(end)
+            if rest is not None:
+                return message, dict(rest)
+    message_end, fields = _FieldParser(text).split_message(0)
+    return text[:message_end], dict(fields)
 
 
 def level_for(levelno: int) -> str:

@@ -12,6 +12,7 @@ from pathlib import Path
 
 from shmstress.core.plurals import counted
 from shmstress.render.failure import failure_report, report_lines
+from shmstress.render.log_names import failure_in_names
 from shmstress.render.plain_report import loose_lines, outcome_lines
 from shmstress.repro.bundle import Bundle
 from shmstress.repro.plain_bundle import PlainBundle
@@ -38,6 +39,8 @@ def _failure_text(report: ReplayReport, path: Path) -> list[str]:
     result = report.result
     if result.recording is None or not result.violations:
         return []
+    if report.bundle.names:  # found from a real log: in that log's names
+        return report_lines(failure_in_names(result, report.bundle.names, str(path)))
     return report_lines(failure_report(result, str(path)))
 
 

@@ -115,6 +115,8 @@ class Bundle:
     host: str | None = None
     code_commit: str | None = None  # of the code under test, when run in a git checkout
     code_sha256: str | None = None  # of the tracker's file, when it is loaded by path
+    # imported from a log: model name -> the log's name (``shmstress import-log``)
+    names: Mapping[str, str] = field(default_factory=dict, compare=False)
 
     @property
     def code(self) -> CodeRef:
@@ -297,6 +299,7 @@ def to_json(bundle: Bundle) -> dict[str, object]:
             worker=bundle.violation.worker,
             at_rest=bundle.violation.at_rest,
         ),
+        names=dict(bundle.names) or UNSET,
         labels=list(labels),
         steps=steps,
     ))
@@ -362,6 +365,7 @@ def from_json(data: object) -> Bundle:
         host=_known(doc.host),
         code_commit=_known(doc.code_commit),
         code_sha256=_known(doc.code_sha256),
+        names={} if isinstance(doc.names, UnsetType) else doc.names,
     )
 
 

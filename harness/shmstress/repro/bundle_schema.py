@@ -94,6 +94,9 @@ class BundleDoc(msgspec.Struct, kw_only=True):
     phase_changes: list[int]
     preemptions: int | None = None
     violation: ViolationDoc
+    # A bundle found from a real log (``shmstress import-log``): each object of the model
+    # (its name as the tracker's words write it) -> the name the log gave it. Data only.
+    names: dict[str, str] | msgspec.UnsetType = msgspec.UNSET
     labels: list[str]
     steps: list[tuple[int, int]]
 

@@ -174,6 +174,13 @@ class DraWords(Words):
         # Every claim starts out of flight and every device free (see tracker.dra.tracker).
         return {"claim": {IN_FLIGHT: False}, "device": {OBSERVED: False}}.get(subject[0], {})
 
+    def parameters_for(self, objects: Mapping[str, int]) -> Mapping[str, int]:
+        """One device per claim and pod the log names, and one more, for the claim a
+        scheduling cycle is gathering for (it is in flight only after its gather)."""
+        nodes = max(1, objects.get("node", 1))
+        needed = max(objects.get(kind, 0) for kind in ("device", "claim", "pod", "node")) + 1
+        return {"nodes": nodes, "devices-per-node": -(-needed // nodes)}
+
     def name(self, subject: Subject) -> str:
         kind, ident = subject
         if kind == "claim":
