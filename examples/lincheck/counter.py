@@ -10,12 +10,13 @@ read and the write makes the increment one step as far as the others can tell.
 """
 
 import multiprocessing as mp
+from typing import ClassVar
 
 from hypothesis import strategies as st
 
 
 class RacyCounter:
-    operations = {"increment": None, "add": st.integers(1, 3), "get": None}
+    operations: ClassVar = {"increment": None, "add": st.integers(1, 3), "get": None}
 
     def __init__(self):
         self.count = mp.Value("i", 0, lock=False)
@@ -32,7 +33,7 @@ class RacyCounter:
 
 
 class LockedCounter:
-    operations = {"increment": None, "add": st.integers(1, 3), "get": None}
+    operations: ClassVar = {"increment": None, "add": st.integers(1, 3), "get": None}
 
     def __init__(self):
         self.count = mp.Value("i", 0)

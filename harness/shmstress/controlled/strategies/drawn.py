@@ -11,7 +11,8 @@ Choice 0 is always the schedule without preemptions (``base.default_choice``) an
 others follow in id order, so a choice sequence that shrinks towards zeros shrinks the
 schedule towards fewer preemptions. A callback that raises (Hypothesis stops an example
 whose choices ran out) must not tear down the session in the middle of an execution: the
-execution finishes on choice 0 and the exception is kept for the caller to raise once it
+execution ends there as a replay past its schedule ends (``ScheduleEnded``: the processes
+unwind, the session stays ready) and the exception is kept for the caller to raise once it
 is over (``raise_interruption``).
 """
 
@@ -19,7 +20,12 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from shmstress.controlled.strategies.base import SchedulerView, StrategySpec, default_choice
+from shmstress.controlled.strategies.base import (
+    ScheduleEnded,
+    SchedulerView,
+    StrategySpec,
+    default_choice,
+)
 
 Choose = Callable[[int], int]
 """Given the number of options (at least 2), the index of the one taken."""
@@ -44,14 +50,16 @@ class Drawn:
     def next_task(self, view: SchedulerView) -> tuple[int, int]:
         runnable = view.runnable
         first = default_choice(view)
-        if len(runnable) == 1 or self.interruption is not None:
+        if self.interruption is not None:
+            raise ScheduleEnded
+        if len(runnable) == 1:
             return first, 1
         options = [first, *(worker for worker in runnable if worker != first)]
         try:
             index = self._choose(len(options))
-        except BaseException as exc:  # noqa: BLE001 - raised again by raise_interruption
+        except BaseException as exc:
             self.interruption = exc
-            return first, 1
+            raise ScheduleEnded from None
         self.decisions += 1
         return options[index % len(options)], 1
 

@@ -19,7 +19,7 @@ from __future__ import annotations
 import multiprocessing
 from collections.abc import Callable, Hashable
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, cast
 
 from shmstress.analysis.linearizability import Operation, Raised, check
 from shmstress.analysis.linearizability_table import history_table
@@ -50,7 +50,7 @@ class Target:
         """Each named ``FILE.py:NAME`` or ``MODULE:NAME``, imported as a scenario is."""
         make = ScenarioRef.parse(target).load()
         model_class = ScenarioRef.parse(model).load() if model else None
-        key_function = ScenarioRef.parse(key).load() if key else None
+        key_function = cast(Key, ScenarioRef.parse(key).load()) if key else None
         return cls(make, model_class or (lambda: SequentialModel(make)), key_function)
 
 
@@ -60,7 +60,7 @@ def run_program(target: Target, program: Program) -> None:
     obj = target.make()
     main = len(program.lanes)
     history = [perform(obj, call, main) for call in program.prefix]
-    records = multiprocessing.Queue()
+    records: multiprocessing.Queue[list[Operation]] = multiprocessing.Queue()
     lanes = [multiprocessing.Process(target=lane, args=(obj, calls, number, records))
              for number, calls in enumerate(program.lanes)]
     for process in lanes:

@@ -14,6 +14,7 @@ must be literals (numbers, strings, bytes, tuples, lists, dicts, sets, None).
 from __future__ import annotations
 
 import ast
+import functools
 from dataclasses import dataclass
 from typing import Any
 
@@ -109,7 +110,7 @@ def _calls(part: Any) -> tuple[Call, ...]:
 def programs(operations: Operations, shape: Shape) -> st.SearchStrategy[Program]:
     """Programs of ``operations`` no larger than ``shape``: at least two lanes, each with at
     least one operation (fewer is no concurrency at all)."""
-    call = st.one_of(*(st.tuples(*arguments).map(lambda args, name=name: Call(name, args))
+    call = st.one_of(*(st.tuples(*arguments).map(functools.partial(Call, name))
                        for name, arguments in operations.calls))
     lane = st.lists(call, min_size=1, max_size=shape.ops).map(tuple)
     return st.builds(

@@ -25,12 +25,16 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
+import hypothesis
+import hypothesis.errors
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from shmstress.controlled.strategies import DEFAULT, exploring_strategy
 from shmstress.controlled.strategies.base import Strategy, StrategySpec, current_spec
 from shmstress.controlled.strategies.drawn import Drawn
+from shmstress.core.errors import LincheckSearchError
+from shmstress.core.files import write_text_atomically
 from shmstress.core.shm import sweep_stale_segments
 from shmstress.plain.outcome import PlainEnd, PlainOutcome
 from shmstress.plain.scenario import ScenarioRef, traced_code
@@ -44,7 +48,6 @@ from shmstress.testing.lincheck.scenario_file import (
     search_source,
     write_program,
 )
-from shmstress.core.files import write_text_atomically
 
 EXECUTION_SEED = 0
 """Every execution's seed (the processes' ``random``): the schedule is the example's."""
@@ -122,8 +125,9 @@ def failed(outcome: PlainOutcome) -> bool:
     return outcome.failed or outcome.end is PlainEnd.HUNG
 
 
-def search(plan: Plan, chosen: settings) -> SearchResult:
-    """Run Hypothesis with ``chosen`` settings over the plan's programs and schedules."""
+def search(plan: Plan, chosen: settings, seed: int | None = None) -> SearchResult:
+    """Run Hypothesis with ``chosen`` settings over the plan's programs and schedules
+    (``seed``: Hypothesis' own, as ``@hypothesis.seed`` gives it)."""
     plan.shape.validate()
     sweep_stale_segments()
     with tempfile.TemporaryDirectory(prefix="shmstress-lincheck-") as folder:
@@ -132,11 +136,11 @@ def search(plan: Plan, chosen: settings) -> SearchResult:
         write_text_atomically(scenario, search_source(plan.names, program_file),
                               "the lincheck scenario")
         with PlainSession(plan.spec(scenario)) as session:
-            return _run(plan, chosen, session, program_file)
+            return _run(plan, chosen, session, program_file, seed)
 
 
-def _run(plan: Plan, chosen: settings, session: PlainSession,
-         program_file: Path) -> SearchResult:
+def _run(plan: Plan, chosen: settings, session: PlainSession, program_file: Path,
+         seed: int | None) -> SearchResult:
     tally = Tally()
     found: list[Failing] = []
     choices: dict[int, st.SearchStrategy[int]] = {}
@@ -162,12 +166,17 @@ def _run(plan: Plan, chosen: settings, session: PlainSession,
 
     test: Any = given(program=programs(plan.operations, plan.shape), data=st.data())(example)
     test = chosen(test)
+    if seed is not None:
+        test = hypothesis.seed(seed)(test)
     test._hypothesis_internal_add_digest = plan.digest()
     try:
         test()
     except ExampleFailed as caught:
         return SearchResult(plan, tally, replace(
             found[-1], notes=tuple(getattr(caught, "__notes__", ()))))
+    except hypothesis.errors.HypothesisException as exc:
+        first = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
+        raise LincheckSearchError(f"Hypothesis stopped the search: {first}") from exc
     return SearchResult(plan, tally, None)
 
 
@@ -179,8 +188,8 @@ def _executions(plan: Plan, session: PlainSession, program: Program,
         drawn = Drawn(draw, EXECUTION_SEED)
         drawn.new_execution()
         outcome = session.execute(drawn, EXECUTION_SEED)
+        yield drawn.spec, outcome  # counted, even when Hypothesis stopped it part way
         drawn.raise_interruption()
-        yield drawn.spec, outcome
         return
     seed = int.from_bytes(hashlib.sha256(program.to_text().encode()).digest()[:7], "big")
     portfolio: Strategy = exploring_strategy(StrategySpec(DEFAULT), seed,

@@ -67,7 +67,7 @@ def state_of(obj: Any) -> Hashable:
 
 def _held(value: Any) -> Hashable:
     if isinstance(value, shared_memory.SharedMemory):
-        return bytes(value.buf)
+        return bytes(value.buf or b"")
     inner = getattr(value, "get_obj", None)  # a synchronized Value or Array
     if inner is not None:
         value = inner()
@@ -77,5 +77,5 @@ def _held(value: Any) -> Hashable:
         return "lock"  # a lock the sequential model is never left holding
     try:
         return pickle.dumps(value, pickle.HIGHEST_PROTOCOL)
-    except Exception:  # noqa: BLE001 - not data: its identity is all there is to compare
+    except Exception:
         return f"{type(value).__qualname__}"
