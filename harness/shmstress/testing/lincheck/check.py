@@ -30,7 +30,7 @@ from shmstress.core.config import default_out
 from shmstress.plain.scenario import ScenarioRef
 from shmstress.testing.lincheck.declaration import Arguments, declared
 from shmstress.testing.lincheck.program import Shape
-from shmstress.testing.lincheck.report import failure_lines, write_failure
+from shmstress.testing.lincheck.report import FailureFiles, failure_lines, write_failure
 from shmstress.testing.lincheck.scenario_file import TargetNames
 from shmstress.testing.lincheck.search import Plan, SearchResult, search
 from shmstress.testing.plain import scenario_of
@@ -45,6 +45,11 @@ Named = str | Callable[..., Any]
 class LincheckFailure(AssertionError):  # noqa: N818 - a test outcome, not a harness error
     """A generated program failed: not linearizable, an assert, a deadlock; the message
     has the table, the interleaving and the replay command."""
+
+    def __init__(self, message: str, result: SearchResult, files: FailureFiles) -> None:
+        super().__init__(message)
+        self.result = result
+        self.files = files
 
 
 def lincheck_settings(chosen: hypothesis.settings | None = None) -> hypothesis.settings:
@@ -89,8 +94,8 @@ def check_linearizable(
     target: Named, operations: Mapping[str, Arguments] | None = None, *,
     model: Named | None = None, key: Named | None = None, lanes: int = Shape.lanes,
     ops: int = Shape.ops, prefix: int = Shape.prefix, suffix: int = Shape.suffix,
-    settings: hypothesis.settings | None = None, max_steps: int = Plan.max_steps,
-    per_program: int = 0, out: Path | str | None = None,
+    settings: hypothesis.settings | None = None, seed: int | None = None,
+    max_steps: int = Plan.max_steps, per_program: int = 0, out: Path | str | None = None,
 ) -> SearchResult:
     """Search programs of ``target``'s operations and their schedules; raise
     ``LincheckFailure`` if one fails, with its bundle written to ``out`` (default
@@ -103,24 +108,26 @@ def check_linearizable(
     partitions the history (operations on different keys are independent). Programs have
     2 to ``lanes`` lanes of 1 to ``ops`` operations, up to ``prefix`` before and ``suffix``
     after; ``per_program`` > 0 runs the portfolio that many times on each program instead
-    of drawing the schedule."""
+    of drawing the schedule; ``seed``: Hypothesis' (``@hypothesis.seed``; pytest's
+    ``--hypothesis-seed`` applies too)."""
     __tracebackhide__ = True
     plan = plan_of(target, operations, model=model, key=key,
                    shape=Shape(lanes, ops, prefix, suffix), max_steps=max_steps,
                    per_program=per_program)
-    result = search(plan, lincheck_settings(settings))
+    result = search(plan, lincheck_settings(settings), seed)
     if result.failing is None:
         return result
     files = write_failure(result, Path(out or default_out()))
-    raise LincheckFailure("\n".join(failure_lines(result, files, in_pytest=True)))
+    raise LincheckFailure("\n".join(failure_lines(result, files, in_pytest=True)), result,
+                          files)
 
 
 def linearizable(
     target: Named, operations: Mapping[str, Arguments] | None = None, *,
     model: Named | None = None, key: Named | None = None, lanes: int = Shape.lanes,
     ops: int = Shape.ops, prefix: int = Shape.prefix, suffix: int = Shape.suffix,
-    settings: hypothesis.settings | None = None, max_steps: int = Plan.max_steps,
-    per_program: int = 0,
+    settings: hypothesis.settings | None = None, seed: int | None = None,
+    max_steps: int = Plan.max_steps, per_program: int = 0,
 ) -> Callable[[F], F]:
     """Decorate a test: it passes when every program Hypothesis draws for ``target`` is
     linearizable (``check_linearizable``'s arguments), then runs its own body."""
@@ -132,7 +139,7 @@ def linearizable(
             check_linearizable(target, operations, model=model, key=key, lanes=lanes, ops=ops,
                                prefix=prefix, suffix=suffix,
                                settings=settings or getattr(function, _SETTINGS, None),
-                               max_steps=max_steps, per_program=per_program)
+                               seed=seed, max_steps=max_steps, per_program=per_program)
             function()
 
         del test.__wrapped__  # pytest must see a test without arguments

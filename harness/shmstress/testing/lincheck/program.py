@@ -84,7 +84,11 @@ class Program:
 
         text = repr((calls(self.prefix), tuple(calls(lane) for lane in self.lanes),
                      calls(self.suffix)))
-        if program_of(text) != self:
+        try:
+            same = program_of(text) == self
+        except ConfigError:
+            same = False
+        if not same:
             raise ConfigError(f"a program's arguments must be Python literals: {text[:200]}")
         return text
 
