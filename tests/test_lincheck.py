@@ -44,6 +44,7 @@ ARGUMENTS = st.one_of(st.integers(), st.text(max_size=3), st.none(), st.booleans
                       st.tuples(st.integers(), st.binary(max_size=2)))
 
 
+@hypothesis.settings(deadline=None)
 @hypothesis.given(programs(Operations((("put", (ARGUMENTS, ARGUMENTS)), ("get", ()))),
                            Shape(lanes=3, ops=3)))
 def test_a_program_reads_back_from_its_text(program: Program) -> None:
@@ -165,22 +166,25 @@ def test_lincheck_lifts_the_default_deadline_only() -> None:
 # -- end to end -----------------------------------------------------------------------------
 def test_the_racy_counter_fails_shrunk_and_replays_from_database_and_bundle(
         tmp_path: Path) -> None:
+    """The small shape keeps it quick (each example's search: the nightly examples' test).
+    No seed: Hypothesis turns its database off for a seeded test."""
     database = DirectoryBasedExampleDatabase(str(tmp_path / "examples"))
-    chosen = hypothesis.settings(database=database)  # the profile's settings otherwise
+    small = {"lanes": 2, "ops": 2, "prefix": 0, "suffix": 0}
     with pytest.raises(LincheckFailure) as first:
-        check_linearizable(RACY, settings=chosen, seed=SEED, out=tmp_path / "out")
+        check_linearizable(RACY, **small, settings=hypothesis.settings(database=database),
+                           out=tmp_path / "out")
     result, files = first.value.result, first.value.files
     failing = result.failing
     assert failing is not None and files.bundle is not None
-    assert len(failing.program.lanes) <= 2 and failing.program.widest <= 2
+    assert len(failing.program.lanes) == 2 and failing.program.widest == 1
     message = str(first.value)
     assert "= Invalid execution results =" in message and "the interleaving" in message
     assert f"shmstress replay {files.bundle.absolute()}" in message
 
-    # Hypothesis' database: the next run tries the stored example first, and it is the same
-    # execution, step for step
+    # Hypothesis' database: the stored example alone, and it is the same execution
+    stored_only = hypothesis.settings(database=database, phases=[hypothesis.Phase.reuse])
     with pytest.raises(LincheckFailure) as again:
-        check_linearizable(RACY, settings=chosen, seed=SEED + 1, out=tmp_path / "out")
+        check_linearizable(RACY, **small, settings=stored_only, out=tmp_path / "out")
     stored = again.value.result
     assert stored.tally.first_failure == 1
     assert stored.failing is not None and stored.failing.program == failing.program
@@ -231,8 +235,8 @@ def test_the_command_line_says_how_and_refuses_bad_input(tmp_path: Path) -> None
 
 
 def test_the_command_line_finds_the_racy_counter(tmp_path: Path) -> None:
-    found = shmstress("lincheck", RACY, "--no-database", "--hypothesis-seed", str(SEED),
-                      "--out", str(tmp_path))
+    found = shmstress("lincheck", RACY, "--lanes", "2", "--ops", "1", "--prefix", "0",
+                      "--suffix", "0", "--hypothesis-seed", str(SEED), "--out", str(tmp_path))
     assert found.returncode == 1, found.stderr
     assert "= Invalid execution results =" in found.stdout
     assert "replay it: shmstress replay " in found.stdout

@@ -21,7 +21,7 @@ loop under one emit lock: when a call returns, every event queued before it was 
 """
 
 import multiprocessing as mp
-from typing import ClassVar
+from typing import ClassVar, NamedTuple
 
 from hypothesis import strategies as st
 
@@ -31,8 +31,20 @@ QUEUE = 16  # a ring of events; a program has far fewer operations
 _HEAD, _TAIL = 0, 1
 
 claims = st.integers(0, CLAIMS - 1)
-devices = st.integers(0, 2)
+devices = st.integers(0, 2)  # gpu-0 .. gpu-2
 versions = st.integers(1, 4)
+
+
+class ClaimView(NamedTuple):
+    """What ``get`` sees of a claim: its allocation in the cache, and in the tracker."""
+
+    device: str | None  # the device of the latest object (None: not allocated)
+    rv: int  # its resourceVersion
+    allocated: str | None  # the device the allocated-devices tracker holds for the claim
+
+
+def _device(number):
+    return None if number == NO_DEVICE else f"gpu-{number}"
 
 
 class AssumeOutOfSync(Exception):  # noqa: N818 - upstream's wording
@@ -94,9 +106,9 @@ class UnorderedEventsCache:
         self.emit_events()
 
     def get(self, claim):
-        """(device, resourceVersion) in the cache, and the device the tracker holds."""
         with self.lock:
-            return self.latest_device[claim], self.latest_rv[claim], self.allocated[claim]
+            return ClaimView(_device(self.latest_device[claim]), self.latest_rv[claim],
+                             _device(self.allocated[claim]))
 
     def _push(self, claim, old, new):
         tail = self.counters[_TAIL]

@@ -43,7 +43,7 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         sub, "lincheck", description=_DESCRIPTION,
         **with_examples(
             "shmstress lincheck examples/lincheck/counter.py:RacyCounter  # fails, shrunk",
-            "shmstress lincheck examples/lincheck/queue.py:LockedQueue --max-examples 200",
+            "shmstress lincheck examples/lincheck/bounded_queue.py:LockedQueue --max-examples 200",
             "shmstress lincheck examples/lincheck/kvmap.py:KeyedMap --key "
             "examples/lincheck/kvmap.py:key_of",
             "shmstress lincheck examples/lincheck/counter.py:RacyCounter --hypothesis-seed 3",
@@ -72,7 +72,8 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     parser.add_argument("--deadline", type=float, metavar="MS",
                         help="Hypothesis' deadline per example in ms (default: none)")
     parser.add_argument("--hypothesis-seed", type=int, metavar="N",
-                        help="draw from this seed (the same seed, the same examples)")
+                        help="draw from this seed (the same seed, the same examples); as "
+                        "Hypothesis' @seed does, it leaves the database out")
     database = parser.add_mutually_exclusive_group()
     database.add_argument("--database", metavar="DIR",
                           help="Hypothesis' example database (default: .hypothesis/examples "

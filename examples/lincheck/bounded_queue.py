@@ -1,7 +1,7 @@
 """A bounded FIFO queue in one SharedMemory segment, as a linearizability test sees it.
 
-    shmstress lincheck examples/lincheck/queue.py:RacyQueue    # loses or duplicates an item
-    shmstress lincheck examples/lincheck/queue.py:LockedQueue  # passes
+    shmstress lincheck examples/lincheck/bounded_queue.py:RacyQueue    # loses or duplicates an item
+    shmstress lincheck examples/lincheck/bounded_queue.py:LockedQueue  # passes
 
 The segment holds a ring of ``CAPACITY`` slots and two counters, ``head`` (the next item to
 take) and ``tail`` (the next free slot). ``put`` returns False when the queue is full,
