@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import hashlib
 import tempfile
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
@@ -164,11 +164,13 @@ def _run(plan: Plan, chosen: settings, session: PlainSession, program_file: Path
                 failure = outcome.failure
                 raise ExampleFailed(failure.message if failure else outcome.end.value)
 
+    # Hypothesis keys its database by the test function's source, the same for every plan:
+    # the plan's digest tells one class's stored examples from another's
+    vars(example)["_hypothesis_internal_add_digest"] = plan.digest()
     test: Any = given(program=programs(plan.operations, plan.shape), data=st.data())(example)
     test = chosen(test)
     if seed is not None:
         test = hypothesis.seed(seed)(test)
-    test._hypothesis_internal_add_digest = plan.digest()
     try:
         test()
     except ExampleFailed as caught:
@@ -181,7 +183,7 @@ def _run(plan: Plan, chosen: settings, session: PlainSession, program_file: Path
 
 
 def _executions(plan: Plan, session: PlainSession, program: Program,
-                draw: Callable[[int], int]) -> Any:
+                draw: Callable[[int], int]) -> Iterator[tuple[StrategySpec, PlainOutcome]]:
     """The example's executions: one on the drawn schedule, or the portfolio's, each with
     the spec a bundle stores for it."""
     if not plan.per_program:
