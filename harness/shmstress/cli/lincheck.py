@@ -42,13 +42,14 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     parser = add_command(
         sub, "lincheck", description=_DESCRIPTION,
         **with_examples(
-            "shmstress lincheck examples/lincheck/counter.py:RacyCounter  # fails, shrunk",
-            "shmstress lincheck examples/lincheck/bounded_queue.py:LockedQueue --max-examples 200",
-            "shmstress lincheck examples/lincheck/kvmap.py:KeyedMap --key "
+            "shmstress lincheck examples/lincheck/counter.py:RacyCounter   # fails, shrunk",
+            "shmstress lincheck examples/lincheck/bounded_queue.py:LockedQueue --max-examples "
+            "200",
+            "shmstress lincheck examples/lincheck/kvmap.py:RacyResizeMap --key "
             "examples/lincheck/kvmap.py:key_of",
             "shmstress lincheck examples/lincheck/counter.py:RacyCounter --hypothesis-seed 3",
             "shmstress lincheck examples/lincheck/counter.py:RacyCounter --per-program 20"
-            "  # the portfolio's schedules instead"))
+            "   # the portfolio's schedules instead"))
     parser.add_argument("target", metavar="FILE.py:Class",
                         help="the class under test, in a file or MODULE:Class")
     parser.add_argument("--model", metavar="FILE.py:Class",
