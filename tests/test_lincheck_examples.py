@@ -27,14 +27,15 @@ from shmstress.testing.lincheck.search import Plan
 
 EXAMPLES = Path(__file__).resolve().parent.parent / "examples" / "lincheck"
 KEY = f"{EXAMPLES / 'kvmap.py'}:key_of"
-RACY = [(f"{EXAMPLES / 'counter.py'}:RacyCounter", None),
-        (f"{EXAMPLES / 'bounded_queue.py'}:RacyQueue", None),
-        (f"{EXAMPLES / 'kvmap.py'}:RacyResizeMap", KEY),
-        (f"{EXAMPLES / 'assume_cache.py'}:UnorderedEventsCache", None)]
-CORRECT = [(f"{EXAMPLES / 'counter.py'}:LockedCounter", None),
-           (f"{EXAMPLES / 'bounded_queue.py'}:LockedQueue", None),
-           (f"{EXAMPLES / 'kvmap.py'}:KeyedMap", KEY),
-           (f"{EXAMPLES / 'assume_cache.py'}:OrderedEventsCache", None)]
+QUEUE_MODEL = f"{EXAMPLES / 'bounded_queue.py'}:QueueModel"
+RACY = [(f"{EXAMPLES / 'counter.py'}:RacyCounter", None, None),
+        (f"{EXAMPLES / 'bounded_queue.py'}:RacyQueue", None, QUEUE_MODEL),
+        (f"{EXAMPLES / 'kvmap.py'}:RacyResizeMap", KEY, None),
+        (f"{EXAMPLES / 'assume_cache.py'}:UnorderedEventsCache", None, None)]
+CORRECT = [(f"{EXAMPLES / 'counter.py'}:LockedCounter", None, None),
+           (f"{EXAMPLES / 'bounded_queue.py'}:LockedQueue", None, QUEUE_MODEL),
+           (f"{EXAMPLES / 'kvmap.py'}:KeyedMap", KEY, None),
+           (f"{EXAMPLES / 'assume_cache.py'}:OrderedEventsCache", None, None)]
 EXPLORED = 400  # DPOR executions per enumerated program: enough to finish on these
 
 
@@ -73,13 +74,14 @@ def smallest_failing(plan: Plan, shrunk: Program) -> Program | None:
 
 
 @pytest.mark.nightly
-@pytest.mark.parametrize(("target", "key"), RACY, ids=[_name(t) for t, _ in RACY])
+@pytest.mark.parametrize(("target", "key", "model"), RACY, ids=[_name(t) for t, *_ in RACY])
 def test_each_racy_example_is_found_shrunk_and_replayed(target: str, key: str | None,
+                                                        model: str | None,
                                                         tmp_path: Path) -> None:
     database = DirectoryBasedExampleDatabase(str(tmp_path / "examples"))
     with pytest.raises(LincheckFailure) as found:
-        check_linearizable(target, key=key, settings=hypothesis.settings(database=database),
-                           out=tmp_path / "out")
+        check_linearizable(target, key=key, model=model,
+                           settings=hypothesis.settings(database=database), out=tmp_path / "out")
     result, files = found.value.result, found.value.files
     failing = result.failing
     assert failing is not None and files.bundle is not None
@@ -96,7 +98,8 @@ def test_each_racy_example_is_found_shrunk_and_replayed(target: str, key: str | 
 
     stored_only = hypothesis.settings(database=database, phases=[hypothesis.Phase.reuse])
     with pytest.raises(LincheckFailure) as again:
-        check_linearizable(target, key=key, settings=stored_only, out=tmp_path / "out")
+        check_linearizable(target, key=key, model=model, settings=stored_only,
+                           out=tmp_path / "out")
     stored = again.value.result.failing
     assert again.value.result.tally.first_failure == 1 and stored is not None
     assert stored.program == shrunk
@@ -110,18 +113,22 @@ def test_each_racy_example_is_found_shrunk_and_replayed(target: str, key: str | 
 
 
 @pytest.mark.nightly
-@pytest.mark.parametrize(("target", "key"), CORRECT, ids=[_name(t) for t, _ in CORRECT])
-def test_each_correct_twin_passes_200_examples(target: str, key: str | None) -> None:
-    result = check_linearizable(target, key=key,
+@pytest.mark.parametrize(("target", "key", "model"), CORRECT,
+                         ids=[_name(t) for t, *_ in CORRECT])
+def test_each_correct_twin_passes_200_examples(target: str, key: str | None,
+                                               model: str | None) -> None:
+    result = check_linearizable(target, key=key, model=model,
                                 settings=hypothesis.settings(max_examples=200, database=None))
     print(f"{_name(target)}: {result.tally.examples} examples, "
           f"{result.tally.executions} executions, {result.tally.ends}")
     assert result.failing is None and result.tally.executions >= 200
 
 
-@pytest.mark.parametrize(("target", "key"), CORRECT, ids=[_name(t) for t, _ in CORRECT])
-def test_each_correct_twin_passes_a_few_examples(target: str, key: str | None) -> None:
+@pytest.mark.parametrize(("target", "key", "model"), CORRECT,
+                         ids=[_name(t) for t, *_ in CORRECT])
+def test_each_correct_twin_passes_a_few_examples(target: str, key: str | None,
+                                                 model: str | None) -> None:
     """The default suite's version of the 200 examples above."""
-    result = check_linearizable(target, key=key,
+    result = check_linearizable(target, key=key, model=model,
                                 settings=hypothesis.settings(max_examples=8, database=None))
     assert result.failing is None and result.tally.executions >= 8

@@ -43,8 +43,8 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         sub, "lincheck", description=_DESCRIPTION,
         **with_examples(
             "shmstress lincheck examples/lincheck/counter.py:RacyCounter   # fails, shrunk",
-            "shmstress lincheck examples/lincheck/bounded_queue.py:LockedQueue --max-examples "
-            "200",
+            "shmstress lincheck examples/lincheck/bounded_queue.py:LockedQueue --model "
+            "examples/lincheck/bounded_queue.py:QueueModel --max-examples 200",
             "shmstress lincheck examples/lincheck/kvmap.py:RacyResizeMap --key "
             "examples/lincheck/kvmap.py:key_of",
             "shmstress lincheck examples/lincheck/counter.py:RacyCounter --hypothesis-seed 3",

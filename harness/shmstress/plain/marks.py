@@ -17,7 +17,7 @@ import contextlib
 import importlib
 from collections.abc import Iterator
 
-from shmstress.plain.board import NOBODY
+from shmstress.plain.board import G_HOST_SEGMENTS, NOBODY
 from shmstress.plain.runtime import PlainRuntime
 
 PLUMBING = True  # a step's site is the caller's line, not this module's
@@ -44,8 +44,12 @@ def aside() -> Iterator[None]:
         yield
         return
     slot, check = runtime.slot, runtime.check
+    # a segment made unscheduled counts as the host's (kept for the session); made aside,
+    # it is the execution's, unlinked after it as the execution's own are
+    host_segments = runtime.board.globals.mv[G_HOST_SEGMENTS]
     runtime.slot, runtime.check = NOBODY, None
     try:
         yield
     finally:
         runtime.slot, runtime.check = slot, check
+        runtime.board.globals.mv[G_HOST_SEGMENTS] = host_segments
