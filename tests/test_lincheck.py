@@ -17,6 +17,7 @@ import pytest
 from hypothesis import strategies as st
 from hypothesis.database import DirectoryBasedExampleDatabase
 
+from shmstress.analysis.linearizability import Raised
 from shmstress.controlled.strategies.base import ScheduleEnded
 from shmstress.controlled.strategies.drawn import Drawn
 from shmstress.core.errors import ConfigError
@@ -29,6 +30,7 @@ from shmstress.testing.lincheck.check import (
     lincheck_settings,
 )
 from shmstress.testing.lincheck.declaration import Operations, declared, operation
+from shmstress.testing.lincheck.execution import perform
 from shmstress.testing.lincheck.program import Call, Program, Shape, program_of, programs
 from shmstress.testing.lincheck.sequential_model import SequentialModel
 
@@ -154,6 +156,21 @@ def test_the_sequential_model_copies_by_its_calls_and_keys_by_its_memory() -> No
     assert one.__shmstress_state__() == two.__shmstress_state__()  # same memory, other order
     copied = copy.deepcopy(one)
     assert copied.add(4) == 7 and one.add(1) == 4  # the copy is apart from the original
+
+
+class Guarded:
+    def pop(self) -> int:
+        raise IndexError("empty")
+
+    def check(self) -> None:
+        raise AssertionError("the object's own invariant")
+
+
+def test_an_exception_is_a_result_but_a_failed_assert_fails_the_execution() -> None:
+    popped = perform(Guarded(), Call("pop"), 1)
+    assert popped.result == Raised("IndexError") and popped.process == 1
+    with pytest.raises(AssertionError, match="own invariant"):
+        perform(Guarded(), Call("check"), 1)
 
 
 def test_lincheck_lifts_the_default_deadline_only() -> None:

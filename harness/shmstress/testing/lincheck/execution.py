@@ -82,13 +82,17 @@ def lane(obj: Any, calls: tuple[Call, ...], number: int, records: Any) -> None:
 
 
 def perform(obj: Any, call: Call, process: int) -> Operation:
-    """Call the operation between two steps that mark its call and its return."""
+    """Call the operation between two steps that mark its call and its return. An exception
+    is its result (the model's is compared with it), except a failed assert: the object's
+    own invariant, which fails the execution as it would any plain-code test."""
     shown = ", ".join(repr(arg) for arg in call.args)
     if len(shown) > _ARGUMENTS_SHOWN:
         shown = shown[:_ARGUMENTS_SHOWN - 3] + "..."
     invoked = mark(f"call {call.name}({shown})")
     try:
         result: object = getattr(obj, call.name)(*call.args)
+    except AssertionError:
+        raise
     except Exception as error:  # the exception is its result, as the model's is
         result = Raised.of(error)
     responded = mark(f"{call.name} returned")
