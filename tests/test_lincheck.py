@@ -80,8 +80,17 @@ class ShortForm:
     def get(self) -> None: ...
 
 
-def test_operations_are_declared_in_three_ways() -> None:
-    assert declared(Marked).names == ("put", "get")
+class MarkedTwin(Marked):
+    def put(self, item: int) -> None: ...  # unmarked here: its base's mark holds
+
+
+class ShortFormTwin(ShortForm):
+    pass
+
+
+def test_operations_are_declared_in_three_ways_and_inherited() -> None:
+    assert declared(Marked).names == declared(MarkedTwin).names == ("put", "get")
+    assert declared(ShortFormTwin).names == ("put", "swap", "get")
     assert [len(args) for _, args in declared(ShortForm).calls] == [1, 2, 0]
     assert declared(ShortForm, {"get": None}).names == ("get",)
     with pytest.raises(ConfigError, match="declares no operation"):

@@ -55,14 +55,19 @@ class Operations:
 
 def declared(target: type, operations: Mapping[str, Arguments] | None = None) -> Operations:
     """The operations of ``target``: ``operations`` if given, else its class attribute
-    ``operations`` (the short form, in the class), else its marked methods."""
-    if operations is None and isinstance(vars(target).get("operations"), Mapping):
-        operations = vars(target)["operations"]
+    ``operations`` (the short form, in the class), else its marked methods; a subclass (a
+    fixed twin) inherits its base's."""
+    if operations is None and isinstance(getattr(target, "operations", None), Mapping):
+        operations = target.operations  # type: ignore[attr-defined]
     if operations is not None:
         calls = tuple((name, _strategies(arguments)) for name, arguments in operations.items())
     else:
-        calls = tuple((name, getattr(member, _MARK)) for name, member in vars(target).items()
-                      if hasattr(member, _MARK))
+        marked: dict[str, tuple[SearchStrategy[Any], ...]] = {}
+        for cls in reversed(target.__mro__):  # a base's first, then what overrides it
+            for name, member in vars(cls).items():
+                if hasattr(member, _MARK):
+                    marked[name] = getattr(member, _MARK)
+        calls = tuple(marked.items())
     if not calls:
         raise ConfigError(f"{target.__qualname__} declares no operation: mark its methods "
                           "@operation(...) or give operations={'name': strategy, ...}")
