@@ -4,13 +4,18 @@
     shmstress lincheck examples/lincheck/assume_cache.py:OrderedEventsCache    # passes
 
 The cache holds each ResourceClaim as the informer last saw it (``add``, ``update``: kept
-only if its resourceVersion is newer) and as the scheduler assumed it after writing its
-allocation (``assume``; ``restore`` drops the assumption). Every change queues an event
+only if its resourceVersion is newer; ``update`` says whether it was) and as the scheduler
+assumed it after writing its allocation (``assume``: refused with ``AssumeOutOfSync`` for
+an older resourceVersion; ``restore`` drops the assumption). Every change queues an event
 (claim, old device, new device); the allocated-devices tracker consumes them, and the
-scheduler asks it which devices are taken when it allocates the next pod (``get`` returns
-both views of a claim: the cache's device and resourceVersion, and the device the tracker
-holds for it). The tracker in ``shmstress.trackers.dra`` runs the same cache with roles and
-invariants; this is the object alone, for a linearizability test.
+scheduler asks it which device a claim holds when it allocates the next pod (``get``).
+The tracker in ``shmstress.trackers.dra`` runs the same cache with roles and invariants;
+this is the object alone, for a linearizability test.
+
+``get`` reads the tracker only. A write changes the cache under its lock and the tracker
+when its event is delivered, later: a ``get`` that read both could see a write half done
+even in the fixed version, which upstream never promised against. What upstream promises,
+and the fix keeps, is that the tracker has caught up when the write returns.
 
 The race is the first root cause upstream fixed ("events-unordered"): any caller pops
 queued events under the cache lock and delivers them after releasing it, so a caller can
@@ -21,7 +26,7 @@ loop under one emit lock: when a call returns, every event queued before it was 
 """
 
 import multiprocessing as mp
-from typing import ClassVar, NamedTuple
+from typing import ClassVar
 
 from hypothesis import strategies as st
 
@@ -33,14 +38,6 @@ _HEAD, _TAIL = 0, 1
 claims = st.integers(0, CLAIMS - 1)
 devices = st.integers(0, 2)  # gpu-0 .. gpu-2
 versions = st.integers(1, 4)
-
-
-class ClaimView(NamedTuple):
-    """What ``get`` sees of a claim: its allocation in the cache, and in the tracker."""
-
-    device: str | None  # the device of the latest object (None: not allocated)
-    rv: int  # its resourceVersion
-    allocated: str | None  # the device the allocated-devices tracker holds for the claim
 
 
 def _device(number):
@@ -106,9 +103,8 @@ class UnorderedEventsCache:
         self.emit_events()
 
     def get(self, claim):
-        with self.lock:
-            return ClaimView(_device(self.latest_device[claim]), self.latest_rv[claim],
-                             _device(self.allocated[claim]))
+        """The device the allocated-devices tracker holds for the claim (None: none)."""
+        return _device(self.allocated[claim])
 
     def _push(self, claim, old, new):
         tail = self.counters[_TAIL]
