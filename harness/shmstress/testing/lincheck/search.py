@@ -55,24 +55,6 @@ MAX_OBJECTS = 4096
 """Room in the object table: the sequential model's objects are made in ``main`` too."""
 
 
-_SWITCH = st.integers(0, 255)
-_STAY = 224
-"""A decision's draw below this keeps choice 0 (the schedule without preemptions)."""
-
-
-def switch(drawn: int, options: int) -> int:
-    """The option a decision's draw picks: choice 0 for 7 draws in 8, else another, evenly.
-
-    Uniform choices would be a random walk, which switches process at every other step
-    and so almost never runs one process through a long stretch while another waits in the
-    middle of an operation, the shape of the deep races (PCT's argument, Burckhardt et al.,
-    ASPLOS 2010). A draw that switches shrinks, value by value, to one that does not, so
-    Hypothesis still shrinks towards fewer preemptions."""
-    if drawn < _STAY or options < 2:
-        return 0
-    return 1 + (drawn - _STAY) % (options - 1)
-
-
 class ExampleFailed(AssertionError):  # noqa: N818 - what Hypothesis sees of a failing example
     """An example's execution failed; the search keeps the outcome and reports it once."""
 
@@ -161,10 +143,14 @@ def _run(plan: Plan, chosen: settings, session: PlainSession, program_file: Path
          seed: int | None) -> SearchResult:
     tally = Tally()
     found: list[Failing] = []
+    choices: dict[int, st.SearchStrategy[int]] = {}
 
     def choice(data: st.DataObject) -> Callable[[int], int]:
         def draw(options: int) -> int:
-            return switch(data.draw(_SWITCH), options)
+            strategy = choices.get(options)
+            if strategy is None:
+                strategy = choices[options] = st.integers(0, options - 1)
+            return data.draw(strategy)
         return draw
 
     def example(program: Program, data: st.DataObject) -> None:
