@@ -26,6 +26,9 @@ COMMANDS = (
     Command("run", "shmstress.cli.run", "run one configuration and report violations"),
     Command("test", "shmstress.cli.test",
             "run plain multiprocessing code under controlled scheduling"),
+    Command("lincheck", "shmstress.cli.lincheck",
+            "test that a shared-memory object is linearizable, on programs and schedules "
+            "Hypothesis draws"),
     Command("list", "shmstress.cli.trackers", "list trackers, variants, roles and invariants"),
     Command("sweep", "shmstress.cli.sweep", "unlink segments left by dead coordinators"),
     Command("bench", "shmstress.cli.bench",

@@ -91,6 +91,12 @@ class TrialError(ShmstressError):
     exit_code = ExitCode.BROKEN
 
 
+class LincheckSearchError(ShmstressError):
+    """Hypothesis stopped a lincheck search without a verdict (a flaky example, a health check)."""
+
+    exit_code = ExitCode.BROKEN
+
+
 class LinearizabilityBudgetError(ShmstressError):
     """A linearizability search explored its bound of states without reaching a verdict."""
 
