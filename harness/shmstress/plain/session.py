@@ -205,7 +205,7 @@ class PlainSession:
                                     f"(exit code {host.exitcode})") from None
         if kind == "error":
             raise ScenarioError(said.splitlines()[0])
-        self.sources: Sources = said  # the code under test's files (plain.sources)
+        self.sources: Sources = said  # the code under test's files: a fresh host's alone
         self._snapshot = self._arena.snapshot(lambda name: name in _RESTORED)
         self._main = self.recorder.intern("main")
 
@@ -489,13 +489,13 @@ class PlainSession:
     def _steps(self) -> tuple[PlainStep, ...]:
         board = self.board
         count = int(board.globals.mv[G_STEP])
-        labels = board.step_label.np[:count].tolist()
-        workers = board.step_slot.np[:count].tolist()
-        indexes = board.step_index.np[:count].tolist()
-        values = board.step_value.np[:count].tolist()
-        kinds = board.step_kind.np[:count].tolist()
-        times = board.step_time.np[:count].tolist()
-        loose = board.step_loose.np[:count].tolist()
+        labels = board.step_label.mv[:count].tolist()
+        workers = board.step_slot.mv[:count].tolist()
+        indexes = board.step_index.mv[:count].tolist()
+        values = board.step_value.mv[:count].tolist()
+        kinds = board.step_kind.mv[:count].tolist()
+        times = board.step_time.mv[:count].tolist()
+        loose = board.step_loose.mv[:count].tolist()
         out = []
         for label, worker, index, word, kind, t_ns, unlocked in zip(
                 labels, workers, indexes, values, kinds, times, loose, strict=True):
