@@ -137,8 +137,9 @@ class _View:
 
 
 FRESH_HOST_EXECUTIONS = 1000
-"""An exploration with at least this budget starts its host as a fresh interpreter
-(``plain.host``, ``core.fresh``) rather than a fork of the coordinator: that costs about
+"""An exploration with at least this budget moves its host to a fresh interpreter
+(``plain.host``, ``core.fresh``) after its first ``runner.FORKED_HOST_EXECUTIONS``, which run
+in a fork of the coordinator (ready at once: many bugs are found in them): that costs about
 0.1 s of CPU more per session (an interpreter and its imports, more without cached
 bytecode), and saves at every process start of every execution the copy of the page
 tables of numpy and the coordinator's other modules (fsbench_ok: 27 starts an execution).
