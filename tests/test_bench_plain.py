@@ -24,7 +24,7 @@ from shmstress.bench.plain import (
 )
 
 TINY = PlainBudgets(pingpong_round_trips=2_000, step_executions=5, counter_executions=5,
-                    trials=2, detection_budget=50)
+                    trials=2, detection_budget=50, process_executions=3, bare_forks=20)
 
 
 def test_the_plain_bench_measures_every_figure_on_tiny_budgets() -> None:
@@ -48,6 +48,14 @@ def test_the_plain_bench_measures_every_figure_on_tiny_budgets() -> None:
         assert counter.executions == TINY.counter_executions
         assert counter.executions_per_s > 0
 
+    processes = bench.processes
+    assert processes is not None
+    assert processes.few.executions == processes.many.executions == TINY.process_executions
+    assert processes.few.executions_per_s > 0 and processes.many.executions_per_s > 0
+    assert processes.bare_fork_s > 0
+    # started and joined processes are steps: more processes, more steps
+    assert processes.many.steps > processes.few.steps
+
     ours = bench.shmstress
     assert ours.trials == TINY.trials and ours.found == TINY.trials
     assert all(1 <= e <= TINY.detection_budget for e in ours.executions)
@@ -68,6 +76,8 @@ def test_the_plain_bench_measures_every_figure_on_tiny_budgets() -> None:
     assert "steps/s" in text and "executions/s" in text
     assert all(setting.describe() in text for setting in SETTINGS)
     assert "shmstress (2 processes)" in text
+    assert "one more process" in text and "bare forks" in text and "bare os.fork" in text
+    assert ("median wall time to the first failure" in text) == (bench.frontrun is not None)
     assert ("frontrun (2 threads)" in text) != (FRONTRUN_MISSING in text)
     missing = "\n".join(render_plain_bench(replace(bench, frontrun=None,
                                                    frontrun_missing=FRONTRUN_MISSING)))

@@ -8,10 +8,15 @@
   figure is the cost of a step, not of forking each execution's processes;
 - executions/s of the two-increment locked counter, where the forks are the cost, in
   the same four settings;
+- what one more process costs an execution (processes that do nothing, ``FEW`` then
+  ``MANY`` of them, as ``shmstress test`` runs them), next to a bare ``os.fork`` +
+  ``os._exit`` + ``waitpid`` from the bench's own process, pinned as the sessions are,
+  measured before and after them;
 - executions until the first failure of the lost update on a counter: shmstress
   (processes, PCT) next to Frontrun (threads, its default DPOR and its random
-  strategy), over the same number of seeds. Frontrun is not a dependency: it is
-  measured when it is installed, and said to be missing when it is not.
+  strategy), over the same number of seeds, and the ratio of their median wall times.
+  Frontrun is not a dependency: it is measured when it is installed, and said to be
+  missing when it is not.
 
 The scenarios run from a copy of ``scenarios_plain.py`` in a temporary folder:
 ``--trace`` leaves code inside the shmstress package alone, so traced in place
@@ -24,6 +29,7 @@ import contextlib
 import importlib
 import importlib.metadata
 import importlib.util
+import os
 import shutil
 import statistics
 import tempfile
@@ -35,6 +41,8 @@ from types import ModuleType
 from typing import Any
 
 from shmstress.bench.controlled import Throughput, pingpong
+from shmstress.bench.scenarios_plain import FEW, MANY
+from shmstress.controlled.pinning import pinned
 from shmstress.controlled.strategies.base import StrategySpec
 from shmstress.core.errors import ScenarioError
 from shmstress.core.signals import interruptible
@@ -47,6 +55,7 @@ SCENARIOS_MODULE = "shmstress.bench.scenarios_plain"
 STEPS_SCENARIO = "locked_many"
 COUNTER_SCENARIO = "locked"
 RACY_SCENARIO = "racy"
+FEW_SCENARIO, MANY_SCENARIO = "started_few", "started_many"
 PCT = StrategySpec("pct")
 FRONTRUN_VERSION = "0.7.0"
 FRONTRUN_MISSING = f"frontrun not installed (pip install frontrun=={FRONTRUN_VERSION})"
@@ -79,6 +88,8 @@ class PlainBudgets:
     pingpong_round_trips: int = 50_000
     step_executions: int = 30  # of STEPS_SCENARIO, in each setting
     counter_executions: int = 300  # in each setting
+    process_executions: int = 100  # of FEW_SCENARIO and of MANY_SCENARIO
+    bare_forks: int = 300  # before and after them
     trials: int = 10  # seeds of the first-failure comparison, per tool and strategy
     detection_budget: int = 1000  # executions per trial before it counts as missed
 
@@ -128,6 +139,28 @@ class FrontrunFigures:
 
 
 @dataclass(frozen=True)
+class ProcessCost:
+    """What one more process costs an execution, and a bare fork from the bench's process."""
+
+    few: Throughput  # FEW_SCENARIO: FEW processes started and joined
+    many: Throughput  # MANY_SCENARIO
+    bare_fork_s: float  # median fork + exit + wait, the mean of before and after
+
+    @property
+    def per_process_s(self) -> float:
+        """The difference of the two scenarios' seconds per execution over MANY - FEW."""
+        few, many = self.few.executions_per_s, self.many.executions_per_s
+        if few <= 0 or many <= 0:
+            return 0.0
+        return (1 / many - 1 / few) / (MANY - FEW)
+
+    @property
+    def bare_forks(self) -> float:
+        """One more process in bare forks."""
+        return self.per_process_s / self.bare_fork_s if self.bare_fork_s > 0 else 0.0
+
+
+@dataclass(frozen=True)
 class PlainBench:
     pingpong_round_trips_per_s: float
     steps: tuple[Throughput, ...]  # STEPS_SCENARIO in each of SETTINGS
@@ -135,6 +168,7 @@ class PlainBench:
     shmstress: FirstFailures
     frontrun: FrontrunFigures | None
     frontrun_missing: str = ""  # why there is no Frontrun figure
+    processes: ProcessCost | None = None
 
     def share(self, throughput: Throughput) -> float:
         """Steps/s in percent of the ping-pong's round trips/s."""
@@ -175,6 +209,32 @@ def plain_throughput(scenario: Path, function: str, executions: int, seed: int,
                             f"{next(iter(result.uncontrolled))}")
     what = f"{function}, {setting.describe()}"
     return Throughput(what, result.executions, result.steps, result.elapsed_s)
+
+
+def bare_fork_s(forks: int) -> float:
+    """The median seconds of ``os.fork`` + ``os._exit(0)`` in the child + ``waitpid``, from
+    this process, pinned to one CPU as a session's processes are: the floor of what a
+    process of an execution costs."""
+    times = []
+    with pinned():
+        for _ in range(forks):
+            start = time.perf_counter()
+            pid = os.fork()
+            if pid == 0:
+                os._exit(0)
+            os.waitpid(pid, 0)
+            times.append(time.perf_counter() - start)
+    return float(statistics.median(times)) if times else 0.0
+
+
+def process_cost(scenario: Path, budgets: PlainBudgets, seed: int) -> ProcessCost:
+    """One more process, in the setting ``shmstress test`` runs by default, between two
+    measures of a bare fork (a machine getting busier weighs on both sides alike)."""
+    before = bare_fork_s(budgets.bare_forks)
+    few = plain_throughput(scenario, FEW_SCENARIO, budgets.process_executions, seed)
+    many = plain_throughput(scenario, MANY_SCENARIO, budgets.process_executions, seed)
+    after = bare_fork_s(budgets.bare_forks)
+    return ProcessCost(few, many, (before + after) / 2)
 
 
 def shmstress_first_failures(scenario: Path, trials: int, budget: int,
@@ -276,6 +336,9 @@ def run_plain_bench(seed: int, log: Callable[[str], None],
         counters = tuple(plain_throughput(scenario, COUNTER_SCENARIO,
                                           budgets.counter_executions, seed, setting)
                          for setting in SETTINGS)
+        log(f"plain: one more process ({FEW} then {MANY} that do nothing), next to a bare "
+            "fork")
+        processes = process_cost(scenario, budgets, seed)
         log(f"plain: executions until the first failure, {RACY_SCENARIO} counter, "
             f"{budgets.trials} seeds")
         ours = shmstress_first_failures(scenario, budgets.trials, budgets.detection_budget,
@@ -283,7 +346,7 @@ def run_plain_bench(seed: int, log: Callable[[str], None],
         log("plain: the same race with threads under Frontrun")
         theirs = frontrun_first_failures(budgets.trials, budgets.detection_budget, seed)
     return PlainBench(pingpong_rate, steps, counters, ours, theirs,
-                      FRONTRUN_MISSING if theirs is None else "")
+                      FRONTRUN_MISSING if theirs is None else "", processes)
 
 
 def render_plain_bench(bench: PlainBench) -> list[str]:
@@ -307,6 +370,8 @@ def render_plain_bench(bench: PlainBench) -> list[str]:
             f"({c.executions_per_s / bare if bare else 0:.0%} of both off; {c.executions} "
             f"executions, {c.steps / max(1, c.executions):.0f} steps each, start-up included)"
         )
+    if bench.processes is not None:
+        lines.extend(_render_process_cost(bench.processes))
     lines.append("  lost update on a counter, executions until the first failure over seeds "
                  "(a miss counts as the budget):")
     rows = [bench.shmstress, *(bench.frontrun.strategies if bench.frontrun else ())]
@@ -316,9 +381,25 @@ def render_plain_bench(bench: PlainBench) -> list[str]:
     else:
         lines.append(f"    frontrun {bench.frontrun.version}: counterexample replays off; its "
                      f"DPOR takes no seed (trials differ in time only)")
+        ours = bench.shmstress.median_s
+        ratios = ", ".join(f"{ours / f.median_s:,.1f}x its {f.strategy}"
+                           for f in bench.frontrun.strategies if f.median_s > 0)
+        lines.append(f"    shmstress's median wall time to the first failure: {ratios}")
         if bench.frontrun.explanation:
             lines.append(f"    frontrun says: {' / '.join(bench.frontrun.explanation)}")
     return lines
+
+
+def _render_process_cost(cost: ProcessCost) -> list[str]:
+    few, many = cost.few, cost.many
+    return [
+        f"  one more process (each does nothing; {few.what.partition(', ')[2]}): "
+        f"{cost.per_process_s * 1000:,.2f} ms = {cost.bare_forks:.2f} bare forks "
+        f"({FEW} processes: {few.executions_per_s:,.1f} executions/s, {MANY}: "
+        f"{many.executions_per_s:,.1f}; {few.executions} executions each, start-up included)",
+        f"  bare os.fork + os._exit + waitpid from the bench's process, pinned to one CPU: "
+        f"median {cost.bare_fork_s * 1000:,.3f} ms (before and after)",
+    ]
 
 
 def _render_first_failures(f: FirstFailures) -> str:

@@ -4,8 +4,9 @@ They live in the package, not in ``examples/``, so that an installed shmstress
 can measure itself. ``racy`` and ``locked`` are ``examples/plain/counter.py``'s
 two scenarios; ``locked_many`` repeats the locked increment so that one
 execution has about a thousand steps: its steps/s measure the cost of a step,
-not the fork of each execution's processes. ``ThreadCounter`` is the same lost
-update with threads, as Frontrun's README writes it, for the side-by-side.
+not the fork of each execution's processes. ``started_few`` and ``started_many``
+start processes that do nothing: the cost of one more process. ``ThreadCounter`` is the
+same lost update with threads, as Frontrun's README writes it, for the side-by-side.
 
 The bench runs a copy of this file from a temporary folder: ``--trace`` never
 traces code inside the shmstress package (that is its own machinery).
@@ -22,6 +23,9 @@ if TYPE_CHECKING:
 
 WORKERS = 2
 INCREMENTS = 100
+FEW, MANY = 2, 6
+"""Processes ``started_few`` and ``started_many`` start: what one more costs is the difference
+of their execution times over ``MANY - FEW``."""
 """Per process in ``locked_many``: with its acquire, read, write and release, an
 execution takes about ``WORKERS * INCREMENTS * 5`` steps."""
 
@@ -61,6 +65,26 @@ def locked() -> None:
 
 def locked_many() -> None:
     _run(increment_locked_many, WORKERS * INCREMENTS)
+
+
+def _return() -> None:
+    """A process that does nothing: its cost is the start, the join and the exit alone."""
+
+
+def _start_and_join(count: int) -> None:
+    workers = [mp.Process(target=_return) for _ in range(count)]
+    for worker in workers:
+        worker.start()
+    for worker in workers:
+        worker.join()
+
+
+def started_few() -> None:
+    _start_and_join(FEW)
+
+
+def started_many() -> None:
+    _start_and_join(MANY)
 
 
 class ThreadCounter:

@@ -121,7 +121,7 @@ def boot() -> None:
                       f"{exc}\n{traceback.format_exc()}"))
         os._exit(code)
     try:
-        host_main(runtime, plan.scenario, plan.trace, channel, plan.coordinator)
+        host_main(runtime, plan.scenario, plan.trace, channel, plan.coordinator, sources=True)
         code = 0
     finally:
         _EXIT_FUNCTION()
@@ -131,8 +131,13 @@ def boot() -> None:
 
 def host_main(
     runtime: PlainRuntime, scenario: ScenarioRef, trace: tuple[str, ...], ready: Connection,
-    coordinator: int,
+    coordinator: int, sources: bool = False,
 ) -> None:
+    """Import the scenario, say "ready", then fork one ``main`` per execution until told to
+    exit. ``sources``: the ready message carries the code under test's files
+    (``plain.sources``); only a fresh host's are the program's alone (a forked one holds the
+    coordinator's modules too), and only a checkpoint, whose host is a fresh one, keeps them:
+    a forked host skips the tens of milliseconds of resolving every loaded module's path."""
     become_worker(coordinator)
     # The execution's processes inherit this over their forks (they set up only their
     # parent's death and the signals): a hung one's stack goes to stderr, as the session
@@ -162,7 +167,8 @@ def host_main(
                     f"{exc}\n{traceback.format_exc()}"))
         return
     compiled = getattr(function, "__code__", None)  # its file, even one shmstress ships
-    ready.send(("ready", loaded_sources(compiled.co_filename if compiled else None)))
+    ready.send(("ready", loaded_sources(compiled.co_filename if compiled else None)
+                if sources else {}))
     gc.freeze()  # a fork's child then copies only the pages it writes, not every object GC visits
     board = runtime.board
     main, go = _prefork(runtime, function)

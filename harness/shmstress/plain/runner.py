@@ -12,6 +12,7 @@ import contextlib
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from types import TracebackType
 
 from shmstress.controlled.coverage import Coverage
 from shmstress.controlled.strategies import DEFAULT, Replay, exploring_strategy
@@ -152,7 +153,7 @@ def explore(spec: PlainSpec, exploration: Exploration, progress: Progress | None
             raise ExplorationInterrupted(_result(spec, exploration, saved,
                                                  interrupted=True)) from None
     elif checkpoint is not None:  # it ended before: its result stands only for its code
-        with PlainSession(spec, saved.names, lean_host(exploration, checkpoint)) as session:
+        with PlainSession(spec, saved.names, lean_host(checkpoint)) as session:
             _check_code(checkpoint, saved, session.sources)
     return _result(spec, exploration, saved)
 
@@ -191,9 +192,11 @@ def _search(spec: PlainSpec, exploration: Exploration, saved: Saved,
     # checkpointing: the loop runs shielded, so a signal lets the execution finish, and
     # the exploration saves and stops at the next boundary
     guard = shielded if saver is not None else contextlib.nullcontext
-    fresh = lean_host(exploration, checkpoint)
-    with interruptible() as interrupt, PlainSession(spec, saved.names, fresh) as session, \
-            guard():
+    fresh = lean_host(checkpoint)
+    rehost = (tally.executions + FORKED_HOST_EXECUTIONS
+              if not fresh and exploration.executions >= FRESH_HOST_EXECUTIONS else -1)
+    with interruptible() as interrupt, _Host(spec, saved.names, fresh) as host, guard():
+        session = host.session
         if checkpoint is not None and resumed:
             _check_code(checkpoint, saved, session.sources)
         elif checkpoint is not None:
@@ -208,6 +211,8 @@ def _search(spec: PlainSpec, exploration: Exploration, saved: Saved,
             if strategy is not None and not strategy.new_execution():
                 ending.exhausted = True
                 break
+            if tally.executions == rehost:
+                session = host.fresh()
             seed = strategy.next_u64() if strategy is not None else seeds.getrandbits(63)
             outcome = session.execute(strategy, seed)
             tally.executions += 1
@@ -240,14 +245,50 @@ def _search(spec: PlainSpec, exploration: Exploration, saved: Saved,
         raise Interrupted
 
 
-def lean_host(exploration: Exploration, checkpoint: Checkpointing | None) -> bool:
-    """Whether the search's host is a fresh interpreter (``plain.host``): for a long search,
-    and for any checkpointed one. A host forked from a coordinator that has just loaded a
+FORKED_HOST_EXECUTIONS = 100
+"""A long search (``session.FRESH_HOST_EXECUTIONS``) not checkpointed runs this many executions
+in a forked host before it moves to a fresh one: a forked host is ready in a few
+milliseconds, a fresh interpreter in about 0.1 s of CPU (ten times the time to the first
+failure of a two-process lost update), and many bugs are found in the first executions."""
+
+
+def lean_host(checkpoint: Checkpointing | None) -> bool:
+    """Whether the search's host is a fresh interpreter (``plain.host``) from the start: for
+    any checkpointed search. A host forked from a coordinator that has just loaded a
     checkpoint would carry the whole search (DPOR's tree: hundreds of MB) into the fork of
     every process of every execution; and the code under test a checkpoint keeps
     (``plain.sources``) is what the host loaded, which in a fork includes the coordinator's
-    modules: the same kind of host every time gives the same files."""
-    return exploration.executions >= FRESH_HOST_EXECUTIONS or checkpoint is not None
+    modules: the same kind of host every time gives the same files. A long search moves to
+    a fresh host after ``FORKED_HOST_EXECUTIONS`` (``_Host``)."""
+    return checkpoint is not None
+
+
+class _Host:
+    """The search's session, and its move to a fresh host: the new session takes the
+    execution count of the old one (``selfcheck.scanned``), so the executions are those of
+    one session."""
+
+    def __init__(self, spec: PlainSpec, names: Names, fresh: bool) -> None:
+        self._spec, self._names = spec, names
+        self.session = PlainSession(spec, names, fresh)
+        self._open = True
+
+    def fresh(self) -> PlainSession:
+        done = self.session.executions
+        self._open = False
+        self.session.close()
+        self.session = PlainSession(self._spec, self._names, fresh_host=True)
+        self._open = True
+        self.session.executions = done
+        return self.session
+
+    def __enter__(self) -> _Host:
+        return self
+
+    def __exit__(self, kind: type[BaseException] | None, value: BaseException | None,
+                 traceback: TracebackType | None) -> None:
+        if self._open:
+            self.session.__exit__(kind, value, traceback)
 
 
 def _result(spec: PlainSpec, exploration: Exploration, saved: Saved,

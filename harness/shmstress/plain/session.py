@@ -138,8 +138,9 @@ class _View:
 
 
 FRESH_HOST_EXECUTIONS = 1000
-"""An exploration with at least this budget starts its host as a fresh interpreter
-(``plain.host``, ``core.fresh``) rather than a fork of the coordinator: that costs about
+"""An exploration with at least this budget moves its host to a fresh interpreter
+(``plain.host``, ``core.fresh``) after its first ``runner.FORKED_HOST_EXECUTIONS``, which run
+in a fork of the coordinator (ready at once: many bugs are found in them): that costs about
 0.1 s of CPU more per session (an interpreter and its imports, more without cached
 bytecode), and saves at every process start of every execution the copy of the page
 tables of numpy and the coordinator's other modules (fsbench_ok: 27 starts an execution).
@@ -206,7 +207,7 @@ class PlainSession:
                                     f"(exit code {host.exitcode})") from None
         if kind == "error":
             raise ScenarioError(said.splitlines()[0])
-        self.sources: Sources = said  # the code under test's files (plain.sources)
+        self.sources: Sources = said  # the code under test's files: a fresh host's alone
         self._snapshot = self._arena.snapshot(lambda name: name in _RESTORED)
         self._main = self.recorder.intern("main")
 
@@ -492,13 +493,13 @@ class PlainSession:
     def _steps(self) -> tuple[PlainStep, ...]:
         board = self.board
         count = int(board.globals.mv[G_STEP])
-        labels = board.step_label.np[:count].tolist()
-        workers = board.step_slot.np[:count].tolist()
-        indexes = board.step_index.np[:count].tolist()
-        values = board.step_value.np[:count].tolist()
-        kinds = board.step_kind.np[:count].tolist()
-        times = board.step_time.np[:count].tolist()
-        loose = board.step_loose.np[:count].tolist()
+        labels = board.step_label.mv[:count].tolist()
+        workers = board.step_slot.mv[:count].tolist()
+        indexes = board.step_index.mv[:count].tolist()
+        values = board.step_value.mv[:count].tolist()
+        kinds = board.step_kind.mv[:count].tolist()
+        times = board.step_time.mv[:count].tolist()
+        loose = board.step_loose.mv[:count].tolist()
         out = []
         for label, worker, index, word, kind, t_ns, unlocked in zip(
                 labels, workers, indexes, values, kinds, times, loose, strict=True):
