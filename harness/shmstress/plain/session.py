@@ -312,7 +312,7 @@ class PlainSession:
         self._arena.restore(self._snapshot)
         globals_ = board.globals.mv
         globals_[G_SEED] = seed
-        for field in (G_STEP, G_ABORT, G_WAKE, G_FAILED):
+        for field in (G_STEP, G_ABORT, G_WAKE, G_FAILED, G_LIMIT):
             globals_[field] = 0
         globals_[G_SCAN_MAPS] = scanned(self.executions)
         self.executions += 1
