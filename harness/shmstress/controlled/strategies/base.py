@@ -216,6 +216,19 @@ class ScheduleEnded(Exception):  # noqa: N818 - a replay outcome
     """A replayed execution took every recorded step and workers still wait."""
 
 
+class OneExecution:
+    """A strategy that runs one execution and no more (a replay, a guided or drawn
+    schedule): its search is someone else's."""
+
+    _started = False
+
+    def new_execution(self) -> bool:
+        if self._started:
+            return False
+        self._started = True
+        return True
+
+
 def default_choice(view: SchedulerView) -> int:
     """The schedule without preemptions: the previous worker goes on while it can; then the
     next runnable worker after it in id order. Shrinking counts deviations from it; bounded

@@ -13,7 +13,12 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from shmstress.controlled.strategies.base import SchedulerView, StrategySpec, default_choice
+from shmstress.controlled.strategies.base import (
+    OneExecution,
+    SchedulerView,
+    StrategySpec,
+    default_choice,
+)
 from shmstress.core.trace import Step
 
 Block = tuple[int, int]  # (worker, steps)
@@ -39,20 +44,13 @@ def without_block(blocks: Sequence[Block], index: int) -> tuple[Block, ...]:
     return tuple(rest)
 
 
-class Blocks:
+class Blocks(OneExecution):
     def __init__(self, blocks: Sequence[Block], execution_seed: int) -> None:
         self._blocks = tuple(blocks)
         self._seed = execution_seed
         self._index = 0
         self._left = self._blocks[0][1] if self._blocks else 0
-        self._started = False
         self.spec = StrategySpec("blocks")
-
-    def new_execution(self) -> bool:
-        if self._started:
-            return False
-        self._started = True
-        return True
 
     def next_task(self, view: SchedulerView) -> tuple[int, int]:
         blocks = self._blocks

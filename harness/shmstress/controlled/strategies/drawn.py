@@ -21,6 +21,7 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from shmstress.controlled.strategies.base import (
+    OneExecution,
     ScheduleEnded,
     SchedulerView,
     StrategySpec,
@@ -31,21 +32,13 @@ Choose = Callable[[int], int]
 """Given the number of options (at least 2), the index of the one taken."""
 
 
-class Drawn:
+class Drawn(OneExecution):
     def __init__(self, choose: Choose, execution_seed: int = 0) -> None:
         self._choose = choose
         self._seed = execution_seed
-        self._started = False
         self.decisions = 0  # draws made in the execution
         self.interruption: BaseException | None = None
         self.spec = StrategySpec("drawn")
-
-    def new_execution(self) -> bool:
-        """One execution per strategy: the next example brings choices of its own."""
-        if self._started:
-            return False
-        self._started = True
-        return True
 
     def next_task(self, view: SchedulerView) -> tuple[int, int]:
         runnable = view.runnable

@@ -12,27 +12,21 @@ from collections.abc import Sequence
 
 from shmstress.controlled.strategies.base import (
     UNLIMITED,
+    OneExecution,
     SchedulerView,
     StrategySpec,
     default_choice,
 )
 
 
-class Guided:
+class Guided(OneExecution):
     def __init__(self, deviations: Sequence[tuple[int, int]], execution_seed: int) -> None:
         self._plan = dict(deviations)
         self._planned_steps = sorted(self._plan)
         self._seed = execution_seed
-        self._started = False
         self._cursor = 0
         self.applied: list[tuple[int, int]] = []
         self.spec = StrategySpec("guided")
-
-    def new_execution(self) -> bool:
-        if self._started:
-            return False
-        self._started = True
-        return True
 
     def next_task(self, view: SchedulerView) -> tuple[int, int]:
         step = view.step

@@ -12,6 +12,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from shmstress.controlled.strategies.base import (
+    OneExecution,
     ScheduleDiverged,
     ScheduleEnded,
     SchedulerView,
@@ -21,18 +22,16 @@ from shmstress.controlled.strategies.base import (
 from shmstress.core.trace import Step
 
 
-class Replay:
+class Replay(OneExecution):
     def __init__(self, steps: Sequence[Step], execution_seed: int) -> None:
         self._steps = tuple(steps)
         self._seed = execution_seed
-        self._started = False
         self.deviations: list[tuple[int, int]] = []
         self.spec = StrategySpec("replay")
 
     def new_execution(self) -> bool:
-        if self._started:
+        if not super().new_execution():
             return False
-        self._started = True
         self.deviations = []
         return True
 
