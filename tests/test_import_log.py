@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 
 from shmstress.cli.commands import COMMANDS
+from shmstress.cli.import_log import render_import
 from shmstress.cli.main import main
 from shmstress.controlled.log_match import ANYWHERE, Expected, Matching, Offer, Seen, Target
 from shmstress.core.exit_reason import ExitCode
@@ -80,6 +81,11 @@ def test_the_seed_log_reproduces_its_race_in_gather_unchecked() -> None:
     bundle = report.bundle
     assert bundle is not None and bundle.names[next(
         model for model, log in bundle.names.items() if log == CLAIM)] == CLAIM
+    rows = [row for row in render_import(report, OHLY) if ": step " in row]
+    for (_, seen), row in zip(match.matching.matched, rows, strict=True):
+        # "line 3: step 17 gatherer #1: ...": step 17 is the bundle's 17th, numbered as shown
+        number = int(row.split(": step ")[1].split()[0])
+        assert bundle.steps[number - 1].worker == seen.worker, row
     replayed = replay_bundle(bundle, pin=False)
     assert replayed.verdict is Verdict.REPRODUCED
     assert f'claim "{CLAIM}" is in flight' in render_replay(replayed, Path("b.json"))

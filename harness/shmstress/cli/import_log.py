@@ -23,6 +23,7 @@ from shmstress.controlled.log_search import MissKey
 from shmstress.core.config import default_out
 from shmstress.core.errors import ConfigError
 from shmstress.core.files import ArtifactError, require_writable
+from shmstress.core.trace import step_number
 from shmstress.plugin import registry
 from shmstress.plugin.wording import wording_of
 from shmstress.repro.bundle import replay_command, write_bundle_into
@@ -61,7 +62,7 @@ def render_import(report: ImportReport, source: Path) -> list[str]:
         return lines
     lines.append("  matched:")
     for expected, seen in match.matching.matched:
-        lines.append(f"    line {expected.line:>4}: step {seen.seq:>4} "
+        lines.append(f"    line {expected.line:>4}: step {step_number(seen.seq):>4} "
                      f"{config_worker(report, seen.worker)}: {expected.message}")
     if report.names:
         lines.append("  names (model -> log):")
