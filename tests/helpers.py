@@ -116,3 +116,23 @@ class StepByStep:
 
     def next_u64(self) -> int:
         return self._walk.next_u64()
+
+
+def spy_on_hosts(monkeypatch: pytest.MonkeyPatch) -> list[bool]:
+    """Whether each plain session the runner opens from now on starts a fresh host (True)
+    or forks one (False), in order."""
+    from shmstress.plain import runner
+    from shmstress.plain.footprints import Names
+    from shmstress.plain.session import PlainSession
+    from shmstress.plain.spec import PlainSpec
+
+    hosts: list[bool] = []
+
+    class Spy(PlainSession):
+        def __init__(self, spec: PlainSpec, names: Names | None = None,
+                     fresh_host: bool = False) -> None:
+            hosts.append(fresh_host)
+            super().__init__(spec, names, fresh_host)
+
+    monkeypatch.setattr(runner, "PlainSession", Spy)
+    return hosts

@@ -31,14 +31,12 @@ from shmstress.cli.main import main
 from shmstress.controlled.strategies import PLAIN_MIX, Portfolio, StrategySpec
 from shmstress.controlled.strategies.portfolio import DPOR, member_name
 from shmstress.core.provenance import shmstress_code
-from shmstress.plain import runner
 from shmstress.plain.checkpoint import CheckpointError, Checkpointing, Identity
-from shmstress.plain.footprints import Names
 from shmstress.plain.outcome import PlainOutcome
 from shmstress.plain.runner import Exploration, PlainResult, explore
 from shmstress.plain.scenario import ScenarioRef
-from shmstress.plain.session import PlainSession
 from shmstress.plain.spec import PlainSpec
+from tests.helpers import spy_on_hosts
 
 PROGRAM = "stack_ok"
 EXECUTIONS = 250  # past the stage at 240: the smallest run with a stage change on both sides
@@ -206,15 +204,7 @@ def test_a_resumed_search_gets_a_fresh_host_and_runs_what_a_forked_one_would(
     """A short search runs in a forked host; checkpointed, and resumed, in a fresh
     interpreter (a fork would carry the loaded search into every process start), with the
     executions unchanged."""
-    hosts: list[bool] = []
-
-    class Spy(PlainSession):
-        def __init__(self, spec: PlainSpec, names: Names | None = None,
-                     fresh_host: bool = False) -> None:
-            hosts.append(fresh_host)
-            super().__init__(spec, names, fresh_host)
-
-    monkeypatch.setattr(runner, "PlainSession", Spy)
+    hosts = spy_on_hosts(monkeypatch)
     spec, dpor = program("stack_ok").spec(), next(s for s in STRATEGIES if s.key == "dpor").spec
     whole: list[str] = []
     explore(spec, Exploration(dpor, 0, 4), witness=lambda o: whole.append(_fingerprint(o)))

@@ -9,12 +9,11 @@ import pytest
 
 from shmstress.controlled.strategies.base import StrategySpec
 from shmstress.plain import runner
-from shmstress.plain.footprints import Names
 from shmstress.plain.outcome import PlainOutcome
 from shmstress.plain.runner import Exploration, explore
 from shmstress.plain.scenario import ScenarioRef
-from shmstress.plain.session import PlainSession
 from shmstress.plain.spec import PlainSpec
+from tests.helpers import spy_on_hosts
 
 COUNTER = Path(__file__).resolve().parent.parent / "examples" / "plain" / "counter.py"
 
@@ -27,15 +26,7 @@ def _fingerprint(outcome: PlainOutcome) -> tuple[object, ...]:
 def _search(monkeypatch: pytest.MonkeyPatch, fresh_from: int) -> tuple[list[bool], list[object]]:
     """Five executions of the locked counter; a search of at least ``fresh_from`` executions
     moves to a fresh host after two."""
-    hosts: list[bool] = []
-
-    class Spy(PlainSession):
-        def __init__(self, spec: PlainSpec, names: Names | None = None,
-                     fresh_host: bool = False) -> None:
-            hosts.append(fresh_host)
-            super().__init__(spec, names, fresh_host)
-
-    monkeypatch.setattr(runner, "PlainSession", Spy)
+    hosts = spy_on_hosts(monkeypatch)
     monkeypatch.setattr(runner, "FRESH_HOST_EXECUTIONS", fresh_from)
     monkeypatch.setattr(runner, "FORKED_HOST_EXECUTIONS", 2)
     runs: list[object] = []
