@@ -222,3 +222,30 @@ def test_a_replay_that_ends_with_its_schedule_still_checks_at_rest() -> None:
     assert report.outcome.end.value == "violation", report.detail
     (found,) = report.outcome.violations
     assert found.invariant == "no-lost-update" and found.at_rest
+
+
+def test_a_free_failure_of_a_consumer_that_waits_for_ever_explains_replays_and_shrinks(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The consumer of ``stuck_queue`` looks at the queue before each point, to choose
+    between "get" and "wait for an item". Its free bundle diverged on replay at its first
+    "get" (6 of 6 runs): the producer had put its items before the consumer started, and
+    in a replay every worker runs to its first point before the first step; and after an
+    idle step a free worker read the queue with the step lock let go. Now no free worker
+    takes its first point before all are at theirs, and an idle worker lets go only at its
+    next point."""
+    code = str(TRACKERS / "stuck_queue.py")
+    out = tmp_path / "out"
+    assert main(["run", "--tracker", f"{code}:StuckQueue", "--variant", "short", "--seed", "1",
+                 "--duration", "1", "--stop-timeout", "2", "--out", str(out)]) == 1
+    text = capsys.readouterr().out
+    assert "no-progress" in text and "explanation:" in text and "consumer #1" in text
+    (bundle_path,) = out.glob("*.json")
+    assert load_bundle(bundle_path).mode == "free"
+    assert main(["replay", str(bundle_path), "--code", code]) == 1
+    assert "reproduced: no-progress" in capsys.readouterr().out
+    shrunk = tmp_path / "shrunk.json"
+    assert main(["shrink", str(bundle_path), "--code", code, "-o", str(shrunk),
+                 "--max-seconds", "20"]) == 0
+    assert "still fails with: no-progress" in capsys.readouterr().out
+    assert len(load_bundle(shrunk).steps) < len(load_bundle(bundle_path).steps)

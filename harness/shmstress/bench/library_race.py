@@ -15,7 +15,9 @@ this tracker to see that the default noise costs (next to) nothing where it
 cannot help. A free run holds the step lock from a point to the next one, so
 that the code between two points runs alone; a real library call runs while
 the other processes run, so each writer lets go of the step lock before the
-call (``runtime.idle()``, as a worker that waits does), and the calls can overlap.
+call (``end_step`` of the harness's own runtime, which a tracker's ``Runtime`` does not
+offer), and the calls can overlap. A free failure of it is then not guaranteed to
+replay: the replay runs each call between its points.
 
 No DRA vocabulary and no tracker import: the bench loads it by its path, like
 any user's tracker (``shmstress run --tracker path/to/library_race.py:LibraryRaceTracker``).
@@ -25,7 +27,7 @@ from __future__ import annotations
 
 import mmap
 import struct
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import ClassVar
 
 from shmstress.api import (
@@ -39,6 +41,11 @@ from shmstress.api import (
     Tracker,
     Workers,
 )
+from shmstress.core.runtime import Runtime as CoreRuntime
+
+
+def _stay() -> None:
+    """A runtime of another kind has no step lock to let go of."""
 
 
 class SharedTable:
@@ -100,7 +107,7 @@ class Writer:
                                 written=self._written, found=found)
         self._written += 1
         t.runtime.point("Calls the library's set", table=0)
-        t.runtime.idle()  # let go of the step lock: the library runs while the others run
+        t.let_go()  # the library runs while the others run
         t.table.set(self._key, self._written)
         return True
 
@@ -125,6 +132,9 @@ class LibraryRaceTracker(Tracker):
 
     def __init__(self, setup: Setup, variant: str, params: Mapping[str, int]) -> None:
         self.runtime: Runtime = setup.runtime
+        core = setup.runtime
+        self.let_go: Callable[[], None] = (
+            core.end_step if isinstance(core, CoreRuntime) else _stay)
         self.table = SharedTable(_KEYS)
 
     def reset(self) -> None:

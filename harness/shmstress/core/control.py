@@ -25,6 +25,7 @@ ABORT = 2
 VIOLATIONS = 3
 T0_NS = 4
 PHASE_CHANGES = 5  # points handed out when DRAIN, then STOP, began (+1; 0: not yet)
+STARTED = 7  # free mode: workers at their first point or past it (finished, crashed)
 _CONTROL_LEN = 8
 
 # per-worker slots
@@ -118,6 +119,16 @@ class ControlBlock:
     @property
     def points(self) -> int:
         return int(self.control.mv[SEQ])
+
+    def arrive(self) -> None:
+        """Count a worker at its first point, or one that ended before it (free mode)."""
+        mv = self.control.mv
+        with self.seq_lock:
+            mv[STARTED] += 1
+
+    @property
+    def everyone_arrived(self) -> bool:
+        return self.control.mv[STARTED] >= self.n_workers
 
     # -- phase and abort ------------------------------------------------------------------
     @property

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import os
 import random
+import time
 from collections.abc import Callable, Sequence
 from multiprocessing import util
 from multiprocessing.synchronize import Lock as MpLock
@@ -29,6 +30,7 @@ arrays and violation fields hold ints only."""
 
 
 _STEP_LOCK_SLICE_S = 0.05
+_START_POLL_S = 0.0002
 
 
 class StopRun(BaseException):
@@ -82,6 +84,8 @@ class Runtime:
         self.one_at_a_time = False
         self._step_lock: MpLock | None = None  # free mode: see ``attach``
         self._holding = False
+        self._before_first_point = False  # free mode: see ``attach``
+        self._yield_at_next_point = False  # free mode: see ``idle``
         self.gate_holds = False
         """The gate runs under the step lock and lets go itself before it pauses (free mode's
         aimed noise): a point without a pause then gives no other worker a chance to take the
@@ -96,7 +100,12 @@ class Runtime:
         next, so the code between two points runs alone. The sequence numbers then order
         the accesses as they really happened, and a replay that takes the recorded steps
         in order sees the values the run saw. Which worker gets the lock next is up to the
-        OS and the noise (the gate runs with the lock let go)."""
+        OS and the noise (the gate runs with the lock let go). No worker takes its first
+        point before every worker has reached its own (``arrive_at_start``): what a role
+        does before its first point (look at a queue, to choose between "get" and "wait")
+        then sees the state it sees in a replay, where every worker runs to its first
+        point before the first step is granted. Without it, a worker started late read
+        what the others had already done, and its bundle diverged on replay."""
         self.end_step()
         self.worker_id = worker_id
         self.rng = worker_rng(seed, worker_id)
@@ -107,7 +116,22 @@ class Runtime:
         self.observer = None
         if alone and self._step_lock is None:
             self._step_lock = self.control.step_lock
+            self._before_first_point = True
             util.Finalize(self, self.end_step, exitpriority=100)  # an exiting worker lets go
+
+    def arrive_at_start(self, wait: bool = True) -> None:
+        """Free mode: count this worker as at its first point and, with ``wait``, wait for
+        every other one to be at its own, or past it (a worker ending before its first
+        point arrives without waiting)."""
+        if not self._before_first_point:
+            return
+        self._before_first_point = False
+        control = self.control
+        control.arrive()
+        while wait and not control.everyone_arrived:
+            if self._abort_mv[2]:  # the run ended before every worker started
+                raise StopRun
+            time.sleep(_START_POLL_S)
 
     def end_step(self) -> None:
         """Let go of the step lock (free mode): at a point, when idle, and at exit."""
@@ -139,11 +163,13 @@ class Runtime:
 
     def before_point(self, label: str) -> None:
         """Abort check and gate: the part of a point that runs before the step."""
+        if self._before_first_point:
+            self.arrive_at_start()
         if self.gate_holds:
             self._gate_then_let_go(label, -1)
             return
         if self._holding:
-            self.end_step()
+            self._let_go_at_point()
         if self._abort_mv[2]:  # control.ABORT, inlined: this runs at every point
             raise StopRun
         self.gate.before_point(label)
@@ -152,11 +178,13 @@ class Runtime:
         """``before_point`` for the outer acquire of instrumented lock slot ``lock``: the
         acquire that follows may block, so the step lock is let go first (after a gate that
         holds it)."""
+        if self._before_first_point:
+            self.arrive_at_start()
         if self.gate_holds:
             self._gate_then_let_go(label, lock)
             return
         if self._holding:
-            self.end_step()
+            self._let_go_at_point()
         if self._abort_mv[2]:
             raise StopRun
         if self.acquire_gate is None:
@@ -174,7 +202,14 @@ class Runtime:
             self.acquire_gate.before_acquire(label, lock)
         else:
             self.gate.before_point(label)
+        self._let_go_at_point()
+
+    def _let_go_at_point(self) -> None:
+        """End the step at a point (free mode), yielding if the step was idle (``idle``)."""
         self.end_step()
+        if self._yield_at_next_point:
+            self._yield_at_next_point = False
+            os.sched_yield()
 
     def commit_point(self, label: str, fields: dict[str, object]) -> int:
         """Take the global sequence number (inside the lock just acquired, if any) and record."""
@@ -205,12 +240,18 @@ class Runtime:
         The yield is the rule for controlled mode: there one worker runs at a
         time, and PCT keeps running the highest-priority worker until it yields,
         so a role that spins without yielding starves the worker it waits for
-        until the execution hits ``--max-steps``. In free mode it is a plain
-        ``os.sched_yield``. The step must still have made a point (the read that
+        until the execution hits ``--max-steps``. In free mode the worker yields
+        at its next point, once it has let go of the step lock there: the code up
+        to that point (the next step's look at what it waits for) still runs
+        alone, as it does in a replay, where it runs right after the worker's
+        last granted point. Yielding here, with the lock let go, let that code
+        read what others did after the worker's last point, and the bundle
+        diverged on replay. The step must still have made a point (the read that
         found nothing to do).
         """
-        if self._holding:  # free mode: the others may go while this one waits
-            self.end_step()
+        if self._holding:  # free mode: the others go at this worker's next point
+            self._yield_at_next_point = True
+            return True
         os.sched_yield()  # looked up at call time: controlled workers replace it with a hint
         return True
 

@@ -74,6 +74,7 @@ def worker_main(
     except BaseException as exc:  # the code under test raised: a failure, not our breakage
         state = WorkerState.CRASHED
         crash = CrashReport.of(exc, runtime.last_seq, time.monotonic_ns())
+    runtime.arrive_at_start(wait=False)  # ended before its first point: the others go on
     control.set_worker_slot(me, W_POINTS, runtime.points)
     control.set_worker_slot(me, W_STATE, state)
     if crash is not None:
