@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import time
 from dataclasses import replace
 from pathlib import Path
 
@@ -12,6 +13,7 @@ from shmstress.core.errors import ConfigError, UnknownTrackerError, UnknownVaria
 from shmstress.core.exit_reason import ExitReason
 from shmstress.core.noise import NoiseConfig
 from shmstress.core.shm import live_segments
+from shmstress.free import worker as free_worker
 from shmstress.free.runner import run
 from tests.helpers import segments_left_by_us
 
@@ -123,3 +125,24 @@ def test_an_interrupt_while_workers_start_ends_the_run_cleanly(
     assert result.exit_reason is ExitReason.INTERRUPTED
     assert len(result.workers) == 4
     assert result.crashes == ()
+
+
+def test_a_worker_the_machine_never_ran_is_no_failure_of_the_code(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A forked worker that never reaches the harness's worker code (a machine so busy it
+    did not run the process for seconds; here its first call sleeps) is the run broken
+    from outside, like a stopped one: exit reason timeout and no violation. It was a "no
+    progress" failure of the code before, exit 1 with a bundle of no step, and the others,
+    waiting for it at their first point, were named stuck with it."""
+    def never_runs(coordinator_pid: int) -> None:
+        time.sleep(120)  # in the forked child only; reaped with SIGTERM
+
+    monkeypatch.setattr(free_worker, "become_worker", never_runs)
+    before = live_segments()
+    result = run(RunConfig(tracker="dra", variant="fixed", seed=1, duration=0.3,
+                           drain_timeout=0.5, stop_timeout=1.0, hang_timeout=60.0))
+    assert result.exit_reason is ExitReason.TIMEOUT
+    assert not result.violations
+    assert any("never reached the worker's code" in line for line in result.crashes)
+    assert not segments_left_by_us(before)

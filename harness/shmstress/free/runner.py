@@ -65,7 +65,8 @@ class _Started:
     reports: list[Connection]
     hung: list[str] = field(default_factory=list)  # each hung worker, with its stack
     stuck: list[int] = field(default_factory=list)  # hung workers whose process ran (not stopped)
-    stopped: bool = False  # a hung worker's process was stopped (a signal): the run broke
+    stopped: bool = False  # a hung worker's process was stopped (a signal), or never reached
+    # the harness's worker code (a machine too busy to start it): the run broke, not the code
     stuck_how: str = ""  # what the stuck workers did not do
     inside: bool = False  # the watchdog: one of them is stuck inside a step
     aim: tuple[AimTables, Subjects, Accesses] | None = None  # aimed noise's tables, for the workers
@@ -280,17 +281,27 @@ def _stacks_of(
 ) -> list[str]:
     """One entry per worker: who, what it did not do, whether it was stopped, its stack.
     A worker whose process runs is the code under test not going on (``started.stuck``);
-    one that was stopped (SIGSTOP) is the run broken from outside (``started.stopped``)."""
+    one that was stopped (SIGSTOP), or whose process never reached the harness's worker
+    code (it publishes its pid first thing: a machine so busy that a forked process did not
+    run for seconds), is the run broken from outside (``started.stopped``). The others then
+    wait for it at their first point, and that is no failure of the code under test either:
+    it was a false "no progress", exit 1, with a bundle of no step, before."""
     states = {w: process_state(processes[w].pid or 0) for w in workers}
-    started.stuck += [w for w in workers if states[w] != "stopped"]
-    started.stopped = started.stopped or any(state == "stopped" for state in states.values())
+    for worker in workers:
+        if states[worker] != "stopped" and not built.control.worker_slot(worker, W_PID):
+            states[worker] = "not started"
+    started.stuck += [w for w in workers if states[w] not in ("stopped", "not started")]
+    started.stopped = started.stopped or any(
+        state in ("stopped", "not started") for state in states.values())
     stacks = dump_stacks([processes[w] for w in workers])
     entries = []
     for worker in workers:
         pid = processes[worker].pid or 0
         info = built.workers[worker]
         who = WorkerInfo(info.worker_id, info.role, info.index, pid).describe()
-        stopped = " (its process was stopped)" if states[worker] == "stopped" else ""
+        stopped = {"stopped": " (its process was stopped)",
+                   "not started": " (its process never reached the worker's code: the "
+                                  "machine did not run it)"}.get(states[worker], "")
         stack = stacks.get(pid, "(no stack: it exited)")
         entries.append(f"{who} hung: {what}{stopped}; its stack:\n{stack}")
     return entries
