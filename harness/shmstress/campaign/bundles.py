@@ -1,5 +1,8 @@
 """Where a trial's repro bundle is kept, and how it reaches the process that writes results.
 
+A trial's bundle is of either format: a tracker's, or a plain-code scenario's (a
+``@concurrency_test``); both are kept, carried and named the same way.
+
 A campaign keeps its bundles next to its results, under ``bundles/<campaign>/``,
 and results.jsonl names them relative to its own directory: a campaign directory
 that is moved, or downloaded from CI, still finds them. Under pytest-xdist a trial
@@ -13,13 +16,14 @@ import json
 from dataclasses import dataclass
 from pathlib import Path
 
+from shmstress.analysis.swimlane import Swimlane
 from shmstress.core.config import default_out
 from shmstress.core.errors import ConfigError
 from shmstress.core.files import write_text_atomically
 from shmstress.render.failure import FailureReport
 from shmstress.render.swimlane import render_svg
+from shmstress.repro import plain_bundle
 from shmstress.repro.bundle import (
-    Bundle,
     bundle_name,
     from_json,
     path_safe,
@@ -27,6 +31,7 @@ from shmstress.repro.bundle import (
     write_bundle,
     write_bundle_into,
 )
+from shmstress.repro.loading import AnyBundle
 
 BUNDLES_DIR = "bundles"
 BUNDLE_PROPERTY = "shmstress_bundle"
@@ -40,9 +45,12 @@ def _slug(text: str) -> str:
     return path_safe(text).strip("-")[:80]
 
 
-def bundle_file_name(bundle: Bundle, tag: str = "") -> str:
+def bundle_file_name(bundle: AnyBundle, tag: str = "") -> str:
     """The bundle's own name, plus ``tag`` where runs may share a seed (``--stress-seed``);
-    the bundle's id keeps it unique either way."""
+    the bundle's id keeps it unique either way. A plain-code bundle's name already says
+    its scenario's file and function, its seed and execution: it takes no tag."""
+    if isinstance(bundle, plain_bundle.PlainBundle):
+        return plain_bundle.bundle_name(bundle)
     return bundle_name(bundle, _slug(tag))
 
 
@@ -51,7 +59,7 @@ def campaign_bundle_dir(campaign: str) -> Path:
     return Path(BUNDLES_DIR) / _slug(campaign)
 
 
-def campaign_bundle_path(campaign: str, bundle: Bundle, tag: str = "") -> Path:
+def campaign_bundle_path(campaign: str, bundle: AnyBundle, tag: str = "") -> Path:
     return campaign_bundle_dir(campaign) / bundle_file_name(bundle, tag)
 
 
@@ -75,16 +83,25 @@ def write_swimlane(report: FailureReport, target: Path) -> Path | None:
     return write_text_atomically(target, picture, "the swimlane")
 
 
-def carried_bundle(bundle: Bundle, relative: Path) -> tuple[str, str]:
+def carried_bundle(bundle: AnyBundle, relative: Path) -> tuple[str, str]:
     """The ``user_properties`` entry that takes ``bundle`` to the controller."""
-    return BUNDLE_PROPERTY, json.dumps({"path": relative.as_posix(), "bundle": to_json(bundle)})
+    document = (plain_bundle.to_json(bundle) if isinstance(bundle, plain_bundle.PlainBundle)
+                else to_json(bundle))
+    return BUNDLE_PROPERTY, json.dumps({"path": relative.as_posix(), "bundle": document})
 
 
 def write_carried(value: str, results_dir: Path) -> Path:
-    """Controller side of ``carried_bundle``: write it below ``results_dir``."""
+    """Controller side of ``carried_bundle``: write it below ``results_dir``, decoded first
+    (a carried bundle of neither format is refused, as a bundle read from a file is), and
+    never over a file already there."""
     data = json.loads(value)
     relative = _below(Path(str(data["path"])), results_dir)
-    return write_bundle(from_json(data["bundle"]), results_dir / relative)
+    document = data["bundle"]
+    if plain_bundle.is_plain(document):
+        return write_text_atomically(
+            results_dir / relative, plain_bundle.render_json(plain_bundle.from_json(document)),
+            "the repro bundle", exclusive=True)
+    return write_bundle(from_json(document), results_dir / relative)
 
 
 def write_carried_swimlane(value: str, results_dir: Path) -> Path:
@@ -123,7 +140,7 @@ class BundleKeeper:
 
     def keep(
         self,
-        bundle: Bundle,
+        bundle: AnyBundle,
         campaign: str,
         user_properties: list[tuple[str, object]],
         tag: str = "",
@@ -133,19 +150,22 @@ class BundleKeeper:
             relative = campaign_bundle_path(campaign, bundle, tag)
             user_properties.append(carried_bundle(bundle, relative))
             return relative.as_posix(), shown_path(self.results_dir / relative)
-        written = write_bundle_into(bundle, Path(default_out()), _slug(tag))
+        if isinstance(bundle, plain_bundle.PlainBundle):
+            written = plain_bundle.write_plain_bundle(bundle, Path(default_out()))
+        else:
+            written = write_bundle_into(bundle, Path(default_out()), _slug(tag))
         return None, shown_path(written)
 
     def keep_swimlane(
-        self, report: FailureReport, recorded: str | None,
+        self, lane: Swimlane | None, recorded: str | None,
         user_properties: list[tuple[str, object]],
     ) -> str | None:
-        """Send the swimlane of ``report`` along with its bundle (recorded as ``recorded``)
-        to the controller; its path for results.jsonl, or None (no report, no picture)."""
-        if self.results_dir is None or recorded is None or report.swimlane is None:
+        """Send the failure's swimlane ``lane`` along with its bundle (recorded as
+        ``recorded``) to the controller; its path for results.jsonl, or None (no picture)."""
+        if self.results_dir is None or recorded is None or lane is None:
             return None
         try:
-            picture = render_svg(report.swimlane)
+            picture = render_svg(lane)
         except Exception:  # a picture is not worth the trial's record
             return None
         relative = swimlane_path(Path(recorded))

@@ -1,4 +1,5 @@
-"""One trial as a ``results.jsonl`` record: the single place a RunResult becomes report data.
+"""One trial as a ``results.jsonl`` record: the single place a RunResult, or a plain-code
+scenario's exploration (a ``PlainResult``), becomes report data.
 
 The schema, with its version, is ``shmstress.reports.schema`` (the reports read it
 and own it). A failing trial's record carries its ``FailureReport`` (bundle, log
@@ -20,12 +21,15 @@ from typing import Literal
 import msgspec
 
 from shmstress.campaign.grid import CONTROLLED, FREE, TrialSpec, config_key, trial_kind
-from shmstress.core.exit_reason import ExitReason
+from shmstress.core.exit_reason import ExitCode, ExitReason
 from shmstress.core.provenance import Provenance, current_provenance
 from shmstress.core.result import RunResult, Violation
 from shmstress.core.trace import step_number
+from shmstress.plain.outcome import PlainEnd
+from shmstress.plain.runner import PlainResult
 from shmstress.render.commands import run_command
 from shmstress.render.failure import FailureReport
+from shmstress.render.plain_report import outcome_lines
 from shmstress.reports import schema
 from shmstress.repro.bundle import Bundle, replay_command
 
@@ -149,6 +153,112 @@ def trial_record(
         replay_command=recorded.replay_command if recorded else None,
         rerun_command=recorded.rerun_command if recorded else None,
         artifact_problems=list(recorded.problems) if recorded else [],
+        host=found.host,
+        runner=os.environ.get("PYTEST_XDIST_WORKER", "local"),
+        shmstress_version=found.shmstress_version,
+        python_version=found.python_version,
+        code_commit=found.code_commit,
+    )
+    data: dict[str, object] = msgspec.to_builtins(record)
+    if extra:
+        data.update(extra)
+    return data
+
+
+_PLAIN_REASONS = {PlainEnd.FAILED: ExitReason.VIOLATION, PlainEnd.DEADLOCK: ExitReason.DEADLOCK,
+                  PlainEnd.NO_PROGRESS: ExitReason.NO_PROGRESS, PlainEnd.HUNG: ExitReason.TIMEOUT}
+"""A failing execution's end, as the exit reason a tracker trial that ended so records."""
+
+
+def scenario_key(scenario: str, mode: str, strategy: str, noise: float) -> str:
+    """``test_counter.py:racy controlled/pct``: a scenario's configuration, its drive named
+    as ``config_key`` names a tracker's; no workers, since the scenario starts its own."""
+    drive = config_key("", "", {}, mode, strategy, noise, {}).split(maxsplit=1)[1]
+    return f"{scenario} {drive}"
+
+
+def _scenario_outcome(result: PlainResult, accept_uncontrolled: bool) -> tuple[Outcome, str]:
+    """(outcome, exit reason): a failing execution is a violation; a search that hit a limit
+    of shmstress, hung, was interrupted or saw code outside control (unless accepted) has
+    no verdict, an error, as a tracker run that broke."""
+    failing = result.failing
+    if failing is not None and failing.failed:
+        return "violation", _PLAIN_REASONS[failing.end].value
+    code = result.exit_code
+    if code is ExitCode.INTERRUPTED:
+        return "error", ExitReason.INTERRUPTED.value
+    if code is ExitCode.LIMIT:
+        return "error", PlainEnd.LIMIT.value
+    if code is ExitCode.BROKEN:
+        return "error", ExitReason.TIMEOUT.value
+    if code is ExitCode.NOT_CONTROLLED and not accept_uncontrolled:
+        return "error", "not-controlled"
+    done = ExitReason.SEARCH_COMPLETE if result.exhausted else ExitReason.EXECUTIONS_DONE
+    return "clean", done.value
+
+
+def scenario_record(
+    result: PlainResult,
+    *,
+    scenario: str,
+    campaign: str,
+    trial: int | None,
+    started_at: str,
+    bundle: str | None,
+    swimlane: str | None = None,
+    rerun_command: str | None = None,
+    accept_uncontrolled: bool = False,
+    extra: dict[str, object] | None = None,
+) -> dict[str, object]:
+    """The results line of one exploration of the plain-code ``scenario`` (``FILE:function``,
+    the file as its user names it): the schema of a tracker trial's record, with
+    ``scenario`` set, its file as the tracker and its function as the variant, so the
+    reports count, group and chart it as they do a tracker's trials.
+
+    ``bundle`` and ``swimlane`` are relative to the directory of results.jsonl, as in
+    ``trial_record``; the search stops at its first failing execution, so the time and
+    steps to the violation are the search's own.
+    """
+    file, _, function = scenario.rpartition(":")
+    exploration = result.exploration
+    free = result.spec.free
+    mode = FREE if free is not None else CONTROLLED
+    strategy = FREE if free is not None else exploration.strategy.name
+    noise = free.noise if free is not None else 0.0
+    outcome, reason = _scenario_outcome(result, accept_uncontrolled)
+    failing = result.failing
+    failure = failing.failure if failing is not None and outcome == "violation" else None
+    found = current_provenance(result.spec.scenario.describe())
+    record = schema.Record(
+        schema=schema.SCHEMA_VERSION,
+        campaign=campaign,
+        started_at=started_at,
+        trial=trial,
+        tracker=file,
+        variant=function,
+        scenario=scenario,
+        config=schema.Config(workers={}, params={}, noise=noise, mode=mode, strategy=strategy,
+                             executions=exploration.executions),
+        config_key=scenario_key(scenario, mode, strategy, noise),
+        seed=exploration.seed,
+        outcome=outcome,
+        exit_reason=reason,
+        time_to_violation_s=result.elapsed_s if failure is not None else None,
+        points_to_violation=result.steps if failure is not None else None,
+        points=result.steps,
+        points_per_s=result.steps / result.elapsed_s if result.elapsed_s > 0 else None,
+        elapsed_s=result.elapsed_s,
+        violation=None if failure is None else schema.Violation(
+            invariant=(failure.message.split(":", 1)[0] if failure.end is PlainEnd.FAILED
+                       else failure.end.value),
+            message=failure.message),
+        bundle=bundle if failure is not None else None,
+        explanation=("\n".join(outcome_lines(failing))
+                     if failure is not None and failing is not None else None),
+        swimlane=swimlane if failure is not None else None,
+        replay_command=(replay_command(Path(bundle))
+                        if failure is not None and bundle is not None else None),
+        rerun_command=rerun_command,
         host=found.host,
         runner=os.environ.get("PYTEST_XDIST_WORKER", "local"),
         shmstress_version=found.shmstress_version,

@@ -59,7 +59,7 @@ class CampaignTrialItem(pytest.Item):
         if ran.bundle is not None:
             recorded, shown = self.bundles.keep(ran.bundle, trial.campaign, self.user_properties)
         report = ran.report(recorded)
-        picture = self.bundles.keep_swimlane(report, recorded, self.user_properties)
+        picture = self.bundles.keep_swimlane(report.swimlane, recorded, self.user_properties)
         record = campaign_record(trial, ran, started_at, report, picture)
         self.user_properties.extend(
             junit_properties(ran.result, replace(report, bundle=shown), shown))

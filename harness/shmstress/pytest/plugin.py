@@ -12,7 +12,9 @@ they carry ``xdist_group`` so ``--dist loadgroup`` sends them all to one worker.
 Trial records and repro bundles go to the controller in ``user_properties``; only the
 controller (or a session without xdist) writes ``results.jsonl``, the bundles next to
 it, and the report. Without ``--stress-report`` a failing run writes its bundle into
-``$SHMSTRESS_OUT`` (default ``shmstress-out``), as ``shmstress run`` does.
+``$SHMSTRESS_OUT`` (default ``shmstress-out``), as ``shmstress run`` does. With it, a
+``@concurrency_test`` test's run is a trial too (``scenario_trials``): recorded, failing
+or clean, with its failing bundle kept next to the results.
 
 Without ``--stress-*`` options a session behaves exactly as without the plugin,
 except that stress-marked tests under xdist wait for their slot.
@@ -40,11 +42,14 @@ from shmstress.campaign.results_file import ResultsFile
 from shmstress.campaign.runner import utc_now
 from shmstress.core.errors import ShmstressError
 from shmstress.core.plurals import counted
+from shmstress.plain.scenario import SCENARIO_ATTRIBUTE
 from shmstress.pytest.campaign_items import campaign_items
 from shmstress.pytest.cpu_slots import default_slots, xdist_cpu_slot, xdist_slot_directory
 from shmstress.pytest.replay_items import replay_items
+from shmstress.pytest.scenario_trials import ScenarioTrial
 from shmstress.pytest.stress_runner import TRIAL_PROPERTY, StressOptions, StressRunner
 from shmstress.testing.failure_db import DEFAULT_DIRECTORY, FailureDatabase
+from shmstress.testing.plain import CHECK_ATTRIBUTE
 from shmstress.testing.trackers import tracker_spec
 
 MARKER_LINE = (
@@ -269,6 +274,23 @@ def shmstress_run(request: pytest.FixtureRequest) -> StressRunner:
     return StressRunner(
         state.options(), state.bundles, request.node.nodeid, request.node.user_properties, utc_now
     )
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_pyfunc_call(pyfuncitem: pytest.Function) -> bool | None:
+    """Under ``--stress-report``, a ``@concurrency_test`` runs its check with a keeper that
+    records the run as a trial; otherwise (None) pytest calls the test as usual."""
+    state = pyfuncitem.config.stash[_SESSION]
+    run = getattr(pyfuncitem.obj, CHECK_ATTRIBUTE, None)
+    function = getattr(pyfuncitem.obj, SCENARIO_ATTRIBUTE, None)
+    if state.report_dir is None or run is None or function is None:
+        return None
+    __tracebackhide__ = True
+    test_id = pyfuncitem.nodeid
+    scenario = f"{test_id.split('::', 1)[0]}:{function.__qualname__}"
+    run(keeper=ScenarioTrial(state.bundles, state.campaign, test_id, scenario,
+                             pyfuncitem.user_properties, utc_now()))
+    return True
 
 
 class TrialRecorder:

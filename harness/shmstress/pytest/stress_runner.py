@@ -164,7 +164,8 @@ class StressRunner:
             junit_properties(result, replace(report, bundle=shown), shown)
         )
         if self.options.record:
-            picture = self.bundles.keep_swimlane(report, recorded, self.user_properties)
+            picture = self.bundles.keep_swimlane(report.swimlane, recorded,
+                                                self.user_properties)
             record = trial_record(
                 result,
                 campaign=self.options.campaign,

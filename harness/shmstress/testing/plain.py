@@ -12,6 +12,11 @@ controlled scheduling, and a failure raises with the interleaving and the replay
 The function must be importable by name from its module (a module-level function): each
 session imports the module afresh in a process of its own, with the instrumented
 primitives in place, so objects the module makes at import are under control too.
+
+What a check found goes to a ``ScenarioKeeper``: by default a failing execution's bundle
+is written into ``$SHMSTRESS_OUT``; under ``pytest --stress-report DIR`` the plugin's
+keeper keeps it under DIR and records the test's run in DIR/results.jsonl, as it does a
+stress run's.
 """
 
 from __future__ import annotations
@@ -20,7 +25,7 @@ import functools
 import sys
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any, Protocol, TypeVar
 
 from shmstress.controlled.strategies import DEFAULT
 from shmstress.controlled.strategies.base import StrategySpec
@@ -31,9 +36,13 @@ from shmstress.plain.runner import Exploration, PlainResult, explore
 from shmstress.plain.scenario import SCENARIO_ATTRIBUTE, ScenarioRef, traced_code
 from shmstress.plain.spec import PlainSpec
 from shmstress.render.plain_report import result_lines
-from shmstress.repro.plain_bundle import from_outcome, write_plain_bundle
+from shmstress.repro.plain_bundle import PlainBundle, from_outcome, write_plain_bundle
 
 F = TypeVar("F", bound=Callable[..., Any])
+
+CHECK_ATTRIBUTE = "__shmstress_check__"
+"""The decorated test's attribute holding its ``check`` with the decorator's arguments, which
+the pytest plugin calls with a keeper of its own (``check(keeper=...)``)."""
 
 
 class ConcurrencyFailure(AssertionError):  # noqa: N818 - a test outcome, not a harness error
@@ -51,29 +60,56 @@ def scenario_of(function: Callable[..., Any]) -> ScenarioRef:
     return ScenarioRef(str(Path(path).resolve()), name)
 
 
+class ScenarioKeeper(Protocol):
+    """Where ``check`` puts what it found."""
+
+    def keep(self, bundle: PlainBundle) -> Path:
+        """Keep the failing execution's bundle; the path its failure message names."""
+        ...
+
+    def finished(self, result: PlainResult, accept_uncontrolled: bool) -> None:
+        """Hear every search's result, failing or not, before the test's verdict."""
+        ...
+
+
+class OutDirectory:
+    """The keeper outside a report: a bundle goes where failing runs write theirs,
+    ``$SHMSTRESS_OUT`` (read at that moment, so a fixture may set it); results are not
+    kept."""
+
+    def keep(self, bundle: PlainBundle) -> Path:
+        return write_plain_bundle(bundle, Path(default_out()))
+
+    def finished(self, result: PlainResult, accept_uncontrolled: bool) -> None:
+        return None
+
+
 def check(function: Callable[..., Any], *, executions: int = 1000, strategy: str = DEFAULT,
           seed: int = 0, depth: int = 3, trace: tuple[str, ...] = (),
           auto_trace: bool = True, accept_uncontrolled: bool = False,
           max_steps: int = PlainSpec.max_steps,
-          max_processes: int = PlainSpec.max_processes - 1) -> PlainResult:
+          max_processes: int = PlainSpec.max_processes - 1,
+          keeper: ScenarioKeeper | None = None) -> PlainResult:
     """Run ``function`` under controlled scheduling; raise ``ConcurrencyFailure`` if an
-    execution fails (its bundle is written where failing runs write, ``$SHMSTRESS_OUT``),
-    or, unless ``accept_uncontrolled``, if the self-check saw code outside control."""
+    execution fails (its bundle is kept by ``keeper``, by default written where failing
+    runs write, ``$SHMSTRESS_OUT``), or, unless ``accept_uncontrolled``, if the self-check
+    saw code outside control."""
     __tracebackhide__ = True
+    keeper = keeper if keeper is not None else OutDirectory()
     ref = scenario_of(function)
     spec = PlainSpec(ref, max_processes=max_processes + 1, max_steps=max_steps,
                      trace=traced_code(ref, tuple(trace), auto_trace))
     exploration = Exploration(StrategySpec(strategy, depth=depth), seed, executions)
     result = explore(spec, exploration)
     named = f"{ref.module}:{ref.function}"
+    bundle = None
+    if result.failing is not None and result.failing.failed:
+        bundle = keeper.keep(from_outcome(named, spec, result.strategy, seed,
+                                          result.failing_index, result.failing))
+    keeper.finished(result, accept_uncontrolled)
     if result.limit is not None:  # no verdict on the code: the test errors, it does not fail
         raise PlainLimitError(result.limit)
     if result.failing is not None:
-        bundle = None
-        if result.failing.failed:
-            bundle = write_plain_bundle(
-                from_outcome(named, spec, result.strategy, seed, result.failing_index,
-                             result.failing), Path(default_out()))
         raise ConcurrencyFailure("\n".join(result_lines(result, named, bundle,
                                                           in_pytest=True)))
     if result.exit_code is ExitCode.NOT_CONTROLLED and not accept_uncontrolled:
@@ -100,15 +136,18 @@ def concurrency_test(*, executions: int = 1000, strategy: str = DEFAULT, seed: i
     """
 
     def decorate(function: F) -> F:
+        run = functools.partial(check, function, executions=executions, strategy=strategy,
+                                seed=seed, depth=depth, trace=trace, auto_trace=auto_trace,
+                                accept_uncontrolled=accept_uncontrolled,
+                                max_steps=max_steps, max_processes=max_processes)
+
         @functools.wraps(function)
         def test() -> None:
             __tracebackhide__ = True
-            check(function, executions=executions, strategy=strategy, seed=seed, depth=depth,
-                  trace=trace, auto_trace=auto_trace,
-                  accept_uncontrolled=accept_uncontrolled, max_steps=max_steps,
-                  max_processes=max_processes)
+            run()
 
         setattr(test, SCENARIO_ATTRIBUTE, function)
+        setattr(test, CHECK_ATTRIBUTE, run)
         del test.__wrapped__  # pytest must see a test without arguments, not the scenario
         return test  # type: ignore[return-value]
 

@@ -272,7 +272,7 @@ def _failure_section(
         f'<section class="failure" id="failure-{index}">',
         f"<h3>{_e(title)}{badge}</h3>",
         f"<p><strong>{counted(group.count, 'trial')}</strong> "
-        f"(tracker {_e(group.tracker)}), in these configurations:</p>",
+        f"({_e(_program(rep, group))}), in these configurations:</p>",
         f"<ul>{configs}</ul>",
         f'<p class="meta">Shown: trial {_e(rep.trial if rep.trial is not None else "?")} '
         f"of campaign {_e(rep.campaign)}, seed {_e(rep.seed if rep.seed is not None else '?')}"
@@ -289,6 +289,11 @@ def _failure_section(
     out += ["<h4>Reproduce</h4>", *_reproduce(rep, bundle)]
     out.append("</section>")
     return out
+
+
+def _program(rep: Trial, group: FailureGroup) -> str:
+    """What the failure's trials ran: a tracker, or a plain-code scenario."""
+    return f"scenario {rep.scenario}" if rep.scenario else f"tracker {group.tracker}"
 
 
 _CAMPAIGNS_LISTED = 4

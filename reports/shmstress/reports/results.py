@@ -119,6 +119,8 @@ class Trial:
     outcome: Outcome
     source: Path
     line: int
+    scenario: str | None = None
+    """The plain-code scenario (``FILE:function``) it ran, if it ran no tracker."""
     started_at: str | None = None
     trial: int | None = None
     seed: int | None = None
@@ -279,6 +281,7 @@ def _trial(record: Record[Config], source: Path, line: int, identity: bytes) -> 
         outcome=record.outcome,
         source=source,
         line=line,
+        scenario=record.scenario,
         started_at=record.started_at,
         trial=record.trial,
         seed=record.seed,

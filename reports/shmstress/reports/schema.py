@@ -25,7 +25,8 @@ Keys a reader does not know are ignored, so a newer engine may add fields withou
 version; a new version is for a change an old reader would misread. So the provenance of
 a record (``shmstress_version``, ``python_version``, ``host``, and ``code_commit``, the
 commit of the code under test when it ran in a git checkout) came within version 2:
-absent from older records, read as unknown.
+absent from older records, read as unknown; and so did ``scenario``, set when the trial
+ran plain code (a ``@concurrency_test``) rather than a tracker.
 
 Free mode is called ``free`` as on the command line, with its noise probability a
 parameter of the configuration; records written before that called it ``noise`` (noise
@@ -129,6 +130,11 @@ class Record(msgspec.Struct, Generic[C], kw_only=True, frozen=True):
     variant: str
     config: C
     config_key: str
+    scenario: str | None = None
+    """The plain-code scenario (``FILE:function``) the trial ran, when it ran one rather
+    than a tracker: ``tracker`` then names its file and ``variant`` its function, so a
+    file of ``@concurrency_test`` tests reads like a tracker's variants. Absent from
+    tracker records and from records written before scenarios were recorded."""
     seed: int | None = None
     outcome: Outcome
     exit_reason: str | None = None
