@@ -3,7 +3,9 @@
 The grid is plain data that round-trips through JSON, because three places must
 agree on it exactly: an interrupted campaign resumed later, and every host of a
 campaign spread over several machines (each host expands the same grid and must
-derive the same trials and seeds without talking to the others).
+derive the same trials and seeds without talking to the others). A shard (``--shard
+I/N``, one CI job of a matrix) expands the whole grid as well and keeps its block of it,
+so its trials carry the seeds the unsharded campaign gives them.
 """
 
 from __future__ import annotations
@@ -15,6 +17,7 @@ import secrets
 from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from datetime import UTC, datetime
+from typing import TypeVar
 
 from shmstress.controlled.options import DEFAULT_RUN_STEPS, ControlledOptions
 from shmstress.controlled.strategies import EXPLORING, StrategySpec
@@ -44,9 +47,63 @@ MAX_EXECUTIONS = 10_000_000
 """A controlled trial's budget: hours of executions of a few milliseconds each."""
 
 
+_T = TypeVar("_T")
+
+
+@dataclass(frozen=True)
+class Shard:
+    """Shard ``index`` of ``count`` (from 1): the ``index``-th of ``count`` contiguous blocks of
+    the grid's trials, in the grid's trial-major order, their sizes differing by one at most.
+
+    Blocks rather than every ``count``-th trial: trial-major order cycles through the
+    configurations, so a block of at least one cycle samples every configuration as the
+    whole campaign does, and every shard gets the same mix of slow and fast ones; taking
+    every ``count``-th trial would give a shard only the configurations whose position
+    shares its remainder (with 16 configurations and 4 shards, one shard would run all the
+    free trials and another none).
+    """
+
+    index: int = 1
+    count: int = 1
+
+    def __str__(self) -> str:
+        return f"{self.index}/{self.count}"
+
+    @property
+    def whole(self) -> bool:
+        return self.count == 1
+
+    @classmethod
+    def parse(cls, text: str) -> Shard:
+        """``I/N``, 1 <= I <= N; anything else is one ConfigError line."""
+        index, slash, count = text.strip().partition("/")
+        if slash and index.isdigit() and count.isdigit():
+            shard = cls(int(index), int(count))
+            if shard.valid:
+                return shard
+        raise ConfigError(f"--shard must be I/N with 1 <= I <= N (shard I of N), got {text!r}")
+
+    @property
+    def valid(self) -> bool:
+        return 1 <= self.index <= self.count
+
+    def select(self, trials: Sequence[_T]) -> list[_T]:
+        """This shard's block of ``trials``: the N blocks, in order, are the whole list."""
+        total = len(trials)
+        start = (self.index - 1) * total // self.count
+        return list(trials[start:self.index * total // self.count])
+
+
+WHOLE = Shard()
+"""The whole grid: a campaign that is not sharded."""
+
+
 @dataclass(frozen=True)
 class GridSpec:
-    """Everything that defines a campaign; with ``campaign`` and ``seed`` it is reproducible."""
+    """Everything that defines a campaign; with ``campaign`` and ``seed`` it is reproducible.
+
+    ``shard`` says which block of it this campaign directory runs; every shard of one
+    campaign has the same grid otherwise (``merge`` checks it)."""
 
     campaign: str
     seed: int
@@ -61,6 +118,7 @@ class GridSpec:
     params: Mapping[str, int] = field(default_factory=dict)
     expect_clean: tuple[str, ...] = ()
     noise_policy: str = NoiseConfig().policy  # of every free trial
+    shard: Shard = WHOLE
 
     def to_json(self) -> str:
         return json.dumps(asdict(self))  # key order kept: role order is part of config keys
@@ -86,6 +144,8 @@ class GridSpec:
                 expect_clean=tuple(str(v) for v in data.get("expect_clean", ())),
                 # a grid saved before the option existed ran the only policy there was
                 noise_policy=str(data.get("noise_policy", UNIFORM)),
+                # a grid saved before shards existed ran all of itself
+                shard=Shard(**{k: int(v) for k, v in data.get("shard", {}).items()}),
             )
         except (ValueError, KeyError, TypeError, AttributeError, RecursionError) as exc:
             raise ConfigError(f"not a campaign grid: {type(exc).__name__}: {exc}") from None
@@ -259,6 +319,11 @@ def complete(spec: GridSpec, tracker: type[Tracker]) -> GridSpec:
         problems.append(f"--trials {spec.trials} x {configurations} configurations is "
                         f"{configurations * spec.trials:,} trials: a grid holds at most "
                         f"{MAX_GRID_TRIALS:,}: split it into several campaigns")
+    if not spec.shard.valid:
+        problems.append(f"--shard must be I/N with 1 <= I <= N, got {spec.shard}")
+    elif spec.shard.count > configurations * spec.trials:
+        problems.append(f"--shard {spec.shard}: the grid has {configurations * spec.trials:,} "
+                        f"trials, so at most that many shards have one to run")
     if problems:
         raise ConfigError("; ".join(problems))
     return GridSpec(
@@ -275,6 +340,7 @@ def complete(spec: GridSpec, tracker: type[Tracker]) -> GridSpec:
         params=dict(spec.params),
         expect_clean=spec.expect_clean,
         noise_policy=spec.noise_policy,
+        shard=spec.shard,
     )
 
 
@@ -289,7 +355,13 @@ def _grid_points(spec: GridSpec) -> list[tuple[str, Mapping[str, int], tuple[str
 
 
 def expand(spec: GridSpec) -> list[TrialSpec]:
-    """Every trial of the grid, trial-major: a cut-short campaign has sampled every config."""
+    """The trials this campaign directory runs: its shard's block of ``every_trial``."""
+    return spec.shard.select(every_trial(spec))
+
+
+def every_trial(spec: GridSpec) -> list[TrialSpec]:
+    """Every trial of the grid, whatever the shard, trial-major: a cut-short campaign has
+    sampled every config. A trial's seed depends on the grid alone."""
     points = _grid_points(spec)
     trials: list[TrialSpec] = []
     for trial in range(spec.trials):
