@@ -12,9 +12,10 @@ from pathlib import Path
 
 import pytest
 
-from shmstress.campaign.grid import WHOLE, GridSpec, Shard, every_trial
+from shmstress.campaign.grid import GridSpec, every_trial
 from shmstress.campaign.runner import RESULTS_FILE, STATE_FILE, resume_spec, run_campaign
 from shmstress.cli.main import main
+from shmstress.core.shard import WHOLE, Shard
 
 SHARDS = 4
 ONE_WORKER_SET = ({"binder": 1, "informer": 1, "gatherer": 1},)
@@ -99,7 +100,8 @@ def test_merge_of_missing_shards_says_how_to_finish(
     assert resume_spec(partial).shard == WHOLE
 
 
-@pytest.mark.parametrize("mistake", ["twice", "into-itself", "other-seed", "other-grid"])
+@pytest.mark.parametrize("mistake", ["twice", "into-itself", "other-seed", "other-record",
+                                     "other-grid"])
 def test_merge_refuses_duplicate_or_conflicting_records_in_one_line(
     campaigns: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str], mistake: str
 ) -> None:
@@ -116,17 +118,23 @@ def test_merge_refuses_duplicate_or_conflicting_records_in_one_line(
     else:
         forged = tmp_path / "forged"
         shutil.copytree(shards[3], forged)
-        if mistake == "other-seed":
+        if mistake in ("other-seed", "other-record"):  # shard 4's trials, as another run
             lines = _records(forged / RESULTS_FILE)
-            lines[0]["seed"] = int(str(lines[0]["seed"])) + 1
+            if mistake == "other-seed":
+                lines[0]["seed"] = int(str(lines[0]["seed"])) + 1
+                fragment = "its grid gives it"
+            else:
+                lines[0]["started_at"] = "2026-01-01T00:00:00.000Z"
+                fragment = "both record trial"
             (forged / RESULTS_FILE).write_text(
                 "".join(json.dumps(line) + "\n" for line in lines), encoding="utf-8")
-            fragment = "conflicting records"
+            args = [*shards, str(forged)] if mistake == "other-record" else [
+                *shards[:3], str(forged)]
         else:
             spec = resume_spec(forged)
             (forged / STATE_FILE).write_text(replace(spec, seed=8).to_json(), encoding="utf-8")
             fragment = "with different grids"
-        args = [*shards[:3], str(forged)]
+            args = [*shards[:3], str(forged)]
     code = main(["merge", str(out), *args])
     err = capsys.readouterr().err
     assert code == 2

@@ -17,13 +17,13 @@ import secrets
 from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from datetime import UTC, datetime
-from typing import TypeVar
 
 from shmstress.controlled.options import DEFAULT_RUN_STEPS, ControlledOptions
 from shmstress.controlled.strategies import EXPLORING, StrategySpec
 from shmstress.core.config import RunConfig
 from shmstress.core.errors import ConfigError
 from shmstress.core.noise import NOISE_POLICIES, UNIFORM, NoiseConfig
+from shmstress.core.shard import WHOLE, Shard
 from shmstress.plugin.tracker import Tracker
 
 FREE = "free"
@@ -45,57 +45,6 @@ MAX_DURATION_S = 86_400.0
 """A free trial's budget: a day (a longer soak is ``shmstress run``'s, not a grid's)."""
 MAX_EXECUTIONS = 10_000_000
 """A controlled trial's budget: hours of executions of a few milliseconds each."""
-
-
-_T = TypeVar("_T")
-
-
-@dataclass(frozen=True)
-class Shard:
-    """Shard ``index`` of ``count`` (from 1): the ``index``-th of ``count`` contiguous blocks of
-    the grid's trials, in the grid's trial-major order, their sizes differing by one at most.
-
-    Blocks rather than every ``count``-th trial: trial-major order cycles through the
-    configurations, so a block of at least one cycle samples every configuration as the
-    whole campaign does, and every shard gets the same mix of slow and fast ones; taking
-    every ``count``-th trial would give a shard only the configurations whose position
-    shares its remainder (with 16 configurations and 4 shards, one shard would run all the
-    free trials and another none).
-    """
-
-    index: int = 1
-    count: int = 1
-
-    def __str__(self) -> str:
-        return f"{self.index}/{self.count}"
-
-    @property
-    def whole(self) -> bool:
-        return self.count == 1
-
-    @classmethod
-    def parse(cls, text: str) -> Shard:
-        """``I/N``, 1 <= I <= N; anything else is one ConfigError line."""
-        index, slash, count = text.strip().partition("/")
-        if slash and index.isdigit() and count.isdigit():
-            shard = cls(int(index), int(count))
-            if shard.valid:
-                return shard
-        raise ConfigError(f"--shard must be I/N with 1 <= I <= N (shard I of N), got {text!r}")
-
-    @property
-    def valid(self) -> bool:
-        return 1 <= self.index <= self.count
-
-    def select(self, trials: Sequence[_T]) -> list[_T]:
-        """This shard's block of ``trials``: the N blocks, in order, are the whole list."""
-        total = len(trials)
-        start = (self.index - 1) * total // self.count
-        return list(trials[start:self.index * total // self.count])
-
-
-WHOLE = Shard()
-"""The whole grid: a campaign that is not sharded."""
 
 
 @dataclass(frozen=True)

@@ -23,7 +23,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, fields, replace
 from pathlib import Path, PurePosixPath
 
-from shmstress.campaign.grid import WHOLE, GridSpec, every_trial
+from shmstress.campaign.grid import GridSpec, every_trial
 from shmstress.campaign.results_file import ResultsFile
 from shmstress.campaign.runner import (
     RESULTS_FILE,
@@ -35,6 +35,7 @@ from shmstress.campaign.runner import (
 )
 from shmstress.core.errors import ConfigError
 from shmstress.core.files import write_bytes_atomically
+from shmstress.core.shard import WHOLE
 
 _ARTIFACT_FIELDS = ("bundle", "swimlane")
 """Record fields naming a file relative to the directory of results.jsonl."""
@@ -75,7 +76,7 @@ class _Plan:
     artifacts: dict[Path, bytes] = field(default_factory=dict)  # to write, by path in OUT
     warnings: list[str] = field(default_factory=list)
     seen: dict[str, Path] = field(default_factory=dict)  # a record's content: where it was
-    trials: dict[tuple[str, str, int], Path] = field(default_factory=dict)
+    trials: dict[tuple[str, str, int], Path] = field(default_factory=dict)  # where recorded
     present: set[Path] = field(default_factory=set)  # artifacts OUT holds already, the same
 
 
@@ -112,6 +113,15 @@ def _relative(text: object) -> PurePosixPath | None:
     return path
 
 
+def _note(plan: _Plan, record: Mapping[str, object], where: Path) -> None:
+    """Note a record of OUT's history as held, unjudged: the history is what it is (the
+    report reads a record appended twice as one); what is merged into it is judged."""
+    plan.seen.setdefault(_identity(record), where)
+    campaign, key, trial = record.get("campaign"), record.get("config_key"), record.get("trial")
+    if isinstance(campaign, str) and isinstance(key, str) and isinstance(trial, int):
+        plan.trials.setdefault((campaign, key, trial), where)
+
+
 def _check(plan: _Plan, record: Mapping[str, object], where: Path,
            seeds: Mapping[str, Mapping[tuple[str, int], int]]) -> None:
     """Refuse ``record`` if the plan holds it already, or another record of its trial, or if
@@ -133,8 +143,9 @@ def _check(plan: _Plan, record: Mapping[str, object], where: Path,
                 f"has seed {record.get('seed')}, its grid gives it {expected}")
         raise ConfigError(f"{where}: trial {trial} of {key} (campaign {campaign}) {what}: "
                           "conflicting records, nothing merged")
-    other = plan.trials.setdefault((campaign, key, trial), where)
-    if other != where:
+    other = plan.trials.get((campaign, key, trial))
+    plan.trials[(campaign, key, trial)] = where
+    if other is not None:  # the same record would have been refused above as met twice
         raise ConfigError(f"{other} and {where} both record trial {trial} of {key} "
                           f"(campaign {campaign}): conflicting records, nothing merged")
 
@@ -200,14 +211,17 @@ def merge(out_dir: Path, sources: Sequence[Path]) -> MergeSummary:
         kept = b""
     except OSError as exc:
         raise ConfigError(f"cannot read {out_dir / RESULTS_FILE}: {exc.strerror}") from exc
-    for record in history.records():  # kept as it is, corrupt lines too; read to check
-        _check(plan, record, history.path, seeds)
+    for record in history.records():  # kept as it is, corrupt lines too
+        _note(plan, record, history.path)
         plan.records.append(record)
     plan.warnings += history.warnings
     for source in sources:
         _take(plan, out_dir, source, seeds)
-    if kept and not kept.endswith(b"\n"):
-        kept = kept[:kept.rfind(b"\n") + 1]  # a partial last line a kill left: not a record
+    if kept and not kept.endswith(b"\n"):  # a partial last line a kill left: not a record
+        cut = len(kept) - kept.rfind(b"\n") - 1
+        kept = kept[:len(kept) - cut]
+        plan.warnings.append(f"{history.path}: removed a partial last line ({cut} bytes) left "
+                             "by a kill")
     for target, data in plan.artifacts.items():  # bundles first, as a campaign does
         target.parent.mkdir(parents=True, exist_ok=True)
         write_bytes_atomically(target, data, "the merged artifact", exclusive=True)

@@ -21,9 +21,7 @@ from shmstress.campaign.grid import (
     DEFAULT_STRATEGIES,
     DEFAULT_TRIALS,
     STRATEGIES,
-    WHOLE,
     GridSpec,
-    Shard,
     expand,
     new_campaign_id,
 )
@@ -45,6 +43,7 @@ from shmstress.core.exit_reason import ExitCode, ExitReason
 from shmstress.core.files import require_writable
 from shmstress.core.noise import NOISE_POLICIES, NoiseConfig
 from shmstress.core.plurals import counted
+from shmstress.core.shard import WHOLE, Shard
 
 DEFAULT_OUT = Path("shmstress-out/campaign")
 DEFAULT_REPORT_OUT = Path("shmstress-out/report")
@@ -219,8 +218,9 @@ def _distributed(spec: GridSpec, out_dir: Path, gateways: list[str]) -> int:
     counts = campaign_outcomes(spec.campaign, results.records())
     _warn(results.warnings)
     recorded, expected = sum(counts.values()), len(expand(spec))
+    shard = "" if spec.shard.whole else f" shard {spec.shard}"
     print(
-        f"campaign {spec.campaign}: {recorded}/{expected} trials over "
+        f"campaign {spec.campaign}{shard}: {recorded}/{expected} trials over "
         f"{counted(len(gateways), 'gateway')} in {results.path} ({_outcomes(counts)})"
     )
     print(f"  report: {out_dir / 'index.html'}")
@@ -304,7 +304,8 @@ def _cmd_merge(args: argparse.Namespace) -> int:
     require_writable(args.out, "the merged directory OUT", directory=True)
     summary = merge(args.out, list(args.dirs))
     _warn(summary.warnings)
-    print(f"merged {counted(summary.sources, 'input')} into {summary.results}: "
+    directories = "directory" if summary.sources == 1 else "directories"
+    print(f"merged {summary.sources} campaign {directories} into {summary.results}: "
           f"{counted(summary.added, 'record')}, {counted(summary.artifacts, 'file')} "
           "(bundles, swimlanes) copied")
     code = 0
