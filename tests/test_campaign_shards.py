@@ -171,6 +171,19 @@ def test_bad_shard_specs_are_refused_in_one_line_exit_2(
     assert not (tmp_path / RESULTS_FILE).exists() and not (tmp_path / STATE_FILE).exists()
 
 
+def test_a_campaign_id_already_recorded_is_refused(
+    campaigns: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    again = campaigns / "again"
+    shutil.copytree(campaigns / "shard-1", again)
+    before = (again / RESULTS_FILE).read_bytes()
+    assert main(["campaign", "--out", str(again), "--quiet", "--shard", "1/4", "--seed", "7",
+                 "--campaign-id", GRID.campaign]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "already holds trials of that campaign" in err
+    assert (again / RESULTS_FILE).read_bytes() == before
+
+
 def test_resume_keeps_the_shard_and_refuses_another(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:

@@ -198,6 +198,8 @@ def _cmd_campaign(args: argparse.Namespace) -> int:
         spec = resume_spec(out_dir)
     else:
         spec = _grid_from_args(args)
+        if args.campaign_id is not None:
+            _refuse_a_recorded_id(spec.campaign, out_dir / RESULTS_FILE)
     if args.tx:
         if args.resume:
             raise ConfigError("--resume is for local campaigns; rerun a distributed one instead")
@@ -207,6 +209,15 @@ def _cmd_campaign(args: argparse.Namespace) -> int:
         learning=learning_from_args(args),
     )
     return _report_summary(summary, out_dir)
+
+
+def _refuse_a_recorded_id(campaign: str, results: Path) -> None:
+    """A new campaign under an ID the results already hold would take their trials for its
+    own (a nightly that names every night ``nightly`` would run nothing after the first)."""
+    if any(campaign_outcomes(campaign, ResultsFile(results).records()).values()):
+        raise ConfigError(f"--campaign-id {campaign}: {results} already holds trials of that "
+                          "campaign; give each campaign its own ID, or finish that one with "
+                          "--resume")
 
 
 def _distributed(spec: GridSpec, out_dir: Path, gateways: list[str]) -> int:
