@@ -5,7 +5,9 @@ not merge cleanly are refused in one line."""
 from __future__ import annotations
 
 import json
+import os
 import shutil
+import subprocess
 from collections import Counter
 from dataclasses import replace
 from pathlib import Path
@@ -14,7 +16,8 @@ import pytest
 
 from shmstress.campaign.grid import GridSpec, every_trial
 from shmstress.campaign.runner import RESULTS_FILE, STATE_FILE, resume_spec, run_campaign
-from shmstress.cli.main import main
+from shmstress.cli.campaign import _grid_from_args
+from shmstress.cli.main import build_parser, main
 from shmstress.core.shard import WHOLE, Shard
 
 SHARDS = 4
@@ -203,3 +206,61 @@ def test_shards_are_contiguous_blocks_that_cover_the_list_once() -> None:
     blocks = [Shard(i, 4).select(items) for i in range(1, 5)]
     assert blocks == [[0, 1], [2, 3, 4], [5, 6], [7, 8, 9]]
     assert Shard(1, 1).select(items) == items
+
+
+EXAMPLES = Path(__file__).resolve().parent.parent / "examples" / "ci"
+CI_VALUES = {"${{ matrix.shard }}": "2", "${{ env.SHARDS }}": "4",
+             "${{ github.run_id }}": "10987654321"}
+
+
+def _campaign_words(script: str, env: dict[str, str], tmp_path: Path) -> list[str]:
+    """The words the script passes to ``shmstress`` (a stub on PATH that writes them)."""
+    stub = tmp_path / "bin"
+    stub.mkdir(exist_ok=True)
+    (stub / "pip").write_text("#!/bin/sh\nexit 0\n", encoding="utf-8")
+    (stub / "shmstress").write_text(f'#!/bin/sh\nprintf "%s\\n" "$@" > {tmp_path}/words\n',
+                                    encoding="utf-8")
+    for name in ("pip", "shmstress"):
+        (stub / name).chmod(0o755)
+    env = {**os.environ, **env, "PATH": f"{stub}{os.pathsep}{os.environ['PATH']}"}
+    subprocess.run(["sh", "-c", script], env=env, check=True, timeout=60)
+    return (tmp_path / "words").read_text(encoding="utf-8").splitlines()
+
+
+def _grid_of(words: list[str]) -> GridSpec:
+    assert words[0] == "campaign", words
+    return _grid_from_args(build_parser().parse_args(words))
+
+
+def test_the_github_actions_example_runs_shard_i_of_n(tmp_path: Path) -> None:
+    yaml = pytest.importorskip("yaml")
+    workflow = yaml.safe_load((EXAMPLES / "github-actions-shards.yml").read_text())
+    shards = workflow["jobs"]["shard"]["strategy"]["matrix"]["shard"]
+    assert shards == list(range(1, int(workflow["env"]["SHARDS"]) + 1))
+    (script,) = [step["run"] for step in workflow["jobs"]["shard"]["steps"]
+                 if "shmstress campaign" in step.get("run", "")]
+    for expression, value in CI_VALUES.items():
+        script = script.replace(expression, value)
+    assert "${{" not in script
+    spec = _grid_of(_campaign_words(script, {}, tmp_path))
+    assert (spec.shard, spec.seed, spec.campaign) == (Shard(2, 4), 10987654321,
+                                                      "nightly-10987654321")
+    merge = [step["run"] for step in workflow["jobs"]["merge"]["steps"] if "run" in step]
+    assert any(run.startswith("shmstress merge ") for run in merge)
+
+
+def test_the_kubernetes_example_runs_shard_index_plus_one(tmp_path: Path) -> None:
+    yaml = pytest.importorskip("yaml")
+    job = yaml.safe_load((EXAMPLES / "k8s-indexed-job.yaml").read_text())
+    assert job["spec"]["completionMode"] == "Indexed"
+    (container,) = job["spec"]["template"]["spec"]["containers"]
+    env = {item["name"]: item.get("value", "") for item in container["env"]}
+    assert env["SHARDS"] == str(job["spec"]["completions"])
+    script = container["args"][0]
+    seen: dict[int, tuple[int, str]] = {}
+    for index in range(job["spec"]["completions"]):
+        spec = _grid_of(_campaign_words(script, {**env, "JOB_COMPLETION_INDEX": str(index),
+                                                 "JOB_UID": "0d5e-uid"}, tmp_path))
+        assert spec.shard == Shard(index + 1, 4)
+        seen[index] = (spec.seed, spec.campaign)
+    assert len(set(seen.values())) == 1 and seen[0][1] == "nightly-0d5e-uid"
