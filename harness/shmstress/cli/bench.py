@@ -64,6 +64,8 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
             "shmstress bench --suite sctbench --program fsbench_bad --strategy default "
             "--twin-strategy default --seeds 1 --checkpoint ckpt/   # Ctrl-C, then the same "
             "command again resumes",
+            "shmstress bench --suite sctbench --shard 2/4 --checkpoint shard-2/   # one CI job "
+            "of four (docs/how-to/ci-matrix.md)",
         ),
     )
     bench.add_argument("--trials", type=int, default=20,
