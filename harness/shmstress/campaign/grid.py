@@ -3,7 +3,9 @@
 The grid is plain data that round-trips through JSON, because three places must
 agree on it exactly: an interrupted campaign resumed later, and every host of a
 campaign spread over several machines (each host expands the same grid and must
-derive the same trials and seeds without talking to the others).
+derive the same trials and seeds without talking to the others). A shard (``--shard
+I/N``, one CI job of a matrix) expands the whole grid as well and keeps its block of it,
+so its trials carry the seeds the unsharded campaign gives them.
 """
 
 from __future__ import annotations
@@ -21,6 +23,7 @@ from shmstress.controlled.strategies import EXPLORING, StrategySpec
 from shmstress.core.config import RunConfig
 from shmstress.core.errors import ConfigError
 from shmstress.core.noise import NOISE_POLICIES, UNIFORM, NoiseConfig
+from shmstress.core.shard import WHOLE, Shard
 from shmstress.plugin.tracker import Tracker
 
 FREE = "free"
@@ -46,7 +49,10 @@ MAX_EXECUTIONS = 10_000_000
 
 @dataclass(frozen=True)
 class GridSpec:
-    """Everything that defines a campaign; with ``campaign`` and ``seed`` it is reproducible."""
+    """Everything that defines a campaign; with ``campaign`` and ``seed`` it is reproducible.
+
+    ``shard`` says which block of it this campaign directory runs; every shard of one
+    campaign has the same grid otherwise (``merge`` checks it)."""
 
     campaign: str
     seed: int
@@ -61,6 +67,7 @@ class GridSpec:
     params: Mapping[str, int] = field(default_factory=dict)
     expect_clean: tuple[str, ...] = ()
     noise_policy: str = NoiseConfig().policy  # of every free trial
+    shard: Shard = WHOLE
 
     def to_json(self) -> str:
         return json.dumps(asdict(self))  # key order kept: role order is part of config keys
@@ -86,6 +93,8 @@ class GridSpec:
                 expect_clean=tuple(str(v) for v in data.get("expect_clean", ())),
                 # a grid saved before the option existed ran the only policy there was
                 noise_policy=str(data.get("noise_policy", UNIFORM)),
+                # a grid saved before shards existed ran all of itself
+                shard=Shard(**{k: int(v) for k, v in data.get("shard", {}).items()}),
             )
         except (ValueError, KeyError, TypeError, AttributeError, RecursionError) as exc:
             raise ConfigError(f"not a campaign grid: {type(exc).__name__}: {exc}") from None
@@ -259,6 +268,11 @@ def complete(spec: GridSpec, tracker: type[Tracker]) -> GridSpec:
         problems.append(f"--trials {spec.trials} x {configurations} configurations is "
                         f"{configurations * spec.trials:,} trials: a grid holds at most "
                         f"{MAX_GRID_TRIALS:,}: split it into several campaigns")
+    if not spec.shard.valid:
+        problems.append(f"--shard must be I/N with 1 <= I <= N, got {spec.shard}")
+    elif spec.shard.count > configurations * spec.trials:
+        problems.append(f"--shard {spec.shard}: the grid has {configurations * spec.trials:,} "
+                        f"trials, so at most that many shards have one to run")
     if problems:
         raise ConfigError("; ".join(problems))
     return GridSpec(
@@ -275,6 +289,7 @@ def complete(spec: GridSpec, tracker: type[Tracker]) -> GridSpec:
         params=dict(spec.params),
         expect_clean=spec.expect_clean,
         noise_policy=spec.noise_policy,
+        shard=spec.shard,
     )
 
 
@@ -289,7 +304,13 @@ def _grid_points(spec: GridSpec) -> list[tuple[str, Mapping[str, int], tuple[str
 
 
 def expand(spec: GridSpec) -> list[TrialSpec]:
-    """Every trial of the grid, trial-major: a cut-short campaign has sampled every config."""
+    """The trials this campaign directory runs: its shard's block of ``every_trial``."""
+    return spec.shard.select(every_trial(spec))
+
+
+def every_trial(spec: GridSpec) -> list[TrialSpec]:
+    """Every trial of the grid, whatever the shard, trial-major: a cut-short campaign has
+    sampled every config. A trial's seed depends on the grid alone."""
     points = _grid_points(spec)
     trials: list[TrialSpec] = []
     for trial in range(spec.trials):

@@ -29,7 +29,7 @@ from shmstress.campaign.bundles import (
     swimlane_path,
     write_swimlane,
 )
-from shmstress.campaign.grid import GridSpec, TrialSpec, complete, expand
+from shmstress.campaign.grid import GridSpec, TrialSpec, complete, every_trial, expand
 from shmstress.campaign.record import adopted_record, outcome_of
 from shmstress.campaign.results_file import Repair, ResultsFile
 from shmstress.campaign.trial import campaign_record, run_trial
@@ -76,11 +76,12 @@ def utc_now() -> str:
 
 
 def prepare(spec: GridSpec) -> GridSpec:
-    """Complete the grid from its tracker and check every configuration before anything runs."""
+    """Complete the grid from its tracker and check every configuration before anything runs
+    (every shard's too: each shard of a grid that cannot run says so, as the whole would)."""
     tracker = registry.load(spec.tracker)
     spec = complete(spec, tracker)
     checked: set[str] = set()
-    for trial in expand(spec):
+    for trial in every_trial(spec):
         if trial.config_key not in checked:
             checked.add(trial.config_key)
             resolve(trial.run_config(), tracker)
@@ -109,7 +110,7 @@ history keeps growing the file."""
 
 
 def pending_trials(spec: GridSpec, records: Records) -> tuple[list[TrialSpec], int]:
-    """Trials of the grid not yet among the records, and how many already are."""
+    """Trials of the grid (of its shard) not yet among the records, and how many already are."""
     done = {
         (r.get("config_key"), r.get("trial")) for r in records if r.get("campaign") == spec.campaign
     }

@@ -43,6 +43,7 @@ from shmstress.core.exit_reason import ExitCode
 from shmstress.core.files import ArtifactError, require_writable, write_text_atomically
 from shmstress.core.noise import NOISE_POLICIES, NoiseConfig
 from shmstress.core.provenance import current_provenance
+from shmstress.core.shard import WHOLE, Shard
 
 
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -63,6 +64,8 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
             "shmstress bench --suite sctbench --program fsbench_bad --strategy default "
             "--twin-strategy default --seeds 1 --checkpoint ckpt/   # Ctrl-C, then the same "
             "command again resumes",
+            "shmstress bench --suite sctbench --shard 2/4 --checkpoint shard-2/   # one CI job "
+            "of four (docs/how-to/ci-matrix.md)",
         ),
     )
     bench.add_argument("--trials", type=int, default=20,
@@ -125,6 +128,11 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
                        "run again with the same DIR skips the finished trials and resumes "
                        "the others at the execution where they stopped, with the figures of "
                        "an uninterrupted run; DIR belongs to one command, another is refused")
+    suite.add_argument("--shard", metavar="I/N",
+                       help="run only shard I of N (1 <= I <= N): the I-th of N contiguous "
+                       "blocks of the suite's trials, each with its seed; needs --checkpoint "
+                       "DIR, where their results stay: every shard's DIR gathered into one, "
+                       "the same command without --shard prints the whole table")
     bench.set_defaults(handler=_cmd_bench, parser=bench)
 
 
@@ -151,8 +159,10 @@ def _validate(args: argparse.Namespace) -> None:
                         f"{', '.join(n for n in target_names() if n not in RACY_DRA)}")
     if args.suite:
         problems.extend(_suite_problems(args))
-    elif args.checkpoint:
-        problems.append("--checkpoint keeps a suite's trials: it needs --suite")
+    else:
+        problems += [f"{option} {what}: it needs --suite" for option, what in (
+            ("--checkpoint", "keeps a suite's trials"), ("--shard", "splits a suite's trials"))
+            if getattr(args, option[2:])]
     if problems:
         raise ConfigError("; ".join(problems))
     if args.json:
@@ -172,6 +182,14 @@ def _suite_problems(args: argparse.Namespace) -> list[str]:
     if args.section:
         problems.append("--section and --suite exclude each other: a suite runs instead of "
                         "the sections")
+    if args.shard is not None:
+        try:
+            Shard.parse(args.shard)
+        except ConfigError as exc:
+            problems.append(str(exc))
+        if not args.checkpoint:
+            problems.append("--shard keeps its trials' results for the merge in --checkpoint "
+                            "DIR: add it")
     names = {p.name for p in BUGGY}
     unknown = [name for name in args.program or () if name not in names]
     if unknown:
@@ -194,7 +212,8 @@ def _cmd_suite(args: argparse.Namespace) -> int:
     )
     checkpoint = Path(args.checkpoint) if args.checkpoint else None
     report = run_suite(options, log=lambda line: print(line, file=sys.stderr, flush=True),
-                       jobs=args.jobs, checkpoint=checkpoint)
+                       jobs=args.jobs, checkpoint=checkpoint,
+                       shard=Shard.parse(args.shard) if args.shard is not None else WHOLE)
     text = render_suite(report)
     print(text)
     code = int(ExitCode.INTERRUPTED) if report.cut is not None else int(ExitCode.CLEAN)

@@ -1,4 +1,4 @@
-"""``shmstress campaign`` and ``shmstress report``: argument parsing and exit codes only."""
+"""``shmstress campaign``, ``merge`` and ``report``: argument parsing and exit codes only."""
 
 from __future__ import annotations
 
@@ -43,6 +43,7 @@ from shmstress.core.exit_reason import ExitCode, ExitReason
 from shmstress.core.files import require_writable
 from shmstress.core.noise import NOISE_POLICIES, NoiseConfig
 from shmstress.core.plurals import counted
+from shmstress.core.shard import WHOLE, Shard
 
 DEFAULT_OUT = Path("shmstress-out/campaign")
 DEFAULT_REPORT_OUT = Path("shmstress-out/report")
@@ -124,7 +125,7 @@ def _worker_grid(args: argparse.Namespace) -> tuple[dict[str, int], ...]:
 
 _GRID_OPTIONS = (
     "tracker", "variant", "workers", "noise", "strategy", "trials", "duration", "executions",
-    "param", "seed", "expect_clean", "noise_policy",
+    "param", "seed", "expect_clean", "noise_policy", "campaign_id", "shard",
 )
 
 
@@ -149,8 +150,14 @@ def _grid_from_args(args: argparse.Namespace) -> GridSpec:
     strategies = (tuple(m for text in args.strategy for m in _split(text)) if args.strategy
                   else DEFAULT_STRATEGIES)
     _refuse_options_of_absent_modes(args, strategies)
+    shard = Shard.parse(args.shard) if args.shard is not None else WHOLE
+    if not shard.whole and (args.seed is None or args.campaign_id is None):
+        raise ConfigError(f"--shard {shard} needs --seed and --campaign-id, the same for every "
+                          "shard, so that all shards expand one grid with one set of seeds")
+    if args.campaign_id is not None and not args.campaign_id.strip():
+        raise ConfigError("--campaign-id must not be empty")
     return GridSpec(
-        campaign=new_campaign_id(),
+        campaign=args.campaign_id or new_campaign_id(),
         seed=args.seed if args.seed is not None else secrets.randbelow(2**32),
         tracker=args.tracker or DEFAULT_TRACKER,
         variants=tuple(v for text in args.variant or [] for v in _split(text)),
@@ -163,6 +170,7 @@ def _grid_from_args(args: argparse.Namespace) -> GridSpec:
         params=params,
         expect_clean=tuple(v for text in args.expect_clean or [] for v in _split(text)),
         noise_policy=args.noise_policy or NoiseConfig().policy,
+        shard=shard,
     )
 
 
@@ -190,6 +198,8 @@ def _cmd_campaign(args: argparse.Namespace) -> int:
         spec = resume_spec(out_dir)
     else:
         spec = _grid_from_args(args)
+        if args.campaign_id is not None:
+            _refuse_a_recorded_id(spec.campaign, out_dir / RESULTS_FILE)
     if args.tx:
         if args.resume:
             raise ConfigError("--resume is for local campaigns; rerun a distributed one instead")
@@ -201,6 +211,15 @@ def _cmd_campaign(args: argparse.Namespace) -> int:
     return _report_summary(summary, out_dir)
 
 
+def _refuse_a_recorded_id(campaign: str, results: Path) -> None:
+    """A new campaign under an ID the results already hold would take their trials for its
+    own (a nightly that names every night ``nightly`` would run nothing after the first)."""
+    if any(campaign_outcomes(campaign, ResultsFile(results).records()).values()):
+        raise ConfigError(f"--campaign-id {campaign}: {results} already holds trials of that "
+                          "campaign; give each campaign its own ID, or finish that one with "
+                          "--resume")
+
+
 def _distributed(spec: GridSpec, out_dir: Path, gateways: list[str]) -> int:
     from shmstress.campaign.distributed import run_distributed
 
@@ -210,8 +229,9 @@ def _distributed(spec: GridSpec, out_dir: Path, gateways: list[str]) -> int:
     counts = campaign_outcomes(spec.campaign, results.records())
     _warn(results.warnings)
     recorded, expected = sum(counts.values()), len(expand(spec))
+    shard = "" if spec.shard.whole else f" shard {spec.shard}"
     print(
-        f"campaign {spec.campaign}: {recorded}/{expected} trials over "
+        f"campaign {spec.campaign}{shard}: {recorded}/{expected} trials over "
         f"{counted(len(gateways), 'gateway')} in {results.path} ({_outcomes(counts)})"
     )
     print(f"  report: {out_dir / 'index.html'}")
@@ -243,9 +263,10 @@ def _report_summary(summary: CampaignSummary, out_dir: Path) -> int:
     spec = summary.spec
     _warn(summary.warnings)
     recorded = summary.already_done + summary.ran
+    shard = "" if spec.shard.whole else f" shard {spec.shard}"
     print(
-        f"campaign {spec.campaign}: {recorded}/{summary.total} trials in {summary.results} "
-        f"(this run: {_outcomes(summary.outcomes)})"
+        f"campaign {spec.campaign}{shard}: {recorded}/{summary.total} trials in "
+        f"{summary.results} (this run: {_outcomes(summary.outcomes)})"
     )
     if summary.already_done:
         were = "was" if summary.already_done == 1 else "were"
@@ -274,7 +295,10 @@ def _report_summary(summary: CampaignSummary, out_dir: Path) -> int:
             file=sys.stderr,
         )
         return 1 if summary.unexpected_violations else int(ExitCode.BROKEN)
-    print(f"  report: shmstress report {summary.results} -o {DEFAULT_REPORT_OUT}")
+    if spec.shard.whole:
+        print(f"  report: shmstress report {summary.results} -o {DEFAULT_REPORT_OUT}")
+    else:
+        print(f"  merge every shard's directory: shmstress merge MERGED {out_dir} ...")
     if summary.unexpected_violations:
         print(
             "shmstress: violations in variants expected to be clean: "
@@ -283,6 +307,34 @@ def _report_summary(summary: CampaignSummary, out_dir: Path) -> int:
         )
         return 1
     return 0
+
+
+def _cmd_merge(args: argparse.Namespace) -> int:
+    from shmstress.campaign.merge import merge
+
+    require_writable(args.out, "the merged directory OUT", directory=True)
+    summary = merge(args.out, list(args.dirs))
+    _warn(summary.warnings)
+    directories = "directory" if summary.sources == 1 else "directories"
+    print(f"merged {summary.sources} campaign {directories} into {summary.results}: "
+          f"{counted(summary.added, 'record')}, {counted(summary.artifacts, 'file')} "
+          "(bundles, swimlanes) copied")
+    code = 0
+    for tally in summary.campaigns:
+        print(f"campaign {tally.spec.campaign}: {tally.recorded}/{tally.expected} trials "
+              f"({_outcomes(tally.outcomes)})")
+        if tally.missing:
+            print(f"shmstress: campaign {tally.spec.campaign} misses "
+                  f"{counted(tally.missing, 'trial')} (a shard that did not finish, or not "
+                  f"merged); run them with: shmstress campaign --out {args.out} --resume",
+                  file=sys.stderr)
+            code = code or INCOMPLETE_EXIT
+        if tally.unexpected_violations:
+            print("shmstress: violations in variants expected to be clean: "
+                  + "; ".join(tally.unexpected_violations), file=sys.stderr)
+            code = 1
+    print(f"  report: shmstress report {summary.results} -o {DEFAULT_REPORT_OUT}")
+    return code
 
 
 def _cmd_report(args: argparse.Namespace) -> int:
@@ -324,6 +376,8 @@ def register(sub: Any) -> None:
             "shmstress campaign --tracker examples/counter_tracker.py:TicketTracker "
             "--workers clerk=2,4 --strategy free,pct --trials 20",
             "shmstress campaign --out night --tx socket=host-a:8888 --tx socket=host-b:8888",
+            "shmstress campaign --out shard-2 --shard 2/4 --seed 7 --campaign-id nightly-1234"
+            "   # one CI job of four",
         ),
     )
     campaign.add_argument("--out", type=Path, default=DEFAULT_OUT, metavar="DIR",
@@ -372,11 +426,38 @@ def register(sub: Any) -> None:
                           help="spread trials over pytest-xdist gateways instead of running "
                           "locally, e.g. socket=host:8888, ssh=user@host//python=python3, "
                           "popen (repeatable; see docs/how-to/shard-nightly.md)")
+    grid.add_argument("--shard", metavar="I/N",
+                      help="run only shard I of N (1 <= I <= N): the I-th of N contiguous "
+                      "blocks of the grid's trials, each with the seed the whole campaign "
+                      "gives it; needs --seed and --campaign-id, the same in every shard "
+                      "(merge the N directories with shmstress merge)")
+    grid.add_argument("--campaign-id", metavar="ID",
+                      help="the campaign's ID in every record (default: the start time and a "
+                      "random suffix); one per campaign, e.g. nightly-$GITHUB_RUN_ID")
     campaign.add_argument("--quiet", action="store_true", help="no progress bar or heartbeat")
     campaign.add_argument("--heartbeat", type=float, default=30.0, metavar="S",
                           help="seconds between progress lines when stderr is not a terminal "
                           "(default 30)")
     campaign.set_defaults(handler=_cmd_campaign)
+
+    merge = add_command(
+        sub, "merge",
+        description="Gather the records of campaign directories (the shards of one campaign, "
+        "or campaigns run one per host) into OUT/results.jsonl, after the history it holds, "
+        "with the bundles and swimlanes they name; a sharded campaign's grid is saved in OUT "
+        "whole, so --resume runs the trials no shard recorded. A record met twice, or two "
+        "records of one trial, is refused before anything is written. Exit codes: 0 merged, "
+        "1 a variant named by --expect-clean saw a violation, 2 usage error or conflicting "
+        f"records, {INCOMPLETE_EXIT} trials of a campaign missing.",
+        **with_examples(
+            "shmstress merge night shard-1 shard-2 shard-3 shard-4",
+            "shmstress merge history night-*/   # keep every night in one results.jsonl",
+        ),
+    )
+    merge.add_argument("out", type=Path, metavar="OUT", help="directory to merge into")
+    merge.add_argument("dirs", nargs="+", type=Path, metavar="DIR",
+                       help="campaign directories (each with results.jsonl, campaign.json)")
+    merge.set_defaults(handler=_cmd_merge)
 
     report = add_command(
         sub, "report",

@@ -36,6 +36,8 @@ COMMANDS = (
             "code's steps/s"),
     Command("campaign", "shmstress.cli.campaign",
             "run a grid of configurations x trials, one results.jsonl line per trial"),
+    Command("merge", "shmstress.cli.campaign",
+            "merge the directories of a campaign's shards into one results.jsonl"),
     Command("report", "shmstress.cli.campaign",
             "render results.jsonl files into PNG charts and an index.html"),
     Command("check", "shmstress.cli.check",

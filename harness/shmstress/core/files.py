@@ -20,7 +20,7 @@ import io
 import os
 from collections.abc import Iterable, Iterator, Sequence
 from pathlib import Path
-from typing import TextIO
+from typing import BinaryIO, TextIO
 
 from shmstress.core.errors import ConfigError
 from shmstress.outputs import writing
@@ -50,18 +50,34 @@ def replaced_atomically(path: Path, what: str = "", exclusive: bool = False) -> 
     fails (``ArtifactExistsError``) when ``path`` exists: a failure's evidence (a bundle,
     its log) must never replace another run's, even one written between our check and ours.
     """
+    with _written(path, what, exclusive) as raw:
+        stream = io.TextIOWrapper(raw, encoding="utf-8")
+        try:
+            yield stream
+        finally:
+            stream.detach()  # flushed into ``raw``, which ``written`` finishes or drops
+
+
+@contextlib.contextmanager
+def _written(path: Path, what: str, exclusive: bool) -> Iterator[BinaryIO]:
+    """``outputs.writing.written``, its errors in one line naming ``what``."""
     name = f"{what} {path}" if what else str(path)
     try:
         with writing.written(Path(path), exclusive) as raw:
-            stream = io.TextIOWrapper(raw, encoding="utf-8")
-            try:
-                yield stream
-            finally:
-                stream.detach()  # flushed into ``raw``, which ``written`` finishes or drops
+            yield raw
     except FileExistsError as exc:
         raise ArtifactExistsError(f"cannot write {name}: it exists already") from exc
     except OSError as exc:
         raise ArtifactError(f"cannot write {name}: {_reason(exc)}") from exc
+
+
+def write_bytes_atomically(path: Path, data: bytes, what: str = "",
+                           exclusive: bool = False) -> Path:
+    """``write_text_atomically`` for bytes kept as they are (a file copied or extended
+    whole, whatever it holds)."""
+    with _written(path, what, exclusive) as raw:
+        raw.write(data)
+    return path
 
 
 def write_text_atomically(

@@ -42,6 +42,8 @@ from shmstress.controlled.strategies import DEFAULT
 from shmstress.controlled.strategies.base import StrategySpec
 from shmstress.controlled.strategies.dpor import DPOR_BOUND
 from shmstress.core.config import DEFAULT_NOISE, default_out
+from shmstress.core.errors import ConfigError
+from shmstress.core.shard import WHOLE, Shard
 from shmstress.core.signals import InterruptFlag, interruptible
 from shmstress.plain.checkpoint import CheckpointError, Checkpointing, Identity
 from shmstress.plain.runner import Exploration, PlainResult, explore
@@ -205,6 +207,9 @@ class SuiteReport:
     programs: list[ProgramFigures] = field(default_factory=list)
     cut: str | None = None  # the program a SIGINT or SIGTERM cut short: none of it kept
     headline: str = PAPER_HEADLINE
+    shard: Shard = WHOLE  # a shard measures the programs whose every trial it holds
+    shard_trials: int = 0  # a shard's share of the suite's trials
+    suite_trials: int = 0  # the suite's, every shard's
 
     def totals(self) -> list[tuple[str, int, int, float, float]]:
         """Per strategy: (key, programs found in every seed, in some seed, sum of median
@@ -416,12 +421,16 @@ def _run_serial(tasks: list[TrialTask], log: Log,
 
 
 def _assemble(options: SuiteOptions, tasks: list[TrialTask],
-              results: dict[int, Trial | TwinFigures]) -> tuple[list[ProgramFigures], str | None]:
-    """The programs whose every trial ran, in order, up to the first one that was cut."""
+              results: dict[int, Trial | TwinFigures],
+              skip_incomplete: bool = False) -> tuple[list[ProgramFigures], str | None]:
+    """The programs whose every trial ran, in order, up to the first one that was cut (with
+    ``skip_incomplete``, a shard's: every program whose trials it holds, others skipped)."""
     programs: list[ProgramFigures] = []
     for subject in options.selected_programs():
         mine = [i for i, t in enumerate(tasks) if t.owner == subject.name]
         if any(i not in results for i in mine):
+            if skip_incomplete:
+                continue
             return programs, subject.name
         trials: dict[str, list[Trial]] = {}
         twins = []
@@ -438,19 +447,25 @@ def _assemble(options: SuiteOptions, tasks: list[TrialTask],
 
 
 def run_suite(options: SuiteOptions, log: Log, jobs: int = 1,
-              checkpoint: Path | None = None) -> SuiteReport:
+              checkpoint: Path | None = None, shard: Shard = WHOLE) -> SuiteReport:
     """Every selected trial, ``jobs`` at a time (1: one after the other, in this process;
     more: each in a process of its own, ``bench.pool``), with the same figures either way:
     a trial's executions depend on its seed alone. A SIGINT or SIGTERM stops the suite: the
     programs whose every trial ran are kept, in order up to the first one it cut, which is
     named in ``cut``. With a ``checkpoint`` directory (``checkpoints.py``) the trials that
     finished in an earlier run of the same command are not run again, and the others
-    resume where they stopped."""
+    resume where they stopped. A ``shard`` runs its block of the suite's trials (each with
+    its seed, as the whole suite runs it) and keeps their results in ``checkpoint``, whose
+    every shard's files, gathered in one directory, give the whole suite's table."""
     report = SuiteReport(options)
     tasks = suite_tasks(options, checkpoint)
+    if shard.count > len(tasks):
+        raise ConfigError(f"--shard {shard}: the suite has {len(tasks):,} trials, so at most "
+                          "that many shards have one to run")
     results = {} if checkpoint is None else _kept(options, tasks, SuiteDirectory(checkpoint),
                                                   log)
-    todo = [index for index in range(len(tasks)) if index not in results]
+    share = shard.select(range(len(tasks)))
+    todo = [index for index in share if index not in results]
     with interruptible() as interrupt:
         if jobs <= 1:
             ran = _run_serial([tasks[i] for i in todo], log, interrupt)
@@ -459,7 +474,12 @@ def run_suite(options: SuiteOptions, log: Log, jobs: int = 1,
         if interrupt.fired:
             interrupt.acknowledge()
     results.update((todo[index], result) for index, result in ran.items())
-    report.programs, report.cut = _assemble(options, tasks, results)
+    if shard.whole:
+        report.programs, report.cut = _assemble(options, tasks, results)
+    else:
+        report.programs, _ = _assemble(options, tasks, results, skip_incomplete=True)
+        report.cut = next((tasks[i].owner for i in share if i not in results), None)
+        report.shard, report.shard_trials, report.suite_trials = shard, len(share), len(tasks)
     return report
 
 
@@ -613,4 +633,10 @@ def render_suite(report: SuiteReport) -> str:
     if report.cut is not None:
         lines.append(f"interrupted: program {report.cut!r} was cut short by a signal; its "
                      "figures are left out")
+    if not report.shard.whole:
+        lines.append(f"shard {report.shard}: {report.shard_trials:,} of the suite's "
+                     f"{report.suite_trials:,} trials, their results kept in --checkpoint "
+                     "(the table holds the programs whose every trial it holds); the whole "
+                     "table: gather every shard's directory into one and run the command "
+                     "again without --shard")
     return "\n".join(lines)
