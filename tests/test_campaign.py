@@ -353,6 +353,24 @@ def test_report_command_renders_the_fixture(
         assert key in page
 
 
+def test_report_takes_the_directory_that_holds_the_results(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A campaign's --out, or pytest's --stress-report, is what a user has at hand: its
+    results.jsonl is read (it was "no such results file", exit 2). A directory with none is
+    still that one line."""
+    held = tmp_path / "night"
+    held.mkdir()
+    (held / RESULTS_FILE).write_bytes(FIXTURE.read_bytes())
+    assert main(["report", str(held), "-o", str(tmp_path / "out")]) == 0
+    assert f"{len(_lines(FIXTURE))} trials, " in capsys.readouterr().out
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    assert main(["report", str(empty), "-o", str(tmp_path / "out2")]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and f"no such results file: {empty / RESULTS_FILE}" in err
+
+
 @pytest.mark.parametrize(
     ("content", "out", "fragment"),
     [(None, "out", "no such results file"),

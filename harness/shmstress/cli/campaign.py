@@ -341,12 +341,14 @@ def _cmd_report(args: argparse.Namespace) -> int:
     from shmstress.reports.report import build_report, describe_report
     from shmstress.reports.results import ResultsFormatError
 
-    for results in args.results:
-        if not Path(results).is_file():
+    files = [results / RESULTS_FILE if results.is_dir() else results
+             for results in args.results]  # a campaign's directory: its results.jsonl
+    for results in files:
+        if not results.is_file():
             raise ConfigError(f"no such results file: {results}")
     require_writable(args.out, "the report directory -o", directory=True)
     try:
-        summary = build_report(list(args.results), args.out)
+        summary = build_report(files, args.out)
     except FileNotFoundError as exc:
         raise ConfigError(f"no such results file: {exc.filename}") from None
     except ResultsFormatError as exc:
@@ -466,11 +468,14 @@ def register(sub: Any) -> None:
         "snippet, explanation and replay command.",
         **with_examples(
             "shmstress report shmstress-out/campaign/results.jsonl -o shmstress-out/report",
+            "shmstress report shmstress-out/campaign -o shmstress-out/report   # its directory",
             "shmstress report a/results.jsonl b/results.jsonl -o trend   # several histories",
         ),
     )
     report.add_argument("results", nargs="+", type=Path, metavar="RESULTS",
-                        help="results.jsonl file(s); several campaigns make the trend")
+                        help="results.jsonl file(s), or the directories holding them "
+                        "(a campaign's --out, pytest's --stress-report); several campaigns "
+                        "make the trend")
     report.add_argument("-o", "--out", type=Path, default=DEFAULT_REPORT_OUT, metavar="DIR",
                         help=f"output directory (default {DEFAULT_REPORT_OUT})")
     report.set_defaults(handler=_cmd_report)
