@@ -8,6 +8,7 @@ seeds need, with room (the search stops at its first violating match).
 
 from __future__ import annotations
 
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -16,10 +17,14 @@ from shmstress.cli.commands import COMMANDS
 from shmstress.cli.import_log import render_import
 from shmstress.cli.main import main
 from shmstress.controlled.log_match import ANYWHERE, Expected, Matching, Offer, Seen, Target
+from shmstress.controlled.options import ControlledOptions
+from shmstress.controlled.runner import run_controlled
+from shmstress.controlled.strategies import StrategySpec
+from shmstress.core.config import RunConfig
 from shmstress.core.exit_reason import ExitCode
 from shmstress.render.klog_reading import Entry, Gap, Unreadable, read_log
 from shmstress.render.replay_text import render_replay
-from shmstress.repro.bundle import load_bundle
+from shmstress.repro.bundle import from_controlled, load_bundle, write_bundle
 from shmstress.repro.replay import Verdict, replay_bundle
 from shmstress.testing.log_import import SearchOptions, import_log
 
@@ -170,3 +175,38 @@ def test_a_message_of_the_log_where_it_has_none_is_off_the_log() -> None:
     anywhere = Matching(Target(lines, {7: frozenset({"role"})}, gaps=ANYWHERE))
     anywhere.take(_seen(1, 0, "Start"))
     assert anywhere.offer(_seen(2, 0, "Start")) is Offer.FREE
+
+
+def test_show_log_and_shrink_of_a_bundle_from_a_log_speak_the_logs_names(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """A bundle ``import-log`` wrote names the log's objects (``Bundle.names``); ``replay``
+    worded its failure with them, and ``show``, ``log`` and ``shrink`` spoke the model's
+    ("shmstress/claim-0004", "driver.example.com/worker-0/..."), which the developer
+    never saw. Any bundle with names stands in for one from a log here: a PCT failure of
+    gather-unchecked, its claim and device named as a log would."""
+    found = run_controlled(RunConfig(tracker="dra", variant="gather-unchecked", seed=1),
+                           ControlledOptions(StrategySpec("pct", depth=3), executions=2000))
+    bundle = from_controlled(found)
+    assert bundle is not None
+    message = found.run.violations[0].message
+    model_device = message.split("never saw device ")[1].split()[0]
+    model_claim = message.split("although claim ")[1].split()[0]
+    names = {model_device: "gpu-of-the-log", model_claim: "ns/claim-of-the-log"}
+    path = write_bundle(replace(bundle, names=names), tmp_path / "named.json")
+
+    assert main(["show", str(path), "--width", "300"]) == 0
+    shown = capsys.readouterr().out
+    assert '"gpu-of-the-log"' in shown and model_device not in shown
+
+    assert main(["log", str(path)]) == 0
+    logged = capsys.readouterr().out
+    assert '"ns/claim-of-the-log"' in logged and model_claim not in logged
+
+    assert main(["shrink", str(path), "-o", str(tmp_path / "small.json"),
+                 "--max-seconds", "10"]) == 0
+    shrunk = capsys.readouterr().out.split("explanation:", 1)[1]
+    small = load_bundle(tmp_path / "small.json")
+    # a smaller scenario has other objects: the log's names stand for none of them
+    same = (small.counts, small.params) == (bundle.counts, bundle.params)
+    assert small.names == (names if same else {})
+    assert ("of-the-log" in shrunk) == same, shrunk

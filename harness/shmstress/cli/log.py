@@ -247,12 +247,14 @@ def _mismatch(header: Mapping[str, object] | None, bundle: Bundle) -> str | None
 def _replayed_log(source: Path, bundle: Bundle, why: str) -> str:
     """A bundle replays exactly, so its log can be made again: replay it, recorded (its
     code already allowed to run: ``repro.loading.trusted``)."""
+    from shmstress.render.log_names import wording_in_names
     from shmstress.render.logview import log_lines
     from shmstress.repro.replay import replay_bundle
 
     print(f"shmstress log: {why}; replaying the bundle for its log", file=sys.stderr)
     report = replay_bundle(bundle)
-    return "".join(line + "\n" for line in log_lines(report.result, MAX_VERBOSITY,
+    words = wording_in_names(report.result, bundle.names).words  # import-log's: the log's
+    return "".join(line + "\n" for line in log_lines(report.result, MAX_VERBOSITY, words,
                                                        bundle_id=bundle.id))
 
 

@@ -25,7 +25,7 @@ from shmstress.cli.test import replay_plain_bundle, shrink_plain_bundle
 from shmstress.core.errors import BundleError, ConfigError, ReplayDivergedError
 from shmstress.core.exit_reason import ExitCode
 from shmstress.core.files import ArtifactError, require_writable
-from shmstress.render.failure import failure_report
+from shmstress.render.log_names import failure_in_names
 from shmstress.render.replay_text import render_replay
 from shmstress.repro.bundle import bundle_target, new_bundle_id, replay_command, write_bundle
 from shmstress.repro.loading import open_bundle
@@ -81,7 +81,8 @@ def render_shrink(report: ShrinkReport, source: Path, target: Path, written: boo
         f"  still fails with: {report.bundle.violation.invariant}: "
         f"{report.bundle.violation.message}",
     ]
-    explanation = failure_report(report.replay.result, str(target)).explanation
+    explanation = failure_in_names(report.replay.result, report.bundle.names,
+                                   str(target)).explanation
     if explanation:
         lines += ["  explanation:", textwrap.indent(explanation, "    ")]
     if written:

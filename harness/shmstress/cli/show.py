@@ -13,6 +13,7 @@ import argparse
 import os
 import shutil
 import sys
+from dataclasses import replace
 from pathlib import Path
 
 from shmstress.analysis.failure import analyse
@@ -22,8 +23,9 @@ from shmstress.cli.args import EPILOG
 from shmstress.cli.code_options import BUNDLE_CODE_NOTE, add_code_options, code_allowance
 from shmstress.cli.commands import add_command
 from shmstress.core.files import require_writable, write_text_atomically
-from shmstress.plugin.wording import wording_by_name
+from shmstress.plugin.renaming import rename_text
 from shmstress.render.failure import swimlane_title
+from shmstress.render.log_names import wording_in_names
 from shmstress.render.swimlane import render_svg, render_text
 from shmstress.repro.bundle_code import CodeAllowance
 from shmstress.repro.loading import open_bundle
@@ -66,12 +68,14 @@ def bundle_swimlane(path: Path, allowance: CodeAllowance, keep_all: bool = False
     result = report.result
     recording = result.recording
     assert recording is not None  # replayed with record=True
-    wording = wording_by_name(result.config.tracker, result.config.params)
-    analysis = analyse(result, wording, result.violations[0])
+    analysis = analyse(result, wording_in_names(result, bundle.names), result.violations[0])
     if analysis is None:
         return None, f"shmstress show: {path}: the replay recorded nothing to draw", 3
     title = f"{swimlane_title(result)} (found in {bundle.mode} mode)"
-    return swimlane(analysis, recording.steps, result.workers, title, keep_all), "", 0
+    lanes = swimlane(analysis, recording.steps, result.workers, title, keep_all)
+    if bundle.names:  # the outcome names objects as the model does (``failure_in_names``)
+        lanes = replace(lanes, violation=rename_text(lanes.violation, bundle.names))
+    return lanes, "", 0
 
 
 def _cmd_show(args: argparse.Namespace) -> int:

@@ -570,6 +570,8 @@ def _bundle_of(original: Bundle, best: _Candidate) -> Bundle:
     outcome = best.outcome
     found = outcome.principal_violation
     assert found is not None
+    same_scenario = (dict(best.scenario.counts), dict(best.scenario.params)) == (
+        dict(original.counts), dict(original.params))
     return replace(
         original,
         execution_seed=best.seed,
@@ -581,4 +583,7 @@ def _bundle_of(original: Bundle, best: _Candidate) -> Bundle:
         preemptions=outcome.preemptions,
         violation=ExpectedViolation.of(found),
         code_sha256=original.code.digest(),  # the file it failed with now (--allow-changed)
+        # a log's names (import-log) stand for the model's objects of the bundle's scenario;
+        # a smaller scenario makes other objects under those names
+        names=dict(original.names) if same_scenario else {},
     )
