@@ -20,7 +20,6 @@ from shmstress.analysis.swimlane import Swimlane
 from shmstress.core.config import default_out
 from shmstress.core.errors import ConfigError
 from shmstress.core.files import write_text_atomically
-from shmstress.render.failure import FailureReport
 from shmstress.render.swimlane import render_svg
 from shmstress.repro import plain_bundle
 from shmstress.repro.bundle import (
@@ -69,15 +68,15 @@ def swimlane_path(bundle: Path) -> Path:
     return bundle.with_suffix(".svg")
 
 
-def write_swimlane(report: FailureReport, target: Path) -> Path | None:
-    """Write the SVG of ``report``'s swimlane to ``target`` whole (None: it has none).
+def write_swimlane(lane: Swimlane | None, target: Path) -> Path | None:
+    """Write the SVG of a failure's swimlane ``lane`` to ``target`` whole (None: it has none).
 
     The engine draws it, not the report: the reports read results only and never the
     engine, so the picture must exist as a file before any report is built."""
-    if report.swimlane is None:
+    if lane is None:
         return None
     try:
-        picture = render_svg(report.swimlane)
+        picture = render_svg(lane)
     except Exception:  # a picture is not worth a nightly campaign's remaining trials
         return None
     return write_text_atomically(target, picture, "the swimlane")

@@ -68,6 +68,9 @@ class GridSpec:
     expect_clean: tuple[str, ...] = ()
     noise_policy: str = NoiseConfig().policy  # of every free trial
     shard: Shard = WHOLE
+    scenarios: tuple[str, ...] = ()
+    """Plain-code scenarios (``FILE:function``) the grid runs instead of the tracker's
+    variants; each trial explores one with ``executions`` as its budget, free ones too."""
 
     def to_json(self) -> str:
         return json.dumps(asdict(self))  # key order kept: role order is part of config keys
@@ -95,6 +98,8 @@ class GridSpec:
                 noise_policy=str(data.get("noise_policy", UNIFORM)),
                 # a grid saved before shards existed ran all of itself
                 shard=Shard(**{k: int(v) for k, v in data.get("shard", {}).items()}),
+                # a grid saved before scenario campaigns ran its tracker
+                scenarios=tuple(str(s) for s in data.get("scenarios", ())),
             )
         except (ValueError, KeyError, TypeError, AttributeError, RecursionError) as exc:
             raise ConfigError(f"not a campaign grid: {type(exc).__name__}: {exc}") from None
@@ -118,6 +123,8 @@ class TrialSpec:
     executions: int  # controlled mode's budget
     params: Mapping[str, int]
     noise_policy: str = UNIFORM  # free mode's
+    scenario: str | None = None  # FILE:function of a plain-code trial (file as tracker,
+    # function as variant, as its record names them); None: a tracker's trial
 
     @property
     def trial_id(self) -> tuple[str, int]:
@@ -167,6 +174,13 @@ def derive_seed(base: int, config_key: str, trial: int) -> int:
     return int.from_bytes(digest[:4], "big")
 
 
+def scenario_key(scenario: str, mode: str, strategy: str, noise: float) -> str:
+    """``test_counter.py:racy controlled/pct``: a scenario's configuration, its drive named
+    as ``config_key`` names a tracker's; no workers, since the scenario starts its own."""
+    drive = config_key("", "", {}, mode, strategy, noise, {}).split(maxsplit=1)[1]
+    return f"{scenario} {drive}"
+
+
 def role_abbreviations(roles: Sequence[str]) -> dict[str, str]:
     """``clerk`` -> ``c`` when initials are unambiguous, else the whole role name."""
     initials = [role[0] for role in roles]
@@ -213,31 +227,20 @@ def default_workers(tracker: type[Tracker]) -> tuple[Mapping[str, int], ...]:
     )
 
 
-def complete(spec: GridSpec, tracker: type[Tracker]) -> GridSpec:
-    """Fill the tracker's defaults and reject a grid that cannot run, in one message."""
-    variants = spec.variants or tuple(tracker.variants)
-    workers = spec.workers or default_workers(tracker)
+def complete(spec: GridSpec, tracker: type[Tracker] | None) -> GridSpec:
+    """Fill the tracker's defaults and reject a grid that cannot run, in one message;
+    ``tracker`` is None for a grid of scenarios (their ``FILE:function`` checked by
+    ``campaign.scenarios``)."""
     problems: list[str] = []
-    unknown = [v for v in (*variants, *spec.expect_clean) if v not in tracker.variants]
-    if unknown:
-        problems.append(
-            f"tracker {tracker.name} has no variant {', '.join(unknown)}; "
-            f"choose from {', '.join(tracker.variants)}"
-        )
-    filled: list[Mapping[str, int]] = []
-    for counts in workers:
-        bad_roles = sorted(set(counts) - set(tracker.roles))
-        if bad_roles:
-            problems.append(
-                f"tracker {tracker.name} has no role {', '.join(bad_roles)}; "
-                f"its roles are {', '.join(tracker.roles)}"
-            )
-        full = {
-            role: counts.get(role, spec.count) for role, spec in tracker.roles.items()
-        }
-        problems += [f"{role} count must be >= 1, got {n}" for role, n in full.items() if n < 1]
-        if full not in filled:
-            filled.append(full)
+    if tracker is None:
+        variants: tuple[str, ...] = spec.scenarios
+        filled: list[Mapping[str, int]] = [{}]
+        functions = {scenario.rpartition(":")[2] for scenario in spec.scenarios}
+        unknown = [v for v in spec.expect_clean if v not in functions]
+        if unknown:
+            problems.append(f"--expect-clean names no scenario's function: {', '.join(unknown)}")
+    else:
+        variants, filled = _tracker_points(spec, tracker, problems)
     bad_strategies = [m for m in spec.strategies if m not in STRATEGIES]
     if bad_strategies or not spec.strategies:
         problems.append(
@@ -279,8 +282,8 @@ def complete(spec: GridSpec, tracker: type[Tracker]) -> GridSpec:
         campaign=spec.campaign,
         seed=spec.seed,
         tracker=spec.tracker,
-        variants=tuple(dict.fromkeys(variants)),
-        workers=tuple(filled),
+        variants=() if tracker is None else tuple(dict.fromkeys(variants)),
+        workers=() if tracker is None else tuple(filled),
         noises=tuple(dict.fromkeys(spec.noises)),
         strategies=tuple(dict.fromkeys(spec.strategies)),
         trials=spec.trials,
@@ -290,16 +293,49 @@ def complete(spec: GridSpec, tracker: type[Tracker]) -> GridSpec:
         expect_clean=spec.expect_clean,
         noise_policy=spec.noise_policy,
         shard=spec.shard,
+        scenarios=tuple(dict.fromkeys(spec.scenarios)),
     )
 
 
+def _tracker_points(spec: GridSpec, tracker: type[Tracker], problems: list[str]
+                    ) -> tuple[tuple[str, ...], list[Mapping[str, int]]]:
+    """The tracker's variants and full worker counts the grid runs; what is wrong with
+    them goes to ``problems``."""
+    variants = spec.variants or tuple(tracker.variants)
+    workers = spec.workers or default_workers(tracker)
+    unknown = [v for v in (*variants, *spec.expect_clean) if v not in tracker.variants]
+    if unknown:
+        problems.append(
+            f"tracker {tracker.name} has no variant {', '.join(unknown)}; "
+            f"choose from {', '.join(tracker.variants)}"
+        )
+    filled: list[Mapping[str, int]] = []
+    for counts in workers:
+        bad_roles = sorted(set(counts) - set(tracker.roles))
+        if bad_roles:
+            problems.append(
+                f"tracker {tracker.name} has no role {', '.join(bad_roles)}; "
+                f"its roles are {', '.join(tracker.roles)}"
+            )
+        full = {
+            role: counts.get(role, spec.count) for role, spec in tracker.roles.items()
+        }
+        problems += [f"{role} count must be >= 1, got {n}" for role, n in full.items() if n < 1]
+        if full not in filled:
+            filled.append(full)
+    return variants, filled
+
+
 def _grid_points(spec: GridSpec) -> list[tuple[str, Mapping[str, int], tuple[str, float]]]:
-    """(variant, counts, (strategy, noise)) of every configuration; noise only varies free runs."""
+    """(variant, counts, (strategy, noise)) of every configuration; noise only varies free
+    runs; a scenario grid's "variants" are its scenarios, with no workers of their own."""
     drivers = [
         (strategy, noise)
         for strategy in spec.strategies
         for noise in (spec.noises if strategy == FREE else (0.0,))
     ]
+    if spec.scenarios:
+        return list(itertools.product(spec.scenarios, [{}], drivers))
     return list(itertools.product(spec.variants, spec.workers, drivers))
 
 
@@ -314,17 +350,23 @@ def every_trial(spec: GridSpec) -> list[TrialSpec]:
     points = _grid_points(spec)
     trials: list[TrialSpec] = []
     for trial in range(spec.trials):
-        for variant, counts, (grid_strategy, noise) in points:
+        for point, counts, (grid_strategy, noise) in points:
             mode, strategy = trial_kind(grid_strategy, noise)
-            key = config_key(spec.tracker, variant, counts, mode, strategy, noise, spec.params,
-                             spec.noise_policy)
+            scenario = point if spec.scenarios else None
+            if scenario is not None:
+                key = scenario_key(scenario, mode, strategy, noise)
+                tracker, _, variant = scenario.rpartition(":")
+            else:
+                key = config_key(spec.tracker, point, counts, mode, strategy, noise,
+                                 spec.params, spec.noise_policy)
+                tracker, variant = spec.tracker, point
             trials.append(
                 TrialSpec(
                     campaign=spec.campaign,
                     config_key=key,
                     trial=trial,
                     seed=derive_seed(spec.seed, key, trial),
-                    tracker=spec.tracker,
+                    tracker=tracker,
                     variant=variant,
                     counts=dict(counts),
                     noise=noise,
@@ -334,6 +376,7 @@ def every_trial(spec: GridSpec) -> list[TrialSpec]:
                     executions=spec.executions,
                     params=dict(spec.params),
                     noise_policy=spec.noise_policy,
+                    scenario=scenario,
                 )
             )
     return trials

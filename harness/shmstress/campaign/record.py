@@ -20,7 +20,14 @@ from typing import Literal
 
 import msgspec
 
-from shmstress.campaign.grid import CONTROLLED, FREE, TrialSpec, config_key, trial_kind
+from shmstress.campaign.grid import (
+    CONTROLLED,
+    FREE,
+    TrialSpec,
+    config_key,
+    scenario_key,
+    trial_kind,
+)
 from shmstress.core.exit_reason import ExitCode, ExitReason
 from shmstress.core.provenance import Provenance, current_provenance
 from shmstress.core.result import RunResult, Violation
@@ -170,14 +177,8 @@ _PLAIN_REASONS = {PlainEnd.FAILED: ExitReason.VIOLATION, PlainEnd.DEADLOCK: Exit
 """A failing execution's end, as the exit reason a tracker trial that ended so records."""
 
 
-def scenario_key(scenario: str, mode: str, strategy: str, noise: float) -> str:
-    """``test_counter.py:racy controlled/pct``: a scenario's configuration, its drive named
-    as ``config_key`` names a tracker's; no workers, since the scenario starts its own."""
-    drive = config_key("", "", {}, mode, strategy, noise, {}).split(maxsplit=1)[1]
-    return f"{scenario} {drive}"
-
-
-def _scenario_outcome(result: PlainResult, accept_uncontrolled: bool) -> tuple[Outcome, str]:
+def scenario_outcome(result: PlainResult, accept_uncontrolled: bool = False
+                     ) -> tuple[Outcome, str]:
     """(outcome, exit reason): a failing execution is a violation; a search that hit a limit
     of shmstress, hung, was interrupted or saw code outside control (unless accepted) has
     no verdict, an error, as a tracker run that broke."""
@@ -225,7 +226,7 @@ def scenario_record(
     mode = FREE if free is not None else CONTROLLED
     strategy = FREE if free is not None else exploration.strategy.name
     noise = free.noise if free is not None else 0.0
-    outcome, reason = _scenario_outcome(result, accept_uncontrolled)
+    outcome, reason = scenario_outcome(result, accept_uncontrolled)
     failing = result.failing
     failure = failing.failure if failing is not None and outcome == "violation" else None
     found = current_provenance(result.spec.scenario.describe())

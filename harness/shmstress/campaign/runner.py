@@ -22,6 +22,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import Protocol
 
 from shmstress.campaign.bundles import (
     campaign_bundle_dir,
@@ -32,11 +33,12 @@ from shmstress.campaign.bundles import (
 from shmstress.campaign.grid import GridSpec, TrialSpec, complete, every_trial, expand
 from shmstress.campaign.record import adopted_record, outcome_of
 from shmstress.campaign.results_file import Repair, ResultsFile
-from shmstress.campaign.trial import campaign_record, run_trial
+from shmstress.campaign.scenarios import check_scenario, run_scenario_trial
+from shmstress.campaign.trial import TrialRun, campaign_record, run_trial
 from shmstress.core.errors import BundleError, ConfigError, SegmentError
 from shmstress.core.exit_reason import ExitReason
 from shmstress.core.files import ArtifactError, write_text_atomically
-from shmstress.core.provenance import current_provenance
+from shmstress.core.provenance import Provenance, current_provenance
 from shmstress.core.signals import interruptible, shielded
 from shmstress.free.learning import Learning
 from shmstress.plugin import registry
@@ -77,7 +79,12 @@ def utc_now() -> str:
 
 def prepare(spec: GridSpec) -> GridSpec:
     """Complete the grid from its tracker and check every configuration before anything runs
-    (every shard's too: each shard of a grid that cannot run says so, as the whole would)."""
+    (every shard's too: each shard of a grid that cannot run says so, as the whole would);
+    a grid of scenarios checks that each one's file defines its function."""
+    if spec.scenarios:
+        for scenario in spec.scenarios:
+            check_scenario(scenario)
+        return complete(spec, None)
     tracker = registry.load(spec.tracker)
     spec = complete(spec, tracker)
     checked: set[str] = set()
@@ -149,7 +156,8 @@ def run_campaign(
     results = ResultsFile(out_dir / RESULTS_FILE)
     repaired = results.repair_tail()
     history = results.records()  # and this run's records as it appends them
-    provenance = current_provenance(spec.tracker)  # once: every trial runs the same code
+    # once: every trial runs the same code (a scenario's record finds its own)
+    provenance = None if spec.scenarios else current_provenance(spec.tracker)
     warnings = list(results.warnings)
     todo, _ = pending_trials(spec, history)
     with shielded():
@@ -179,7 +187,10 @@ def run_campaign(
             progress.start_trial(f"{trial.config_key} #{trial.trial}")
             started_at = utc_now()
             try:
-                ran = run_trial(trial, progress=progress.tick, learning=learning)
+                ran: RanTrial = (
+                    run_scenario_trial(trial) if trial.scenario is not None
+                    else _TrackerTrial(trial, run_trial(trial, progress=progress.tick,
+                                                        learning=learning), provenance))
             except KeyboardInterrupt:
                 interrupted = True
                 break
@@ -187,29 +198,17 @@ def run_campaign(
                 disk_error = (f"{exc}; trial {trial.trial} of {trial.config_key} (seed "
                               f"{trial.seed}) could not run")
                 break
-            if ran.result.exit_reason is ExitReason.INTERRUPTED:
+            if ran.interrupted:
                 interrupted = True  # torn down mid-trial: no verdict, resume reruns it
                 break
-            bundle = None
-            picture = None
             try:  # the bundle first: a kill before the line leaves an orphan to adopt
-                if ran.bundle is not None:
-                    bundle = campaign_bundle_path(spec.campaign, ran.bundle)
-                    write_bundle(ran.bundle, out_dir / bundle)
-                    bundles += 1
-                report = ran.report(bundle.as_posix() if bundle else None)
-                if bundle is not None and write_swimlane(
-                        report, out_dir / swimlane_path(bundle)) is not None:
-                    picture = swimlane_path(bundle).as_posix()
-                record = campaign_record(trial, ran, started_at, report, picture,
-                                         provenance)
+                record, kept_bundle = ran.keep(out_dir, started_at)
                 results.append(record)
             except ArtifactError as exc:  # a full disk: nothing more could be kept
-                found = ran.result.principal_violation
-                verdict = f"a {found.invariant} violation" if found else outcome_of(ran.result)
-                disk_error = (f"{exc}; trial {trial.trial} of {trial.config_key} ({verdict}, "
-                              f"seed {trial.seed}) could not be recorded")
+                disk_error = (f"{exc}; trial {trial.trial} of {trial.config_key} "
+                              f"({ran.verdict()}, seed {trial.seed}) could not be recorded")
                 break
+            bundles += kept_bundle
             history.append(record)
             outcome = str(record["outcome"])
             outcomes[outcome] += 1
@@ -231,6 +230,52 @@ def run_campaign(
     )
 
 
+class RanTrial(Protocol):
+    """A finished trial of either kind, a tracker's run or a scenario's exploration."""
+
+    @property
+    def interrupted(self) -> bool:
+        """A signal tore it down: no verdict, and resume runs it again."""
+        ...
+
+    def verdict(self) -> str:
+        """What it found, in a few words (for a line that says it could not be kept)."""
+        ...
+
+    def keep(self, out_dir: Path, started_at: str) -> tuple[dict[str, object], bool]:
+        """Write its bundle and swimlane under ``out_dir`` (the bundle first); (its results
+        line, whether a bundle was written)."""
+        ...
+
+
+@dataclass(frozen=True)
+class _TrackerTrial:
+    trial: TrialSpec
+    ran: TrialRun
+    provenance: Provenance | None
+
+    @property
+    def interrupted(self) -> bool:
+        return self.ran.result.exit_reason is ExitReason.INTERRUPTED
+
+    def verdict(self) -> str:
+        found = self.ran.result.principal_violation
+        return f"a {found.invariant} violation" if found else outcome_of(self.ran.result)
+
+    def keep(self, out_dir: Path, started_at: str) -> tuple[dict[str, object], bool]:
+        ran, bundle, picture = self.ran, None, None
+        if ran.bundle is not None:
+            bundle = campaign_bundle_path(self.trial.campaign, ran.bundle)
+            write_bundle(ran.bundle, out_dir / bundle)
+        report = ran.report(bundle.as_posix() if bundle else None)
+        if bundle is not None and write_swimlane(
+                report.swimlane, out_dir / swimlane_path(bundle)) is not None:
+            picture = swimlane_path(bundle).as_posix()
+        record = campaign_record(self.trial, ran, started_at, report, picture,
+                                 self.provenance)
+        return record, bundle is not None
+
+
 def adopt_orphans(
     spec: GridSpec, out_dir: Path, todo: Sequence[TrialSpec], results: ResultsFile,
     history: list[dict[str, object]],
@@ -243,7 +288,9 @@ def adopt_orphans(
     for temporary in folder.glob(".*.tmp"):  # a bundle a kill cut off before its rename
         with contextlib.suppress(OSError):
             temporary.unlink()
-    if not todo:
+    if not todo or spec.scenarios:
+        # a scenario's controlled trial is its seed's search: run again, it finds the same
+        # execution and writes the same bundle (a free one may not: it runs again anyway)
         return 0, []
     named = {str(r.get("bundle")) for r in history if r.get("campaign") == spec.campaign}
     pending = {(t.seed, t.variant, t.mode): t for t in todo}

@@ -35,6 +35,7 @@ from shmstress.campaign.runner import (
     run_campaign,
     save_spec,
 )
+from shmstress.campaign.scenarios import named_scenarios
 from shmstress.cli.args import key_value, no_repeats, split_list, with_examples
 from shmstress.cli.commands import add_command
 from shmstress.cli.run import DEFAULT_TRACKER, add_database_option, learning_from_args
@@ -125,13 +126,32 @@ def _worker_grid(args: argparse.Namespace) -> tuple[dict[str, int], ...]:
 
 _GRID_OPTIONS = (
     "tracker", "variant", "workers", "noise", "strategy", "trials", "duration", "executions",
-    "param", "seed", "expect_clean", "noise_policy", "campaign_id", "shard",
+    "param", "seed", "expect_clean", "noise_policy", "campaign_id", "shard", "scenarios",
 )
+_TRACKER_OPTIONS = (("--tracker", "tracker"), ("--variant", "variant"), ("--workers", "workers"),
+                    ("--param", "param"), ("--noise-policy", "noise_policy"),
+                    ("--duration", "duration"))
+"""What only a tracker's trials take: a scenario starts its own processes, has no
+parameters, and explores --executions executions, free trials too."""
 
 
 def _refuse_options_of_absent_modes(args: argparse.Namespace, strategies: tuple[str, ...]) -> None:
     """``--noise`` or ``--duration`` without a free strategy, ``--executions`` without a
-    controlled one: the grid would never use them."""
+    controlled one: the grid would never use them; a tracker's options in a grid of
+    scenarios."""
+    if args.scenarios:
+        given = [flag for flag, name in _TRACKER_OPTIONS if getattr(args, name) not in (None, [])]
+        if given:
+            raise ConfigError(f"{', '.join(given)} appl{'ies' if len(given) == 1 else 'y'} to a "
+                              "tracker's trials, not to scenarios (FILE:function): run them in "
+                              "a campaign of their own")
+        if args.tx:
+            raise ConfigError("--tx spreads a tracker's trials; run scenarios locally, or "
+                              "shard them with --shard I/N")
+        if "free" not in strategies and args.noise is not None:
+            raise ConfigError("--noise would apply to no trial of the grid (strategies "
+                              f"{','.join(strategies)}): drop it or add the free strategy")
+        return
     unused = []
     if "free" not in strategies:
         unused += [name for name, value in (("--noise", args.noise), ("--duration", args.duration),
@@ -157,6 +177,7 @@ def _grid_from_args(args: argparse.Namespace) -> GridSpec:
     if args.campaign_id is not None and not args.campaign_id.strip():
         raise ConfigError("--campaign-id must not be empty")
     return GridSpec(
+        scenarios=named_scenarios(args.scenarios),
         campaign=args.campaign_id or new_campaign_id(),
         seed=args.seed if args.seed is not None else secrets.randbelow(2**32),
         tracker=args.tracker or DEFAULT_TRACKER,
@@ -179,7 +200,8 @@ def _given_grid_options(args: argparse.Namespace) -> list[str]:
     for name in _GRID_OPTIONS:
         value = getattr(args, name)
         if value not in (None, []):
-            given.append("--" + name.replace("_", "-"))
+            given.append("FILE:function" if name == "scenarios" else
+                         "--" + name.replace("_", "-"))
     return given
 
 
@@ -364,9 +386,10 @@ def _cmd_report(args: argparse.Namespace) -> int:
 def register(sub: Any) -> None:
     campaign = add_command(
         sub, "campaign",
-        description="Run variant x worker counts x strategy x noise, each for --trials trials, "
-        "and append one JSON line per finished trial to OUT/results.jsonl (fsynced: a killed "
-        "campaign loses at most the trial in flight; --resume finishes it); a failing trial "
+        description="Run variant x worker counts x strategy x noise (or, given plain-code "
+        "scenarios, scenario x strategy x noise), each for --trials trials, and append one "
+        "JSON line per finished trial to OUT/results.jsonl (fsynced: a killed campaign "
+        "loses at most the trial in flight; --resume finishes it); a failing trial "
         "writes its repro bundle into OUT/bundles/. Exit codes: 0 done, 1 a variant named by "
         "--expect-clean saw a violation (or, with --tx, a trial failed), 2 usage or "
         f"configuration error, {INCOMPLETE_EXIT} with --tx: trials missing from the results "
@@ -378,10 +401,18 @@ def register(sub: Any) -> None:
             "shmstress campaign --tracker examples/counter_tracker.py:TicketTracker "
             "--workers clerk=2,4 --strategy free,pct --trials 20",
             "shmstress campaign --out night --tx socket=host-a:8888 --tx socket=host-b:8888",
+            "shmstress campaign examples/plain/counter.py:racy examples/plain/counter.py:locked "
+            "--out night --expect-clean locked",
+            "shmstress campaign tests/ --out night   # every @concurrency_test under tests/",
             "shmstress campaign --out shard-2 --shard 2/4 --seed 7 --campaign-id nightly-1234"
             "   # one CI job of four",
         ),
     )
+    campaign.add_argument("scenarios", nargs="*", metavar="FILE.py:FUNCTION|DIR",
+                          help="plain-code scenarios to run instead of a tracker, as `shmstress "
+                          "test` takes them (each trial explores --executions executions with "
+                          "its strategy and seed; free ones too, with their noise); a directory:"
+                          " every @concurrency_test function in the Python files under it")
     campaign.add_argument("--out", type=Path, default=DEFAULT_OUT, metavar="DIR",
                           help=f"campaign directory: campaign.json + results.jsonl "
                           f"(default {DEFAULT_OUT}; reuse it across nights to keep history)")

@@ -14,10 +14,9 @@ import shlex
 from dataclasses import dataclass
 from pathlib import Path
 
-from shmstress.analysis.plain_story import plain_story
-from shmstress.analysis.swimlane import plain_swimlane
 from shmstress.campaign.bundles import BundleKeeper
 from shmstress.campaign.record import scenario_record
+from shmstress.campaign.scenarios import scenario_swimlane
 from shmstress.plain.runner import PlainResult
 from shmstress.pytest.stress_runner import TRIAL_PROPERTY
 from shmstress.repro.plain_bundle import PlainBundle
@@ -42,11 +41,7 @@ class ScenarioTrial:
         return Path(shown)
 
     def finished(self, result: PlainResult, accept_uncontrolled: bool) -> None:
-        failing = result.failing
-        lane = None
-        if self.recorded is not None and failing is not None:
-            title = f"{self.scenario}, seed {result.exploration.seed}: who did what when"
-            lane = plain_swimlane(failing, plain_story(failing), title)
+        lane = scenario_swimlane(self.scenario, result) if self.recorded is not None else None
         picture = self.bundles.keep_swimlane(lane, self.recorded, self.user_properties)
         record = scenario_record(
             result, scenario=self.scenario, campaign=self.campaign, trial=0,
