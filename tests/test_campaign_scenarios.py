@@ -5,6 +5,9 @@ trial explored with its own seed and recorded as ``pytest --stress-report`` reco
 from __future__ import annotations
 
 import json
+import shlex
+import subprocess
+import sys
 from dataclasses import replace
 from pathlib import Path
 
@@ -18,6 +21,7 @@ from shmstress.core.errors import ScenarioError
 from shmstress.core.shard import Shard
 from shmstress.reports.results import parse_trial
 
+SHMSTRESS = [sys.executable, "-m", "shmstress"]
 COUNTER = (Path(__file__).resolve().parents[1] / "examples" / "plain" / "counter.py")
 RACY, LOCKED = f"{COUNTER}:racy", f"{COUNTER}:locked"
 SMALL = ["--trials", "2", "--executions", "50", "--seed", "1", "--strategy", "pct,free",
@@ -37,6 +41,23 @@ def campaign(tmp_path_factory: pytest.TempPathFactory) -> Path:
     out = tmp_path_factory.mktemp("scenarios") / "night"
     assert main(["campaign", RACY, LOCKED, "--out", str(out), *SMALL]) == 0
     return out
+
+
+def test_a_recorded_replay_command_reproduces_from_the_campaign_directory(
+    campaign: Path,
+) -> None:
+    """Every record's replay command runs from its results' directory; a bundle imports
+    code only from the directory it is replayed in unless ``--code`` names it, and the
+    scenario's file is outside the campaign's: the command names it (it was refused, "no
+    file of this project", as a helper found)."""
+    racy = next(r for r in _records(campaign / "results.jsonl")
+                if r["outcome"] == "violation" and r["config"]["mode"] == "controlled")  # type: ignore[index]
+    command = shlex.split(str(racy["replay_command"]))
+    assert command[:2] == ["shmstress", "replay"] and "--code" in command
+    replayed = subprocess.run([*SHMSTRESS, *command[1:]], cwd=campaign, capture_output=True,
+                              text=True, timeout=300, check=False)
+    assert replayed.returncode == 1, replayed.stdout + replayed.stderr
+    assert "reproduced" in replayed.stdout
 
 
 def test_the_report_shows_the_racy_failure_with_its_swimlane_and_the_locked_one_clean(

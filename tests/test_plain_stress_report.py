@@ -5,6 +5,7 @@ DIR/results.jsonl, as a stress run is, with the failing one's bundle kept under 
 from __future__ import annotations
 
 import json
+import shlex
 import subprocess
 import sys
 from pathlib import Path
@@ -90,7 +91,8 @@ def _recorded_and_reported(pytester: pytest.Pytester, *options: str) -> None:
     assert racy["rerun_command"] == "pytest test_counter_user.py::test_racy"
     bundle = str(racy["bundle"])
     assert Path(bundle).parts[0] == "bundles" and (report / bundle).is_file()
-    assert racy["replay_command"] == f"shmstress replay {bundle}"
+    # run from the results' directory, as every record's: the test file is outside it
+    assert racy["replay_command"] == f"shmstress replay {bundle} --code ../test_counter_user.py"
     assert (report / str(racy["swimlane"])).is_file()
     assert f"bundle: {(report / bundle).resolve()}" in out  # the failure names it
     assert locked["scenario"] == "test_counter_user.py:test_locked"
@@ -102,6 +104,8 @@ def _recorded_and_reported(pytester: pytest.Pytester, *options: str) -> None:
     replayed = _shmstress("replay", str(report / bundle), cwd=pytester.path)
     assert replayed.returncode == 1, replayed.stdout + replayed.stderr
     assert "reproduced" in replayed.stdout
+    recorded = _shmstress(*shlex.split(str(racy["replay_command"]))[1:], cwd=report)
+    assert recorded.returncode == 1, recorded.stdout + recorded.stderr
 
     rendered = _shmstress("report", str(report / "results.jsonl"), "-o",
                           str(pytester.path / "page"), cwd=pytester.path)

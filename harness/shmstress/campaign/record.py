@@ -210,6 +210,7 @@ def scenario_record(
     rerun_command: str | None = None,
     accept_uncontrolled: bool = False,
     extra: dict[str, object] | None = None,
+    results_dir: Path | None = None,
 ) -> dict[str, object]:
     """The results line of one exploration of the plain-code ``scenario`` (``FILE:function``,
     the file as its user names it): the schema of a tracker trial's record, with
@@ -218,7 +219,10 @@ def scenario_record(
 
     ``bundle`` and ``swimlane`` are relative to the directory of results.jsonl, as in
     ``trial_record``; the search stops at its first failing execution, so the time and
-    steps to the violation are the search's own.
+    steps to the violation are the search's own. Its replay command, run from
+    ``results_dir`` as every record's is, names the scenario's file with ``--code``
+    (relative to that directory): a bundle imports code only from the directory it is
+    replayed in unless told, and the scenario's project is rarely below its results.
     """
     file, _, function = scenario.rpartition(":")
     exploration = result.exploration
@@ -257,7 +261,7 @@ def scenario_record(
         explanation=("\n".join(outcome_lines(failing))
                      if failure is not None and failing is not None else None),
         swimlane=swimlane if failure is not None else None,
-        replay_command=(replay_command(Path(bundle))
+        replay_command=(replay_command(Path(bundle), *_code_option(result, results_dir))
                         if failure is not None and bundle is not None else None),
         rerun_command=rerun_command,
         host=found.host,
@@ -325,3 +329,12 @@ def adopted_record(
     )
     data: dict[str, object] = msgspec.to_builtins(record)
     return data
+
+
+def _code_option(result: PlainResult, results_dir: Path | None) -> tuple[str, ...]:
+    """``--code FILE`` naming the scenario's file relative to ``results_dir``; nothing for a
+    module found on ``sys.path`` (installed: a bundle may import it) or no directory."""
+    file = result.spec.scenario.file
+    if file is None or results_dir is None:
+        return ()
+    return ("--code", os.path.relpath(file, results_dir.resolve()))

@@ -149,7 +149,7 @@ class ScenarioTrialRun:
         record = scenario_record(
             result, scenario=self.scenario, campaign=trial.campaign, trial=trial.trial,
             started_at=started_at, bundle=bundle.as_posix() if bundle else None,
-            swimlane=picture, rerun_command=rerun_command(trial))
+            swimlane=picture, rerun_command=rerun_command(trial), results_dir=out_dir)
         return record, bundle is not None
 
 

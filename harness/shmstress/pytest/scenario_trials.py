@@ -47,5 +47,6 @@ class ScenarioTrial:
             result, scenario=self.scenario, campaign=self.campaign, trial=0,
             started_at=self.started_at, bundle=self.recorded, swimlane=picture,
             rerun_command=shlex.join(["pytest", self.test_id]),
-            accept_uncontrolled=accept_uncontrolled, extra={"test": self.test_id})
+            accept_uncontrolled=accept_uncontrolled, extra={"test": self.test_id},
+            results_dir=self.bundles.results_dir)
         self.user_properties.append((TRIAL_PROPERTY, json.dumps(record, default=str)))
