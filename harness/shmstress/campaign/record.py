@@ -16,7 +16,7 @@ import socket
 from collections.abc import Mapping
 from dataclasses import replace
 from pathlib import Path
-from typing import Literal
+from typing import Any, Literal, TypedDict
 
 import msgspec
 
@@ -160,16 +160,9 @@ def trial_record(
         replay_command=recorded.replay_command if recorded else None,
         rerun_command=recorded.rerun_command if recorded else None,
         artifact_problems=list(recorded.problems) if recorded else [],
-        host=found.host,
-        runner=os.environ.get("PYTEST_XDIST_WORKER", "local"),
-        shmstress_version=found.shmstress_version,
-        python_version=found.python_version,
-        code_commit=found.code_commit,
+        **_ran_here(found),
     )
-    data: dict[str, object] = msgspec.to_builtins(record)
-    if extra:
-        data.update(extra)
-    return data
+    return _line(record, extra)
 
 
 _PLAIN_REASONS = {PlainEnd.FAILED: ExitReason.VIOLATION, PlainEnd.DEADLOCK: ExitReason.DEADLOCK,
@@ -264,16 +257,9 @@ def scenario_record(
         replay_command=(replay_command(Path(bundle), *_code_option(result, results_dir))
                         if failure is not None and bundle is not None else None),
         rerun_command=rerun_command,
-        host=found.host,
-        runner=os.environ.get("PYTEST_XDIST_WORKER", "local"),
-        shmstress_version=found.shmstress_version,
-        python_version=found.python_version,
-        code_commit=found.code_commit,
+        **_ran_here(found),
     )
-    data: dict[str, object] = msgspec.to_builtins(record)
-    if extra:
-        data.update(extra)
-    return data
+    return _line(record, extra)
 
 
 def adopted_record(
@@ -327,7 +313,31 @@ def adopted_record(
         python_version=bundle.python_version,
         code_commit=bundle.code_commit,
     )
+    return _line(record)
+
+
+class _RanHere(TypedDict):
+    host: str
+    runner: str
+    shmstress_version: str
+    python_version: str
+    code_commit: str | None
+
+
+def _ran_here(found: Provenance) -> _RanHere:
+    """The fields that say where and with what a trial ran here: the host, the xdist worker
+    (or "local"), the versions and the code's commit."""
+    return _RanHere(host=found.host, runner=os.environ.get("PYTEST_XDIST_WORKER", "local"),
+                    shmstress_version=found.shmstress_version,
+                    python_version=found.python_version, code_commit=found.code_commit)
+
+
+def _line(record: schema.Record[Any], extra: dict[str, object] | None = None
+          ) -> dict[str, object]:
+    """The record as a results line (its schema's fields), with ``extra`` keys added."""
     data: dict[str, object] = msgspec.to_builtins(record)
+    if extra:
+        data.update(extra)
     return data
 
 
