@@ -107,6 +107,16 @@ def test_the_report_shows_the_racy_failure_with_its_swimlane_and_the_locked_one_
     assert "lost update of counter.value" in _text(failure)
     (picture,) = [img.get("src") for img in failure.iter("img")]
     assert picture.endswith(".svg") and (page / picture).is_file()
+    # the page's replay command works from the page's directory: it names the scenario's
+    # file, which is outside the report (without it: "no file of this project")
+    replay = next(_text(code) for code in failure.iter("code")
+                  if _text(code).startswith("shmstress replay "))
+    words = shlex.split(replay)
+    assert "--code" in words
+    replayed = subprocess.run([*SHMSTRESS, *words[1:]], cwd=page, capture_output=True,
+                              text=True, timeout=300, check=False)
+    assert replayed.returncode == 1, replayed.stdout + replayed.stderr
+    assert "reproduced" in replayed.stdout
 
 
 def test_resume_after_a_partial_run_runs_only_the_missing_trials(

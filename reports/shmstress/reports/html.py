@@ -257,7 +257,7 @@ def _swimlane(picture: Published | None) -> list[str]:
 
 def _failure_section(
     index: int, group: FailureGroup, bundle: Published | None, picture: Published | None = None,
-    new: NewFailures | None = None,
+    new: NewFailures | None = None, out_dir: Path | None = None,
 ) -> list[str]:
     rep = group.representative
     title = f"{group.variant}: {group.invariant}"
@@ -286,7 +286,7 @@ def _failure_section(
     out += ["<h4>Log snippet</h4>", _pre_or_note(rep.log_snippet, "no log snippet recorded")]
     out += ["<h4>Explanation</h4>", _pre_or_note(rep.explanation, "no explanation recorded")]
     out += ["<h4>Who did what when</h4>", *_swimlane(picture)]
-    out += ["<h4>Reproduce</h4>", *_reproduce(rep, bundle)]
+    out += ["<h4>Reproduce</h4>", *_reproduce(rep, bundle, _scenario_code(rep, out_dir))]
     out.append("</section>")
     return out
 
@@ -316,8 +316,26 @@ def _provenance_line(trial: Trial) -> str:
     return ", ".join(parts)
 
 
-def _reproduce(rep: Trial, bundle: Published | None) -> list[str]:
-    """The bundle replay first (the very schedule), then the seeded rerun."""
+def _scenario_code(rep: Trial, out_dir: Path | None) -> tuple[str, ...]:
+    """``--code FILE`` for a scenario's bundle replayed from the page's directory: a bundle
+    imports code only from below where it is replayed unless named, and the scenario's
+    file is outside the report. The record names it relative to its results' directory
+    (``campaign.record.scenario_record``); here it is made relative to the page."""
+    if rep.scenario is None or out_dir is None or not rep.replay_command:
+        return ()
+    try:
+        words = shlex.split(rep.replay_command)
+    except ValueError:
+        return ()
+    if "--code" not in words[:-1]:
+        return ()
+    code = rep.source.parent / words[words.index("--code") + 1]
+    return ("--code", os.path.relpath(code, out_dir))
+
+
+def _reproduce(rep: Trial, bundle: Published | None, code: tuple[str, ...] = ()) -> list[str]:
+    """The bundle replay first (the very schedule), then the seeded rerun; ``code``: the
+    options that let the bundle's code run from the page's directory."""
     out: list[str] = []
     copied = bundle.href if bundle is not None else None
     if copied is not None:
@@ -327,12 +345,12 @@ def _reproduce(rep: Trial, bundle: Published | None) -> list[str]:
         out += [
             f'<p>Replay the recorded schedule (<a href="{_href(copied)}">repro bundle</a>), '
             "from the directory of this page:</p>",
-            f"<pre><code>{_e(_command('shmstress', 'replay', copied))}</code></pre>",
+            f"<pre><code>{_e(_command('shmstress', 'replay', copied, *code))}</code></pre>",
             "<p>Shrink it to the fewest steps, preemptions and workers, then replay the "
             "shrunk bundle to read its explanation:</p>",
-            f"<pre><code>{_e(_command('shmstress', 'shrink', copied, '-o', small))}"
+            f"<pre><code>{_e(_command('shmstress', 'shrink', copied, '-o', small, *code))}"
             "</code></pre>",
-            f"<pre><code>{_e(_command('shmstress', 'replay', small))}</code></pre>",
+            f"<pre><code>{_e(_command('shmstress', 'replay', small, *code))}</code></pre>",
         ]
     elif bundle is not None and bundle.problem:
         out.append(f'<p class="meta">Its repro bundle <code>{_e(rep.bundle)}</code> is not '
@@ -461,7 +479,8 @@ def render_index(
         )
         parts += _new_note(new, failures)
     for i, group in enumerate(failures, start=1):
-        parts += _failure_section(i, group, bundles.get(group), swimlanes.get(group), new)
+        parts += _failure_section(i, group, bundles.get(group), swimlanes.get(group), new,
+                                  out_dir)
 
     parts += _provenance_table(provenance)
     parts += _error_table(trials)
