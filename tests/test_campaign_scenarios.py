@@ -36,6 +36,17 @@ def _text(element: object) -> str:
     return "".join(element.itertext()).strip()  # type: ignore[attr-defined]
 
 
+def _assert_reproduces_from(command: str, folder: Path) -> None:
+    """``command``, a ``shmstress replay`` naming its scenario with ``--code``, run from
+    ``folder``, reproduces its failure (exit 1)."""
+    words = shlex.split(command)
+    assert words[:2] == ["shmstress", "replay"] and "--code" in words
+    replayed = subprocess.run([*SHMSTRESS, *words[1:]], cwd=folder, capture_output=True,
+                              text=True, timeout=300, check=False)
+    assert replayed.returncode == 1, replayed.stdout + replayed.stderr
+    assert "reproduced" in replayed.stdout
+
+
 @pytest.fixture(scope="module")
 def campaign(tmp_path_factory: pytest.TempPathFactory) -> Path:
     out = tmp_path_factory.mktemp("scenarios") / "night"
@@ -52,12 +63,7 @@ def test_a_recorded_replay_command_reproduces_from_the_campaign_directory(
     file of this project", as a helper found)."""
     racy = next(r for r in _records(campaign / "results.jsonl")
                 if r["outcome"] == "violation" and r["config"]["mode"] == "controlled")  # type: ignore[index]
-    command = shlex.split(str(racy["replay_command"]))
-    assert command[:2] == ["shmstress", "replay"] and "--code" in command
-    replayed = subprocess.run([*SHMSTRESS, *command[1:]], cwd=campaign, capture_output=True,
-                              text=True, timeout=300, check=False)
-    assert replayed.returncode == 1, replayed.stdout + replayed.stderr
-    assert "reproduced" in replayed.stdout
+    _assert_reproduces_from(str(racy["replay_command"]), campaign)
 
 
 def test_the_report_shows_the_racy_failure_with_its_swimlane_and_the_locked_one_clean(
@@ -111,12 +117,7 @@ def test_the_report_shows_the_racy_failure_with_its_swimlane_and_the_locked_one_
     # file, which is outside the report (without it: "no file of this project")
     replay = next(_text(code) for code in failure.iter("code")
                   if _text(code).startswith("shmstress replay "))
-    words = shlex.split(replay)
-    assert "--code" in words
-    replayed = subprocess.run([*SHMSTRESS, *words[1:]], cwd=page, capture_output=True,
-                              text=True, timeout=300, check=False)
-    assert replayed.returncode == 1, replayed.stdout + replayed.stderr
-    assert "reproduced" in replayed.stdout
+    _assert_reproduces_from(replay, page)
 
 
 def test_resume_after_a_partial_run_runs_only_the_missing_trials(
