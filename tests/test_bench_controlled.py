@@ -12,7 +12,7 @@ from shmstress.bench.controlled import (
     render_controlled_bench,
     throughput,
 )
-from shmstress.controlled.strategies import StrategySpec
+from shmstress.controlled.strategies import PctSpec, RandomWalkSpec
 from shmstress.core.config import RunConfig
 
 
@@ -22,7 +22,7 @@ def test_cpu_time_per_step_and_per_round_trip_are_measured_and_rendered() -> Non
     assert pingpong.cpu_us_per_round_trip > 0  # both sides, the pong's read before it exits
     walk = throughput("random walk", RunConfig(tracker="dra", variant="fixed", seed=1,
                                                scenario="one-device"),
-                      StrategySpec("random_walk"), 5, 20, goal=0.5)
+                      RandomWalkSpec(), 5, 20, goal=0.5)
     assert walk.steps > 0 and walk.cpu_seconds > 0
     assert walk.cpu_us_per_step == 1e6 * walk.cpu_seconds / walk.steps
     lines = render_controlled_bench(ControlledBench(
@@ -41,8 +41,8 @@ def test_each_strategy_row_carries_the_issues_goal_for_it() -> None:
             for spec in STRATEGIES]
     lines = render_controlled_bench(ControlledBench(100.0, 1.0, rows))
     goals = {spec.describe(): RATIO_GOALS.get(spec) for spec in STRATEGIES}
-    assert goals[StrategySpec("random_walk").describe()] == 0.5
-    assert goals[StrategySpec("pct", depth=3).describe()] == 0.7
+    assert goals[RandomWalkSpec().describe()] == 0.5
+    assert goals[PctSpec(depth=3).describe()] == 0.7
     for what, goal in goals.items():
         line = next(line for line in lines if line.startswith(f"  {what} "))
         assert ("goal >=" in line) == (goal is not None)

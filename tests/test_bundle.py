@@ -8,7 +8,13 @@ from pathlib import Path
 import pytest
 
 from shmstress.cli.main import main
-from shmstress.controlled.strategies import StrategySpec
+from shmstress.controlled.strategies import (
+    ExhaustiveSpec,
+    FreeRunSpec,
+    PctSpec,
+    RandomWalkSpec,
+    StrategySpec,
+)
 from shmstress.core.errors import BundleError
 from shmstress.core.files import ArtifactExistsError
 from shmstress.core.noise import NoiseConfig
@@ -31,7 +37,7 @@ def _bundle(**changes: object) -> Bundle:
         counts={"binder": 2, "informer": 1, "gatherer": 1},
         params={"nodes": 2, "devices-per-node": 4},
         checks=None, seed=7, execution_seed=123456789, mode="controlled",
-        strategy=StrategySpec("pct", depth=3), phase_changes=(100, 180),
+        strategy=PctSpec(depth=3), phase_changes=(100, 180),
         steps=(Step(3, "Start scheduling cycle"), Step(0, "take pod to bind"),
                Step(3, "pick pod")),
         violation=ExpectedViolation("gather-complete", {"device": 1, "claim": 2}, "missed it", 3),
@@ -42,9 +48,9 @@ def _bundle(**changes: object) -> Bundle:
 
 @pytest.mark.parametrize("bundle", [
     _bundle(),
-    _bundle(strategy=StrategySpec("pct", depth=4, spin="aside")),
+    _bundle(strategy=PctSpec(depth=4, spin="aside")),
     _bundle(mode="free", execution=None, noise=NoiseConfig(0.25, ("yield",), 50.0),
-            strategy=StrategySpec("noise"), phase_changes=(), checks=("gather-complete",)),
+            strategy=FreeRunSpec(), phase_changes=(), checks=("gather-complete",)),
 ])
 def test_a_bundle_survives_its_json(bundle: Bundle) -> None:
     assert from_json(json.loads(render_json(bundle))) == bundle
@@ -159,14 +165,14 @@ def test_a_bundle_without_the_keys_it_may_omit_loads() -> None:
         del data["violation"][key]
     loaded = from_json(data)
     assert (loaded.package_version, loaded.execution, loaded.preemptions) == ("unknown", None, None)
-    assert loaded.strategy == StrategySpec("pct")
+    assert loaded.strategy == PctSpec()
     assert loaded.violation == ExpectedViolation("gather-complete", {"device": 1, "claim": 2}, "")
 
 
 @pytest.mark.parametrize(("strategy", "stored"), [
-    (StrategySpec("pct", depth=4, spin="aside"), {"name": "pct", "depth": 4, "spin": "aside"}),
-    (StrategySpec("exhaustive", bound=3), {"name": "exhaustive", "bound": 3}),
-    (StrategySpec("random_walk"), {"name": "random_walk"}),
+    (PctSpec(depth=4, spin="aside"), {"name": "pct", "depth": 4, "spin": "aside"}),
+    (ExhaustiveSpec(bound=3), {"name": "exhaustive", "bound": 3}),
+    (RandomWalkSpec(), {"name": "random_walk"}),
 ])
 def test_a_strategy_stores_only_its_own_knobs(strategy: StrategySpec, stored: object) -> None:
     data = to_json(_bundle(strategy=strategy))

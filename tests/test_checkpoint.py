@@ -28,8 +28,8 @@ import pytest
 from shmstress.bench.sctbench.programs import program
 from shmstress.bench.sctbench.run import STRATEGIES
 from shmstress.cli.main import main
-from shmstress.controlled.strategies import PLAIN_MIX, Portfolio, StrategySpec
-from shmstress.controlled.strategies.portfolio import DPOR, member_name
+from shmstress.controlled.strategies import PLAIN_MIX, Portfolio, PortfolioSpec
+from shmstress.controlled.strategies.portfolio import DPOR
 from shmstress.core.provenance import shmstress_code
 from shmstress.plain.checkpoint import CheckpointError, Checkpointing, Identity
 from shmstress.plain.outcome import PlainOutcome
@@ -45,7 +45,7 @@ ROOT = Path(__file__).resolve().parents[1]
 
 
 def _exploration(executions: int = EXECUTIONS) -> Exploration:
-    return Exploration(StrategySpec("portfolio"), 0, executions)
+    return Exploration(PortfolioSpec(), 0, executions)
 
 
 def _fingerprint(outcome: PlainOutcome) -> str:
@@ -96,7 +96,7 @@ def test_a_resumed_exploration_runs_exactly_the_executions_of_an_uninterrupted_o
                                                      EXECUTIONS))
     assert saved is not None and saved.ending is None and saved.tally.executions == HALF
     assert isinstance(saved.strategy, Portfolio)
-    dpor_at_cut = dict(saved.strategy.coverage())[member_name(DPOR)]
+    dpor_at_cut = dict(saved.strategy.coverage())[DPOR.short()]
 
     out = tmp_path / "second.json"
     done = subprocess.run(
@@ -110,7 +110,7 @@ def test_a_resumed_exploration_runs_exactly_the_executions_of_an_uninterrupted_o
     assert second["ran"] == whole[HALF:]
     assert second["summary"] == json.loads(json.dumps(_summary(uninterrupted)))
     assert uninterrupted.coverage is not None
-    dpor_at_end = dict(uninterrupted.coverage.members)[member_name(DPOR)]
+    dpor_at_end = dict(uninterrupted.coverage.members)[DPOR.short()]
     assert 0 < dpor_at_cut < dpor_at_end  # DPOR's search ran on both sides of the cut
 
 

@@ -16,10 +16,13 @@ from shmstress.controlled.result import ControlledResult
 from shmstress.controlled.runner import prepare, run_controlled, session_spec
 from shmstress.controlled.session import Session
 from shmstress.controlled.strategies import (
+    ExhaustiveSpec,
+    PctSpec,
     RandomWalk,
+    RandomWalkSpec,
     Replay,
-    StrategySpec,
     exploring_strategy,
+    spec_named,
 )
 from shmstress.core.config import RunConfig
 from shmstress.core.errors import ConfigError
@@ -37,7 +40,7 @@ pytestmark = pytest.mark.stress
 
 def _executions(variant: str, strategy: str, seed: int, count: int) -> list[ExecutionOutcome]:
     config, tracker_cls, workers = prepare(RunConfig(tracker="dra", variant=variant, seed=seed))
-    explorer = exploring_strategy(StrategySpec(strategy), seed, len(workers), 5000)
+    explorer = exploring_strategy(spec_named(strategy), seed, len(workers), 5000)
     outcomes = []
     with Session(session_spec(config, tracker_cls, workers, 5000)) as session:
         for _ in range(count):
@@ -75,7 +78,7 @@ def test_a_scripted_random_walk_replays_step_for_step() -> None:
 @pytest.mark.parametrize("variant", ["gather-unchecked", "events-unordered", "original"])
 def test_random_walk_finds_every_dra_race_and_the_failure_reproduces(variant: str) -> None:
     result = run_controlled(RunConfig(tracker="dra", variant=variant, seed=0),
-                            ControlledOptions(StrategySpec("random_walk"), executions=300))
+                            ControlledOptions(RandomWalkSpec(), executions=300))
     assert result.failing is not None and result.failing.reproduced
     assert result.run.violations[0].invariant == "gather-complete"
 
@@ -117,7 +120,7 @@ def test_scripted_random_walk_picks_always_runnable_workers_as_the_step_by_step_
 
 def test_a_found_failure_is_the_same_twice() -> None:
     runs = [run_controlled(RunConfig(tracker="dra", variant="gather-unchecked", seed=2),
-                           ControlledOptions(StrategySpec("pct"), executions=200))
+                           ControlledOptions(PctSpec(), executions=200))
             for _ in range(2)]
     failing = [r.failing for r in runs]
     assert failing[0] is not None and failing[1] is not None
@@ -145,7 +148,7 @@ def test_each_execution_starts_from_the_same_state_as_a_fresh_session() -> None:
 @pytest.mark.parametrize("variant", ["fixed", "single-lock"])
 def test_correct_variants_survive_pct(variant: str) -> None:
     result = run_controlled(RunConfig(tracker="dra", variant=variant, seed=1),
-                            ControlledOptions(StrategySpec("pct", depth=3), executions=150))
+                            ControlledOptions(PctSpec(depth=3), executions=150))
     assert result.failing is None, result.run.violations
     assert result.ends == {"finished": 150}  # every one settled and was checked at rest
     assert result.run.exit_reason is ExitReason.EXECUTIONS_DONE
@@ -154,7 +157,7 @@ def test_correct_variants_survive_pct(variant: str) -> None:
 
 def _bounded_search(variant: str, bound: int) -> ControlledResult:
     config = RunConfig(tracker="dra", variant=variant, seed=0, max_points=12, **SMALL)  # type: ignore[arg-type]
-    return run_controlled(config, ControlledOptions(StrategySpec("exhaustive", bound=bound),
+    return run_controlled(config, ControlledOptions(ExhaustiveSpec(bound=bound),
                                                     executions=5000, run_steps=12))
 
 
@@ -172,7 +175,7 @@ def test_correct_variants_survive_the_whole_bounded_search(variant: str) -> None
 
 def test_bounded_search_finds_the_seed_race_on_a_small_scenario() -> None:
     config = RunConfig(tracker="dra", variant="gather-unchecked", seed=0, **SMALL)  # type: ignore[arg-type]
-    result = run_controlled(config, ControlledOptions(StrategySpec("exhaustive", bound=1),
+    result = run_controlled(config, ControlledOptions(ExhaustiveSpec(bound=1),
                                                       executions=5000, run_steps=30))
     assert result.failing is not None
     assert result.run.violations[0].invariant == "gather-complete"
@@ -181,7 +184,7 @@ def test_bounded_search_finds_the_seed_race_on_a_small_scenario() -> None:
 
 def test_lock_order_inversion_is_a_deadlock_naming_both_workers() -> None:
     result = run_controlled(RunConfig(tracker=LOCK_ORDER, variant="inverted", seed=0),
-                            ControlledOptions(StrategySpec("random_walk"), executions=200))
+                            ControlledOptions(RandomWalkSpec(), executions=200))
     assert result.run.exit_reason is ExitReason.DEADLOCK
     assert result.exit_code == 1
     (deadlock,) = result.run.violations
@@ -193,7 +196,7 @@ def test_lock_order_inversion_is_a_deadlock_naming_both_workers() -> None:
 
 def test_consistent_lock_order_never_deadlocks_within_the_bound() -> None:
     result = run_controlled(RunConfig(tracker=LOCK_ORDER, variant="ordered", seed=0),
-                            ControlledOptions(StrategySpec("exhaustive", bound=3),
+                            ControlledOptions(ExhaustiveSpec(bound=3),
                                               executions=20000))
     assert result.exhausted and result.failing is None
     assert result.run.exit_reason is ExitReason.SEARCH_COMPLETE
@@ -201,7 +204,7 @@ def test_consistent_lock_order_never_deadlocks_within_the_bound() -> None:
 
 def test_an_execution_that_does_not_finish_ends_at_the_step_bound() -> None:
     result = run_controlled(RunConfig(tracker="dra", variant="fixed", seed=0, max_points=50),
-                            ControlledOptions(StrategySpec("pct"), executions=3,
+                            ControlledOptions(PctSpec(), executions=3,
                                               run_steps=50, max_steps=60))
     assert result.ends == {"step-bound": 3}
     assert result.run.exit_reason is ExitReason.STEP_BOUND
@@ -211,7 +214,7 @@ def test_an_execution_that_does_not_finish_ends_at_the_step_bound() -> None:
 def test_a_role_that_raises_is_a_failure_with_its_traceback() -> None:
     tracker = f"{TRACKERS / 'misbehaving.py'}:Crashing"
     result = run_controlled(RunConfig(tracker=tracker, seed=0, params={"steps": 20}),
-                            ControlledOptions(StrategySpec("pct"), executions=10))
+                            ControlledOptions(PctSpec(), executions=10))
     assert result.run.exit_reason is ExitReason.VIOLATION
     assert result.exit_code == 1
     found = result.run.principal_violation
@@ -225,13 +228,13 @@ def test_a_step_without_points_is_refused_before_anything_starts() -> None:
     tracker = f"{TRACKERS / 'misbehaving.py'}:Stubborn"
     with pytest.raises(ConfigError, match="point"):
         run_controlled(RunConfig(tracker=tracker, seed=0),
-                       ControlledOptions(StrategySpec("pct"), executions=2))
+                       ControlledOptions(PctSpec(), executions=2))
 
 
 def test_a_worker_that_never_reaches_its_next_point_is_reported_hung() -> None:
     config = RunConfig(tracker=LOCK_ORDER, variant="ordered", seed=0, stop_timeout=0.5,
                        params={"rounds": 8, "hang-after": 6})
-    result = run_controlled(config, ControlledOptions(StrategySpec("pct"), executions=2))
+    result = run_controlled(config, ControlledOptions(PctSpec(), executions=2))
     assert result.run.exit_reason is ExitReason.TIMEOUT
     assert result.exit_code == 4
     assert "did not reach its next point" in result.run.crashes[0]
@@ -240,7 +243,7 @@ def test_a_worker_that_never_reaches_its_next_point_is_reported_hung() -> None:
 def test_the_cpu_affinity_is_restored() -> None:
     before = os.sched_getaffinity(0)
     run_controlled(RunConfig(tracker="dra", variant="fixed", seed=0),
-                   ControlledOptions(StrategySpec("pct"), executions=2))
+                   ControlledOptions(PctSpec(), executions=2))
     assert os.sched_getaffinity(0) == before
 
 

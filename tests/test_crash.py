@@ -15,7 +15,7 @@ import pytest
 from shmstress.cli.main import main
 from shmstress.controlled.options import ControlledOptions
 from shmstress.controlled.runner import run_controlled
-from shmstress.controlled.strategies import StrategySpec
+from shmstress.controlled.strategies import PctSpec, RandomWalkSpec
 from shmstress.core.config import RunConfig
 from shmstress.core.crash import CRASH
 from shmstress.core.exit_reason import ExitReason
@@ -38,7 +38,7 @@ def _assert_the_pop_crashed(message: str, fields: dict[str, int]) -> None:
 
 def test_controlled_mode_finds_the_crash_and_its_bundle_replays() -> None:
     result = run_controlled(RunConfig(tracker=TRACKER, variant="racy", seed=1),
-                            ControlledOptions(StrategySpec("pct"), executions=1000))
+                            ControlledOptions(PctSpec(), executions=1000))
     assert result.run.exit_reason is ExitReason.VIOLATION and result.exit_code == 1
     found = result.run.principal_violation
     assert found is not None and found.invariant == CRASH
@@ -88,7 +88,7 @@ def test_the_explanation_shows_the_other_taker_between_check_and_pop(
 def test_the_locked_twin_never_crashes(mode: str) -> None:
     config = RunConfig(tracker=TRACKER, variant="locked", seed=3, duration=1.0)
     if mode == "controlled":
-        result = run_controlled(config, ControlledOptions(StrategySpec("random_walk"),
+        result = run_controlled(config, ControlledOptions(RandomWalkSpec(),
                                                           executions=300)).run
         assert result.exit_reason is ExitReason.EXECUTIONS_DONE
     else:

@@ -15,8 +15,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from shmstress.bench.sctbench.programs import program
-from shmstress.controlled.strategies import Exhaustive, Strategy
-from shmstress.controlled.strategies.base import UNBOUNDED, Observing, StrategySpec
+from shmstress.controlled.strategies import DporSpec, Exhaustive, ExhaustiveSpec, Strategy
+from shmstress.controlled.strategies.base import UNBOUNDED, Observing
 from shmstress.controlled.strategies.dpor import Dpor
 from shmstress.core.access import EVERY, LOCK, Access, Footprint
 from shmstress.plain.runner import Exploration
@@ -235,7 +235,7 @@ def test_dpor_same_seed_same_schedules() -> None:
 
 
 # -- plain code: the session feeds the strategy its footprints ----------------------------
-DPOR_SPEC = StrategySpec("dpor", bound=UNBOUNDED)
+DPOR_SPEC = DporSpec(bound=UNBOUNDED)
 
 
 def test_dpor_finds_account_bad_before_bounded_exhaustive_search() -> None:
@@ -246,7 +246,7 @@ def test_dpor_finds_account_bad_before_bounded_exhaustive_search() -> None:
     assert found.failing is not None and found.failing.failure is not None
     assert "balance" in found.failing.failure.message
     assert found.strategy.name == "dpor"
-    within = explore_plain(spec, Exploration(StrategySpec("exhaustive", bound=1), 0,
+    within = explore_plain(spec, Exploration(ExhaustiveSpec(bound=1), 0,
                                        found.executions))
     assert within.failing is None
 
@@ -354,7 +354,7 @@ def test_dpor_finds_reorder_10_bad_with_one_preemption() -> None:
     order each other), and the race's own worker, the checker, is tried first, so the pass
     of one preemption finds it (before, DPOR missed it within 300 executions)."""
     found = explore_plain(program("reorder_10_bad").spec(),
-                          Exploration(StrategySpec("dpor", bound=1), 0, 30))
+                          Exploration(DporSpec(bound=1), 0, 30))
     assert found.failing is not None and found.failing.failure is not None
     assert "half-written" in found.failing.failure.message
 

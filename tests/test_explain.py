@@ -14,7 +14,7 @@ from shmstress.analysis.plain_story import plain_story
 from shmstress.analysis.story import Explanation, InDoubt, LostRecords
 from shmstress.analysis.swimlane import plain_swimlane
 from shmstress.cli.main import main
-from shmstress.controlled.strategies.base import StrategySpec
+from shmstress.controlled.strategies import PctSpec
 from shmstress.core.result import RunResult, Violation
 from shmstress.core.trace import step_number
 from shmstress.plain.outcome import PlainOutcome, PlainStep
@@ -457,7 +457,7 @@ _ENABLING = Path(__file__).resolve().parent / "scenarios" / "enabling.py"
 def _plain_failure(function: str) -> PlainOutcome:
     """The first failing execution of a scenario of tests/scenarios/enabling.py, seed 1."""
     ref = ScenarioRef.parse(f"{_ENABLING}:{function}")
-    result = explore(PlainSpec(ref), Exploration(StrategySpec("pct"), 1, 50))
+    result = explore(PlainSpec(ref), Exploration(PctSpec(), 1, 50))
     assert result.failing is not None, result.ends
     return result.failing
 

@@ -38,7 +38,7 @@ from shmstress.cli.main import build_parser, main
 from shmstress.cli.run import validate_run_args
 from shmstress.controlled.options import ControlledOptions
 from shmstress.controlled.runner import run_controlled
-from shmstress.controlled.strategies import StrategySpec
+from shmstress.controlled.strategies import PctSpec
 from shmstress.core import shm
 from shmstress.core.config import RunConfig
 from shmstress.core.errors import ConfigError
@@ -385,7 +385,7 @@ def test_a_stopped_controlled_worker_is_reported_with_its_stack(
 def test_a_controlled_step_that_never_returns_reports_its_stack() -> None:
     config = RunConfig(tracker=f"{TRACKERS / 'lock_order.py'}:LockOrder", variant="ordered",
                        seed=0, stop_timeout=0.5, params={"rounds": 8, "hang-after": 6})
-    result = run_controlled(config, ControlledOptions(StrategySpec("pct"), executions=2))
+    result = run_controlled(config, ControlledOptions(PctSpec(), executions=2))
     assert result.run.exit_reason is ExitReason.TIMEOUT
     (crash,) = result.run.crashes
     assert "(a step that never returns?); its stack:" in crash

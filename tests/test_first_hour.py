@@ -16,9 +16,14 @@ from shmstress.analysis.plain_story import plain_story
 from shmstress.analysis.swimlane import LaneGap, plain_swimlane
 from shmstress.cli.main import build_parser
 from shmstress.controlled.coverage import Coverage
-from shmstress.controlled.strategies import DECLARED_MIX, DEFAULT_MIX, PLAIN_MIX, mix_words
-from shmstress.controlled.strategies.base import StrategySpec
-from shmstress.controlled.strategies.portfolio import member_name
+from shmstress.controlled.strategies import (
+    DECLARED_MIX,
+    DEFAULT_MIX,
+    PLAIN_MIX,
+    PctSpec,
+    RandomWalkSpec,
+    mix_words,
+)
 from shmstress.core.plurals import rate
 from shmstress.plain.runner import Exploration, PlainResult, explore
 from shmstress.plain.scenario import ScenarioRef
@@ -88,7 +93,7 @@ def test_test_json_is_refused_before_the_run_where_no_file_can_be(tmp_path: Path
 
 def _clean_result(executions: int, steps: int, elapsed_s: float) -> PlainResult:
     spec = PlainSpec(ScenarioRef(str(EXAMPLES / "counter.py"), "locked"), trace=("/x",))
-    return PlainResult(spec, Exploration(StrategySpec("random_walk"), 7, executions),
+    return PlainResult(spec, Exploration(RandomWalkSpec(), 7, executions),
                        executions, {"finished": executions}, steps, elapsed_s, False,
                        coverage=Coverage(executions), kinds={"read": steps})
 
@@ -148,7 +153,7 @@ def test_a_seedless_tracker_search_prints_no_seed_and_draws_none(tmp_path: Path)
 
 def test_show_and_the_interleaving_never_skip_a_step_number_without_a_fold_row() -> None:
     spec = PlainSpec(ScenarioRef(str(EXAMPLES / "counter.py"), "racy"))
-    result = explore(spec, Exploration(StrategySpec("pct"), 1, 20))
+    result = explore(spec, Exploration(PctSpec(), 1, 20))
     failing = result.failing
     assert failing is not None
     story = plain_story(failing)
@@ -243,7 +248,7 @@ def test_the_strategy_help_says_what_the_portfolio_runs() -> None:
     assert mix_words(DECLARED_MIX) in run_help and mix_words(DEFAULT_MIX) in run_help
     for mix in (PLAIN_MIX, DEFAULT_MIX, DECLARED_MIX):
         for member in mix.members:
-            assert member_name(member) in mix_words(mix)
+            assert member.short() in mix_words(mix)
     assert "default: exhaustive 2, dpor none" in test_help
     assert "(default none; -1: none)" in run_help
     assert "dpor and free mode" in _help("bench")

@@ -16,6 +16,7 @@ from shmstress.controlled.options import ControlledOptions
 from shmstress.controlled.result import ControlledResult
 from shmstress.controlled.runner import prepare, run_controlled, session_spec
 from shmstress.controlled.session import Session
+from shmstress.controlled.strategies import DporSpec, ExhaustiveSpec, RandomWalkSpec
 from shmstress.controlled.strategies.base import StrategySpec
 from shmstress.core.access import LOCK, Access, Footprint
 from shmstress.core.config import RunConfig
@@ -37,7 +38,7 @@ class _Watching(StepByStep):
 
     @property
     def spec(self) -> StrategySpec:
-        return StrategySpec("random_walk")
+        return RandomWalkSpec()
 
     def observe(self, footprints: Sequence[Footprint]) -> None:
         self.seen.append(tuple(footprints))
@@ -81,8 +82,8 @@ def test_dpor_fed_by_the_session_finds_the_lost_update_before_exhaustive_search(
         return run_controlled(config, ControlledOptions(strategy, executions=100,
                                                         max_steps=200))
 
-    dpor = search(StrategySpec("dpor"))
-    exhaustive = search(StrategySpec("exhaustive", bound=2))
+    dpor = search(DporSpec())
+    exhaustive = search(ExhaustiveSpec(bound=2))
     assert dpor.failing is not None and exhaustive.failing is not None
     assert dpor.failing.index < exhaustive.failing.index
     assert dpor.failing.reproduced

@@ -19,7 +19,7 @@ from shmstress.cli.main import main
 from shmstress.controlled.log_match import ANYWHERE, Expected, Matching, Offer, Seen, Target
 from shmstress.controlled.options import ControlledOptions
 from shmstress.controlled.runner import run_controlled
-from shmstress.controlled.strategies import StrategySpec
+from shmstress.controlled.strategies import PctSpec
 from shmstress.core.config import RunConfig
 from shmstress.core.exit_reason import ExitCode
 from shmstress.render.klog_reading import Entry, Gap, Unreadable, read_log
@@ -185,7 +185,7 @@ def test_show_log_and_shrink_of_a_bundle_from_a_log_speak_the_logs_names(
     never saw. Any bundle with names stands in for one from a log here: a PCT failure of
     gather-unchecked, its claim and device named as a log would."""
     found = run_controlled(RunConfig(tracker="dra", variant="gather-unchecked", seed=1),
-                           ControlledOptions(StrategySpec("pct", depth=3), executions=2000))
+                           ControlledOptions(PctSpec(depth=3), executions=2000))
     bundle = from_controlled(found)
     assert bundle is not None
     message = found.run.violations[0].message

@@ -16,7 +16,7 @@ import pytest
 from hypothesis import strategies as st
 from hypothesis.database import DirectoryBasedExampleDatabase
 
-from shmstress.controlled.strategies.base import StrategySpec
+from shmstress.controlled.strategies import DporSpec
 from shmstress.core.files import write_text_atomically
 from shmstress.plain.runner import Exploration, explore, replay
 from shmstress.repro.plain_bundle import peek_plain
@@ -51,7 +51,7 @@ def fails_under_some_schedule(plan: Plan, program: Program) -> bool:
     with tempfile.TemporaryDirectory(prefix="shmstress-enumerated-") as folder:
         scenario = Path(folder) / "enumerated.py"
         write_text_atomically(scenario, failure_source(plan.names, program))
-        result = explore(plan.spec(scenario), Exploration(StrategySpec("dpor"), 0, EXPLORED))
+        result = explore(plan.spec(scenario), Exploration(DporSpec(), 0, EXPLORED))
         return result.failing is not None
 
 

@@ -21,7 +21,12 @@ from shmstress.controlled import session as controlled_session
 from shmstress.controlled import strategies
 from shmstress.controlled.options import ControlledOptions
 from shmstress.controlled.runner import run_controlled
-from shmstress.controlled.strategies import Dpor, Portfolio, StrategySpec, exploring_strategy
+from shmstress.controlled.strategies import (
+    Dpor,
+    Portfolio,
+    PortfolioSpec,
+    exploring_strategy,
+)
 from shmstress.core.access import Access, Footprint
 from shmstress.core.config import RunConfig
 
@@ -86,7 +91,7 @@ def test_the_portfolios_dpor_member_keeps_a_bounded_frontier(
     stays flat. (The budget is made small so that it fills within the test's warm-up;
     unbounded, the member grows by about 10 KB an execution here.)"""
     monkeypatch.setattr(strategies, "MEMBER_KEPT_STEPS", 1500, raising=False)
-    portfolio = exploring_strategy(StrategySpec("portfolio"), 1, WORKERS, 10_000, "declared")
+    portfolio = exploring_strategy(PortfolioSpec(), 1, WORKERS, 10_000, "declared")
     assert isinstance(portfolio, Portfolio)
     (dpor,) = (member for member in portfolio.members if isinstance(member, Dpor))
     warm_up, measured = 60, 60

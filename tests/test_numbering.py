@@ -21,7 +21,7 @@ import pytest
 from shmstress.cli.main import main
 from shmstress.controlled.options import ControlledOptions
 from shmstress.controlled.runner import run_controlled
-from shmstress.controlled.strategies import StrategySpec
+from shmstress.controlled.strategies import PctSpec
 from shmstress.core.config import RunConfig
 from shmstress.testing.explore import failure_message
 from shmstress.testing.plain import ConcurrencyFailure, check
@@ -101,7 +101,7 @@ def test_a_failing_interleaving_test_names_the_execution_its_bundle_stores(
     tmp_path: Path
 ) -> None:
     result = run_controlled(RunConfig(tracker=LOCK_ORDER, variant="inverted", seed=6),
-                            ControlledOptions(StrategySpec("pct"), executions=200))
+                            ControlledOptions(PctSpec(), executions=200))
     message = failure_message(result, tmp_path)
     number = _printed(r"in execution (\d+) \(seed", message)
     (bundle,) = tmp_path.glob("*.json")

@@ -10,8 +10,7 @@ from pathlib import Path
 import pytest
 
 from shmstress.analysis.plain_story import plain_story
-from shmstress.controlled.strategies import exploring_strategy
-from shmstress.controlled.strategies.base import StrategySpec
+from shmstress.controlled.strategies import PctSpec, RandomWalkSpec, exploring_strategy, spec_named
 from shmstress.core.errors import ScenarioError
 from shmstress.plain.outcome import PlainEnd
 from shmstress.plain.runner import Exploration, explore
@@ -37,7 +36,7 @@ def spec(where: Path, function: str, **limits: float) -> PlainSpec:
 def search(where: Path, function: str, executions: int, seed: int = 1,
            strategy: str = "pct", **limits: float):  # type: ignore[no-untyped-def]
     return explore(spec(where, function, **limits),
-                   Exploration(StrategySpec(strategy), seed, executions))
+                   Exploration(spec_named(strategy), seed, executions))
 
 
 @pytest.mark.parametrize("seed", range(3))
@@ -75,7 +74,7 @@ def test_the_lost_update_is_explained_as_a_short_interleaving() -> None:
 
 def test_the_lost_update_replays_exactly_20_times_of_20() -> None:
     the_spec = spec(EXAMPLES / "counter.py", "racy")
-    exploration = Exploration(StrategySpec("pct"), 3, 20)
+    exploration = Exploration(PctSpec(), 3, 20)
     result = explore(the_spec, exploration)
     assert result.failing is not None
     bundle = from_json(json.loads(json.dumps(to_json(from_outcome(
@@ -97,16 +96,16 @@ def test_the_same_seed_gives_the_same_trace() -> None:
 
 def test_random_draws_in_processes_replay() -> None:
     the_spec = spec(PRIMITIVES, "random_draws")
-    result = explore(the_spec, Exploration(StrategySpec("random_walk"), 5, 1))
+    result = explore(the_spec, Exploration(RandomWalkSpec(), 5, 1))
     assert result.failing is not None and result.failing.failure is not None
-    bundle = from_outcome("primitives.py:random_draws", the_spec, StrategySpec("random_walk"),
+    bundle = from_outcome("primitives.py:random_draws", the_spec, RandomWalkSpec(),
                           5, 0, result.failing)
     assert replay_plain(bundle).detail.startswith(result.failing.failure.message)
 
 
 def test_an_abba_deadlock_names_both_locks_and_holders_and_replays() -> None:
     the_spec = spec(EXAMPLES / "transfer.py", "opposite_order")
-    result = explore(the_spec, Exploration(StrategySpec("pct"), 1, 100))
+    result = explore(the_spec, Exploration(PctSpec(), 1, 100))
     failing = result.failing
     assert failing is not None and failing.failure is not None
     failure = failing.failure
@@ -116,7 +115,7 @@ def test_an_abba_deadlock_names_both_locks_and_holders_and_replays() -> None:
         assert name in failure.message
     holders = {w.worker: w.held for w in failure.waiting}
     assert sorted(held for held in holders.values() if held) == [("alice_lock",), ("bob_lock",)]
-    bundle = from_outcome("transfer.py:opposite_order", the_spec, StrategySpec("pct"), 1,
+    bundle = from_outcome("transfer.py:opposite_order", the_spec, PctSpec(), 1,
                           result.failing_index, failing)
     report = replay_plain(bundle)
     assert report.verdict is Verdict.REPRODUCED, report.detail
@@ -304,7 +303,7 @@ def test_the_pytest_decorator_fails_with_the_interleaving_and_the_replay_command
 
 
 def _schedules(the_spec: PlainSpec, fresh_host: bool, executions: int) -> list[object]:
-    strategy = exploring_strategy(StrategySpec("random_walk"), 0, the_spec.max_processes,
+    strategy = exploring_strategy(RandomWalkSpec(), 0, the_spec.max_processes,
                                   the_spec.max_steps, "plain")
     runs: list[object] = []
     with PlainSession(the_spec, fresh_host=fresh_host) as session:

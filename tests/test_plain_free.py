@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from shmstress.controlled.strategies.base import StrategySpec
+from shmstress.controlled.strategies import FreeRunSpec
 from shmstress.plain.outcome import PlainEnd
 from shmstress.plain.runner import Exploration, PlainResult, explore
 from shmstress.plain.scenario import ScenarioRef
@@ -20,7 +20,7 @@ from shmstress.repro.plain_replay import replay_plain
 from shmstress.repro.replay import Verdict
 
 EXAMPLES = Path(__file__).resolve().parents[1] / "examples" / "plain"
-FREE = StrategySpec("free")
+FREE = FreeRunSpec()
 
 
 def run_free(where: Path, function: str, executions: int,

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from shmstress.controlled.strategies.base import StrategySpec
+from shmstress.controlled.strategies import FreeRunSpec
 from shmstress.plain.runner import Exploration, explore
 from shmstress.plain.scenario import ScenarioRef
 from shmstress.plain.spec import FreeSpec, PlainSpec
@@ -25,7 +25,7 @@ def test_free_mode_finds_a_race_inside_untraced_code_at_least_as_often_as_a_plai
 
 def test_a_free_failure_inside_untraced_code_says_what_its_replay_cannot_promise() -> None:
     spec = PlainSpec(ScenarioRef.parse(f"{LIBRARY}:racy"), free=FreeSpec())
-    result = explore(spec, Exploration(StrategySpec("free"), 0, 300))
+    result = explore(spec, Exploration(FreeRunSpec(), 0, 300))
     assert result.failing is not None and result.failing.failed, result.ends
     bundle = from_outcome("lib_jsonstore.py:racy", spec, result.strategy, 0,
                           result.failing_index, result.failing)

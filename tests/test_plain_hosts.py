@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from shmstress.controlled.strategies.base import StrategySpec
+from shmstress.controlled.strategies import RandomWalkSpec
 from shmstress.plain import runner
 from shmstress.plain.outcome import PlainOutcome
 from shmstress.plain.runner import Exploration, explore
@@ -31,7 +31,7 @@ def _search(monkeypatch: pytest.MonkeyPatch, fresh_from: int) -> tuple[list[bool
     monkeypatch.setattr(runner, "FORKED_HOST_EXECUTIONS", 2)
     runs: list[object] = []
     spec = PlainSpec(ScenarioRef.parse(f"{COUNTER}:locked"))
-    result = explore(spec, Exploration(StrategySpec("random_walk"), 3, 5),
+    result = explore(spec, Exploration(RandomWalkSpec(), 3, 5),
                      witness=lambda outcome: runs.append(_fingerprint(outcome)))
     assert result.executions == 5 and result.failing is None
     return hosts, runs

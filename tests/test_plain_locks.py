@@ -21,8 +21,7 @@ from pathlib import Path
 import posix_ipc
 import pytest
 
-from shmstress.controlled.strategies import exploring_strategy
-from shmstress.controlled.strategies.base import StrategySpec
+from shmstress.controlled.strategies import RandomWalkSpec, exploring_strategy
 from shmstress.plain.outcome import PlainEnd
 from shmstress.plain.runner import Exploration, PlainResult, explore
 from shmstress.plain.scenario import ScenarioRef
@@ -202,7 +201,7 @@ def test_a_mappings_methods_are_points_with_their_values() -> None:
     """Untraced: ``read_byte`` and ``write_byte`` are points of their own, with the value and
     the offset; a private mapping's are not."""
     the_spec = spec("mmap_uses.py", "each_execution_starts_from_import", traced=False)
-    walk = exploring_strategy(StrategySpec("random_walk"), 0, the_spec.max_processes,
+    walk = exploring_strategy(RandomWalkSpec(), 0, the_spec.max_processes,
                               the_spec.max_steps, "plain")
     try:
         with PlainSession(the_spec) as session:

@@ -13,8 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from shmstress.controlled.strategies import exploring_strategy
-from shmstress.controlled.strategies.base import StrategySpec
+from shmstress.controlled.strategies import RandomWalkSpec, exploring_strategy
 from shmstress.plain.outcome import PlainEnd
 from shmstress.plain.runner import Exploration, PlainResult, explore
 from shmstress.plain.scenario import ScenarioRef
@@ -124,7 +123,7 @@ def test_nothing_a_manager_made_is_left_behind() -> None:
     made: dict[str, list[str]] = {}
     for function in ("dict_locked", "shareable_racy", "nested_and_iterated"):
         the_spec = spec(function)
-        walk = exploring_strategy(StrategySpec("random_walk"), 0, the_spec.max_processes,
+        walk = exploring_strategy(RandomWalkSpec(), 0, the_spec.max_processes,
                                   the_spec.max_steps, "plain")
         with PlainSession(the_spec) as session:
             for _ in range(5):

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from shmstress.controlled.strategies.base import StrategySpec
+from shmstress.controlled.strategies import PortfolioSpec
 from shmstress.plain.runner import Exploration, explore
 from shmstress.plain.scenario import ScenarioRef
 from shmstress.plain.spec import PlainSpec
@@ -27,7 +27,7 @@ def _spec(function: str) -> PlainSpec:
 @pytest.mark.parametrize("function", ["pid_named_racy", "random_named_racy"])
 def test_a_bug_in_code_whose_segment_names_vary_replays(function: str) -> None:
     spec = _spec(function)
-    strategy = StrategySpec("portfolio")
+    strategy = PortfolioSpec()
     result = explore(spec, Exploration(strategy, 3, 100))
     failing = result.failing
     assert failing is not None and failing.failure is not None, result.ends
@@ -46,5 +46,5 @@ def test_free_mode_finds_the_pid_named_race_at_least_as_often_as_a_plain_loop() 
 
 
 def test_the_locked_twin_stays_clean() -> None:
-    result = explore(_spec("pid_named_locked"), Exploration(StrategySpec("portfolio"), 3, 200))
+    result = explore(_spec("pid_named_locked"), Exploration(PortfolioSpec(), 3, 200))
     assert result.failing is None, result.failing and result.failing.failure

@@ -8,8 +8,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from shmstress.controlled.strategies import DEFAULT
-from shmstress.controlled.strategies.base import StrategySpec
+from shmstress.controlled.strategies import DEFAULT, spec_named
 from shmstress.core.exit_reason import ExitCode
 from shmstress.plain.runner import Exploration, explore
 from shmstress.plain.scenario import ScenarioRef, traced_code
@@ -29,7 +28,7 @@ def _spec(function: str) -> PlainSpec:
 
 def test_the_racy_booking_is_found_without_a_flag_and_replays() -> None:
     spec = _spec("booking_racy")
-    result = explore(spec, Exploration(StrategySpec(DEFAULT), 11, 100))
+    result = explore(spec, Exploration(spec_named(DEFAULT), 11, 100))
     failing = result.failing
     assert failing is not None and failing.failure is not None, result.ends
     assert "2 tickets sold for 1 seat" in failing.failure.message
@@ -49,7 +48,7 @@ def test_free_mode_finds_the_racy_booking_at_least_as_often_as_a_plain_loop() ->
 
 
 def test_the_locked_booking_is_clean_and_under_control() -> None:
-    result = explore(_spec("booking_locked"), Exploration(StrategySpec(DEFAULT), 11, 100))
+    result = explore(_spec("booking_locked"), Exploration(spec_named(DEFAULT), 11, 100))
     assert result.failing is None, result.failing and result.failing.failure
     assert result.exit_code is ExitCode.CLEAN, result.uncontrolled
 

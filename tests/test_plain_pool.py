@@ -9,8 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from shmstress.controlled.strategies import DEFAULT
-from shmstress.controlled.strategies.base import StrategySpec
+from shmstress.controlled.strategies import DEFAULT, spec_named
 from shmstress.plain.outcome import PlainEnd, PlainOutcome
 from shmstress.plain.runner import Exploration, PlainResult, explore
 from shmstress.plain.scenario import ScenarioRef
@@ -27,7 +26,7 @@ TWINS = [("pool_racy", "pool_locked"), ("executor_racy", "executor_locked")]
 
 def search(function: str, executions: int, seed: int = 1) -> PlainResult:
     return explore(PlainSpec(ScenarioRef.parse(f"{LIB_POOL}:{function}")),
-                   Exploration(StrategySpec(DEFAULT), seed, executions))
+                   Exploration(spec_named(DEFAULT), seed, executions))
 
 
 @pytest.mark.parametrize("racy", [racy for racy, _ in TWINS])
@@ -71,7 +70,7 @@ def test_every_way_in_keeps_its_results(function: str) -> None:
 def test_the_workers_are_scheduled_processes_fed_one_step_a_task() -> None:
     seen: list[PlainOutcome] = []
     explore(PlainSpec(ScenarioRef.parse(f"{LIB_POOL}:pool_locked")),
-            Exploration(StrategySpec(DEFAULT), 1, 1), witness=seen.append)
+            Exploration(spec_named(DEFAULT), 1, 1), witness=seen.append)
     (outcome,) = seen
     assert outcome.processes == ("main", "pool_worker #1", "pool_worker #2")
     labels = [step.label for step in outcome.steps]
@@ -82,5 +81,5 @@ def test_the_workers_are_scheduled_processes_fed_one_step_a_task() -> None:
 
 def test_no_helper_thread_is_started() -> None:
     result = explore(PlainSpec(ScenarioRef.parse(f"{CHANNELS}:no_helper_threads")),
-                     Exploration(StrategySpec(DEFAULT), 1, 5))
+                     Exploration(spec_named(DEFAULT), 1, 5))
     assert result.failing is None, result.failing and result.failing.failure

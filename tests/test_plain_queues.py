@@ -8,8 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from shmstress.controlled.strategies import DEFAULT
-from shmstress.controlled.strategies.base import StrategySpec
+from shmstress.controlled.strategies import DEFAULT, spec_named
 from shmstress.plain.outcome import PlainEnd
 from shmstress.plain.runner import Exploration, PlainResult, explore
 from shmstress.plain.scenario import ScenarioRef
@@ -37,7 +36,7 @@ def spec(where: Path, function: str, **limits: int) -> PlainSpec:
 def search(where: Path, function: str, executions: int, seed: int = 1,
            **limits: int) -> PlainResult:
     return explore(spec(where, function, **limits),
-                   Exploration(StrategySpec(DEFAULT), seed, executions))
+                   Exploration(spec_named(DEFAULT), seed, executions))
 
 
 @pytest.mark.parametrize(("where", "racy", "message"),

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from shmstress.controlled.strategies.base import StrategySpec
+from shmstress.controlled.strategies import PortfolioSpec
 from shmstress.core.exit_reason import ExitCode
 from shmstress.plain.runner import Exploration, PlainResult, explore
 from shmstress.plain.scenario import ScenarioRef, traced_code
@@ -20,7 +20,7 @@ SCENARIOS = Path(__file__).resolve().parent / "scenarios" / "uncontrolled.py"
 def search(function: str, executions: int = 20, self_check: bool = True) -> PlainResult:
     ref = ScenarioRef.parse(f"{SCENARIOS}:{function}")
     spec = PlainSpec(ref, trace=traced_code(ref, ()), self_check=self_check)
-    return explore(spec, Exploration(StrategySpec("portfolio"), 1, executions))
+    return explore(spec, Exploration(PortfolioSpec(), 1, executions))
 
 
 def test_a_c_call_writing_into_a_segment_is_named_with_its_place() -> None:
@@ -66,7 +66,7 @@ def test_a_thread_is_named_where_it_starts() -> None:
 def test_code_under_control_stays_clean(where: Path, function: str) -> None:
     ref = ScenarioRef.parse(f"{where}:{function}")
     spec = PlainSpec(ref, trace=traced_code(ref, ()))
-    result = explore(spec, Exploration(StrategySpec("portfolio"), 2, 60))
+    result = explore(spec, Exploration(PortfolioSpec(), 2, 60))
     assert result.failing is None, result.failing and result.failing.failure
     assert result.exit_code is ExitCode.CLEAN, result.uncontrolled
 

@@ -10,7 +10,7 @@ import msgspec
 import pytest
 
 from shmstress.cli.main import main
-from shmstress.controlled.strategies.base import StrategySpec
+from shmstress.controlled.strategies import PctSpec, PortfolioSpec
 from shmstress.plain.runner import Exploration, explore
 from shmstress.plain.scenario import ScenarioRef
 from shmstress.plain.spec import PlainSpec
@@ -35,7 +35,7 @@ def _failing_bundle(depth: int, seed: int) -> PlainBundle:
     preemptions than the race needs, which is what shrinking takes away."""
     named = f"{COUNTER}:racy"
     spec = PlainSpec(ScenarioRef.parse(named))
-    strategy = StrategySpec("pct", depth=depth)
+    strategy = PctSpec(depth=depth)
     result = explore(spec, Exploration(strategy, seed, 200))
     assert result.failing is not None and result.failing.failed
     return from_outcome(named, spec, strategy, seed, result.failing_index, result.failing)
@@ -81,7 +81,7 @@ def _default_bundle(seed: int) -> PlainBundle:
     """The README's counter failure, found as ``shmstress test`` finds it (the portfolio)."""
     named = f"{COUNTER}:racy"
     spec = PlainSpec(ScenarioRef.parse(named))
-    strategy = StrategySpec("portfolio")
+    strategy = PortfolioSpec()
     result = explore(spec, Exploration(strategy, seed, 200))
     assert result.failing is not None and result.failing.failed
     return from_outcome(named, spec, strategy, seed, result.failing_index, result.failing)

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from shmstress.analysis.plain_story import plain_story
-from shmstress.controlled.strategies.base import StrategySpec
+from shmstress.controlled.strategies import PctSpec, spec_named
 from shmstress.core.errors import PlainLimitError, ScenarioError
 from shmstress.core.exit_reason import ExitCode
 from shmstress.plain.board import MAX_SEGMENTS
@@ -30,7 +30,7 @@ PREFIX = os.environ["SHMSTRESS_TESTS_PREFIX"]  # this worker's names in /dev/shm
 def search(where: Path, function: str, executions: int, trace: tuple[str, ...],
            seed: int = 1, strategy: str = "pct") -> tuple[PlainSpec, PlainResult]:
     spec = PlainSpec(ScenarioRef.parse(f"{where}:{function}"), trace=trace)
-    return spec, explore(spec, Exploration(StrategySpec(strategy), seed, executions))
+    return spec, explore(spec, Exploration(spec_named(strategy), seed, executions))
 
 
 def _rmw(counts, block, data, n):  # type: ignore[no-untyped-def]
@@ -66,7 +66,7 @@ def test_without_trace_a_numpy_race_is_invisible_and_with_it_found_and_replayed(
     assert failing.steps[update.read_step].what == "read counts[0]"
     assert failing.steps[update.read_step].value == 0
     assert failing.steps[update.write_step].line == failing.steps[update.read_step].line
-    bundle = from_outcome("numpy_counts.py:racy", spec, StrategySpec("pct"), 1,
+    bundle = from_outcome("numpy_counts.py:racy", spec, PctSpec(), 1,
                           result.failing_index, failing)
     for _ in range(3):
         assert replay_plain(bundle).verdict is Verdict.REPRODUCED
@@ -98,7 +98,7 @@ def test_shared_memory_dict_loses_an_update_on_distinct_keys(
         assert release < labels.index("use self._memory_block.buf", release)  # read after it
     else:
         assert "acquire _lock" not in labels
-    bundle = from_outcome("libraries.py:distinct_keys", spec, StrategySpec("pct"), 1,
+    bundle = from_outcome("libraries.py:distinct_keys", spec, PctSpec(), 1,
                           result.failing_index, failing)
     assert replay_plain(bundle).verdict is Verdict.REPRODUCED
 

@@ -11,7 +11,7 @@ from shmstress.api import Phase
 from shmstress.cli.main import main
 from shmstress.controlled.options import ControlledOptions
 from shmstress.controlled.runner import run_controlled
-from shmstress.controlled.strategies import StrategySpec
+from shmstress.controlled.strategies import PctSpec, RandomWalkSpec
 from shmstress.core.config import RunConfig
 from shmstress.core.errors import ConfigError
 from shmstress.free.runner import run
@@ -49,7 +49,7 @@ def test_stop_order_holds_in_free_and_controlled_runs() -> None:
     assert free.violation_count == 0 and free.exit_code == 0
     controlled = run_controlled(
         RunConfig(tracker=f"{HOOKS}:Ordered", seed=1, max_points=20),
-        ControlledOptions(StrategySpec("random_walk"), executions=20, run_steps=20))
+        ControlledOptions(RandomWalkSpec(), executions=20, run_steps=20))
     assert controlled.ends == {"finished": 20}
 
 
@@ -59,7 +59,7 @@ def test_reset_runs_before_each_controlled_execution_and_teardown_once(
     notes = tmp_path / "hooks.txt"
     monkeypatch.setenv(HOOKS_FILE, str(notes))
     run_controlled(RunConfig(tracker=f"{HOOKS}:Hooked", seed=2, max_points=20),
-                   ControlledOptions(StrategySpec("pct"), executions=7, run_steps=20))
+                   ControlledOptions(PctSpec(), executions=7, run_steps=20))
     calls = [line.split()[0] for line in notes.read_text().splitlines()]
     assert calls == ["reset"] * 7 + ["teardown"]
     notes.unlink()

@@ -9,16 +9,23 @@ from pathlib import Path
 import pytest
 
 from shmstress.cli.main import main
-from shmstress.controlled.strategies import DEFAULT, Portfolio, exploring_strategy
-from shmstress.controlled.strategies.base import Scripting, StrategySpec, acting
-from shmstress.controlled.strategies.portfolio import DEFAULT_MIX, LEAD, member_name
+from shmstress.controlled.strategies import (
+    DEFAULT,
+    Portfolio,
+    PortfolioSpec,
+    RandomWalkSpec,
+    exploring_strategy,
+    spec_named,
+)
+from shmstress.controlled.strategies.base import Scripting, acting
+from shmstress.controlled.strategies.portfolio import DEFAULT_MIX, LEAD
 
 EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
 TICKETS = f"{EXAMPLES / 'counter_tracker.py'}:TicketTracker"
 
 
 def _portfolio(seed: int) -> Portfolio:
-    strategy = exploring_strategy(StrategySpec("portfolio"), seed, 3, 500)
+    strategy = exploring_strategy(PortfolioSpec(), seed, 3, 500)
     assert isinstance(strategy, Portfolio)
     return strategy
 
@@ -29,13 +36,13 @@ def _turns(seed: int, executions: int) -> list[tuple[str, int]]:
     out = []
     for _ in range(executions):
         assert portfolio.new_execution()
-        out.append((member_name(portfolio.active.spec), portfolio.next_u64()))
+        out.append((portfolio.active.spec.short(), portfolio.next_u64()))
     return out
 
 
 def test_the_default_is_the_portfolio() -> None:
     assert DEFAULT == "portfolio"
-    assert StrategySpec(DEFAULT).describe() == "portfolio"
+    assert spec_named(DEFAULT).describe() == "portfolio"
 
 
 def test_members_take_turns_by_the_mix_and_draw_from_the_run_seed() -> None:
@@ -46,7 +53,7 @@ def test_members_take_turns_by_the_mix_and_draw_from_the_run_seed() -> None:
     assert [m for m, _ in other] == [m for m, _ in first]  # turns depend on the index only
     assert [s for _, s in other] != [s for _, s in first]
     portfolio = _portfolio(7)
-    expected = [member_name(DEFAULT_MIX.members[portfolio.member_of(i)])
+    expected = [DEFAULT_MIX.members[portfolio.member_of(i)].short()
                 for i in range(executions)]
     # DPOR, driven here without steps, completes its search in its first turn and leaves
     # the cycle: its later turns go to the next member; every other turn is as the mix says
@@ -54,7 +61,7 @@ def test_members_take_turns_by_the_mix_and_draw_from_the_run_seed() -> None:
     assert first[turn][0] == "dpor"
     assert [m for m, _ in first[turn + 1:]].count("dpor") == 0
     assert all(m == e for (m, _), e in zip(first, expected, strict=True) if e != "dpor")
-    assert {m for m, _ in first} == {member_name(s) for s in DEFAULT_MIX.members}
+    assert {m for m, _ in first} == {s.short() for s in DEFAULT_MIX.members}
 
 
 def test_the_random_walk_member_keeps_its_scripts_and_pct_its_leases() -> None:
@@ -81,7 +88,7 @@ def test_the_default_finds_events_unordered_and_its_bundle_names_the_member(
     strategy = json.loads(bundle.read_text())["strategy"]
     assert strategy["name"] == "portfolio"
     member, _, execution = strategy["member"].partition(" at execution ")
-    assert member in {member_name(s) for s in DEFAULT_MIX.members} and int(execution) >= 1
+    assert member in {s.short() for s in DEFAULT_MIX.members} and int(execution) >= 1
     assert f"strategy portfolio ({strategy['member']})" in out
     assert main(["replay", str(bundle)]) == 1
     replayed = capsys.readouterr().out
@@ -145,7 +152,7 @@ def test_random_walk_and_dpor_lead_on_plain_code_and_a_complete_dpor_hands_over(
     taken = []
     for _ in range(PLAIN_LEAD + 5):
         assert portfolio.new_execution()
-        taken.append(member_name(portfolio.active.spec))
+        taken.append(portfolio.active.spec.short())
     # driven without steps DPOR's search is complete after one execution: its turns in the
     # lead go to random walk, and the run goes on with the cycle after the lead
     assert taken[:2] == ["random walk", "dpor"] and "dpor" not in taken[2:]
@@ -163,9 +170,9 @@ def test_the_random_walk_member_runs_what_random_walk_alone_runs_with_the_seed()
     turns = []
     for _ in range(12):
         assert portfolio.new_execution()
-        if member_name(portfolio.active.spec) == "random walk":
+        if portfolio.active.spec.short() == "random walk":
             turns.append(portfolio.next_u64())
-    alone = exploring_strategy(StrategySpec("random_walk"), 11, 3, 500)
+    alone = exploring_strategy(RandomWalkSpec(), 11, 3, 500)
     expected = []
     for _ in turns:
         assert alone.new_execution()

@@ -22,7 +22,7 @@ from shmstress.controlled.progress import (
     stall_start,
 )
 from shmstress.controlled.runner import run_controlled
-from shmstress.controlled.strategies.base import StrategySpec
+from shmstress.controlled.strategies import PctSpec, RandomWalkSpec
 from shmstress.core.config import RunConfig
 from shmstress.core.exit_reason import ExitReason
 from shmstress.core.trace import Step
@@ -41,7 +41,7 @@ from tests.helpers import render_snippet
 TRACKERS = Path(__file__).parent / "trackers"
 SLEEPER = Path(__file__).resolve().parents[1] / "examples" / "plain" / "sleeper.py"
 LOST_WAKEUP = f"{TRACKERS / 'lost_wakeup.py'}:LostWakeup"
-SMALL = ControlledOptions(StrategySpec("random_walk"), executions=60, max_steps=400)
+SMALL = ControlledOptions(RandomWalkSpec(), executions=60, max_steps=400)
 
 
 class _Fake:
@@ -144,7 +144,7 @@ def _plain(function: str) -> PlainSpec:
 
 def test_plain_processes_that_spin_for_a_lost_wake_up_are_no_progress_and_replay() -> None:
     spec = _plain("lost_wakeup")
-    exploration = Exploration(StrategySpec("pct"), 1, 40)
+    exploration = Exploration(PctSpec(), 1, 40)
     result = explore(spec, exploration)
 
     failing = result.failing
@@ -166,7 +166,7 @@ def test_plain_processes_that_spin_for_a_lost_wake_up_are_no_progress_and_replay
 
 
 def test_plain_processes_that_take_turns_under_a_lock_finish() -> None:
-    result = explore(_plain("locked"), Exploration(StrategySpec("pct"), 1, 15))
+    result = explore(_plain("locked"), Exploration(PctSpec(), 1, 15))
     assert result.failing is None and result.ends == {"finished": 15}
 
 

@@ -11,7 +11,7 @@ import pytest
 from shmstress.cli.main import main
 from shmstress.controlled.options import ControlledOptions
 from shmstress.controlled.runner import run_controlled
-from shmstress.controlled.strategies import StrategySpec
+from shmstress.controlled.strategies import PctSpec, RandomWalkSpec, spec_named
 from shmstress.core.config import RunConfig
 from shmstress.core.trace import step_number
 from shmstress.free.runner import run
@@ -31,7 +31,8 @@ SPIN = {"gather-unchecked": "demote", "original": "demote", "events-unordered": 
 
 
 def _controlled_bundle(variant: str, strategy: str = "pct", seed: int = 0) -> Bundle:
-    spec = StrategySpec(strategy, depth=3, spin=SPIN.get(variant, "demote"))
+    spec = (PctSpec(depth=3, spin=SPIN.get(variant, "demote")) if strategy == "pct"
+            else spec_named(strategy))
     result = run_controlled(RunConfig(tracker="dra", variant=variant, seed=seed),
                             ControlledOptions(spec, executions=2000))
     bundle = from_controlled(result)
@@ -57,7 +58,7 @@ def test_every_free_mode_failure_replays(variant: str) -> None:
 @pytest.mark.parametrize("variant", RACY)
 def test_a_pct_failure_replays(variant: str) -> None:
     bundle = _controlled_bundle(variant)
-    assert bundle.strategy == StrategySpec("pct", depth=3, spin=SPIN[variant])
+    assert bundle.strategy == PctSpec(depth=3, spin=SPIN[variant])
     report = replay_bundle(bundle)
     assert report.verdict is Verdict.REPRODUCED, report.detail
     assert report.outcome.steps == bundle.steps
@@ -102,7 +103,7 @@ def test_a_schedule_cut_short_is_not_reproduced() -> None:
 def test_a_deadlock_replays() -> None:
     result = run_controlled(
         RunConfig(tracker=f"{TRACKERS / 'lock_order.py'}:LockOrder", variant="inverted", seed=1),
-        ControlledOptions(StrategySpec("random_walk"), executions=200))
+        ControlledOptions(RandomWalkSpec(), executions=200))
     bundle = from_controlled(result)
     assert bundle is not None and bundle.violation.invariant == "deadlock"
     report = replay_bundle(bundle)

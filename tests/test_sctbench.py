@@ -30,7 +30,7 @@ from shmstress.bench.sctbench.run import (
     run_suite,
 )
 from shmstress.cli.main import main
-from shmstress.controlled.strategies import exploring_strategy
+from shmstress.controlled.strategies import DporSpec, PctSpec, RandomWalkSpec, exploring_strategy
 from shmstress.controlled.strategies.base import StrategySpec
 from shmstress.core.errors import TrialError
 from shmstress.core.signals import InterruptFlag
@@ -42,10 +42,10 @@ from shmstress.repro.plain_bundle import from_json, from_outcome, to_json
 from shmstress.repro.plain_replay import replay_plain
 from shmstress.repro.replay import Verdict
 
-RANDOM_WALK = StrategySpec("random_walk")
-PCT2 = StrategySpec("pct", depth=2)
-PCT3 = StrategySpec("pct", depth=3)
-DPOR = StrategySpec("dpor", bound=-1)  # seedless: the same search in every session
+RANDOM_WALK = RandomWalkSpec()
+PCT2 = PctSpec(depth=2)
+PCT3 = PctSpec(depth=3)
+DPOR = DporSpec(bound=-1)  # seedless: the same search in every session
 Search = tuple[StrategySpec, int, int]  # strategy, seed, executions
 DEFAULT_SEARCHES: tuple[Search, ...] = ((RANDOM_WALK, 0, 30), (PCT3, 0, 30))
 SEARCHES: dict[str, tuple[Search, ...]] = {
@@ -294,7 +294,7 @@ def test_the_same_seed_takes_the_same_steps_in_every_session(tmp_path: Path) -> 
 STUCK_SEARCHES: dict[str, tuple[Search, ...]] = {
     # din_phil7_sat fails on its assert in most executions; its circular wait (all seven take
     # their first fork) needs the right preemptions: PCT d=4, seed 3, execution 6.
-    "din_phil7_sat": ((StrategySpec("pct", depth=4), 3, 10),),
+    "din_phil7_sat": ((PctSpec(depth=4), 3, 10),),
 }
 
 

@@ -16,7 +16,7 @@ import pytest
 
 from shmstress.cli.main import main
 from shmstress.controlled.runner import ControlledOptions, run_controlled
-from shmstress.controlled.strategies.base import StrategySpec
+from shmstress.controlled.strategies import PctSpec
 from shmstress.core.config import RunConfig
 from shmstress.core.trace import Step
 from shmstress.plain.runner import Exploration, explore
@@ -76,7 +76,7 @@ def places(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> dict[str, Path]:
 def _tracker_bundle(tracker: str) -> dict[str, object]:
     return to_json(Bundle(
         tracker=tracker, variant="v", counts={"a": 1}, params={}, checks=None, seed=0,
-        execution_seed=0, mode="controlled", strategy=StrategySpec("pct"), phase_changes=(),
+        execution_seed=0, mode="controlled", strategy=PctSpec(), phase_changes=(),
         steps=(Step(0, "x"),), violation=ExpectedViolation("inv", {}, "m")))
 
 
@@ -84,7 +84,7 @@ def _plain_bundle(scenario: str) -> dict[str, object]:
     return plain_to_json(PlainBundle(
         scenario=scenario, scenario_path=scenario,
         limits=LimitsDoc(max_processes=2, max_steps=10, max_objects=10),
-        strategy=StrategySpec("pct"), seed=0, execution=1, execution_seed=0, preemptions=0,
+        strategy=PctSpec(), seed=0, execution=1, execution_seed=0, preemptions=0,
         failure=FailureDoc(end="failed", worker=0, message="m"), processes=("main",),
         steps=(Step(0, "start"),)))
 
@@ -287,7 +287,7 @@ def plain_found(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
     scenario = where / "counter.py"
     shutil.copy(COUNTER, scenario)
     spec = PlainSpec(ScenarioRef.parse(f"{scenario}:racy"))
-    exploration = Exploration(StrategySpec("pct"), 3, 20)
+    exploration = Exploration(PctSpec(), 3, 20)
     result = explore(spec, exploration)
     assert result.failing is not None
     bundle = from_outcome(f"{scenario}:racy", spec, exploration.strategy, 3,
@@ -341,7 +341,7 @@ def test_a_tracker_bundle_records_its_file_and_replays_only_when_allowed(
     tracker.parent.mkdir()
     shutil.copy(RACY_CRASH, tracker)
     result = run_controlled(RunConfig(tracker=f"{tracker}:RacyCrash", variant="racy", seed=1),
-                            ControlledOptions(StrategySpec("pct"), executions=1000))
+                            ControlledOptions(PctSpec(), executions=1000))
     found = from_controlled(result)
     assert found is not None
     assert found.code_sha256 == hashlib.sha256(tracker.read_bytes()).hexdigest()

@@ -16,7 +16,7 @@ from shmstress.controlled.execution import PhasePlan
 from shmstress.controlled.options import ControlledOptions
 from shmstress.controlled.runner import prepare, run_controlled, session_spec
 from shmstress.controlled.session import Session
-from shmstress.controlled.strategies import Exhaustive, StrategySpec
+from shmstress.controlled.strategies import Exhaustive, PctSpec
 from shmstress.controlled.strategies.blocks import blocks_of, without_block
 from shmstress.core.config import RunConfig
 from shmstress.core.trace import Step
@@ -72,7 +72,7 @@ def test_a_free_failure_of_the_seed_race_shrinks_to_tens_of_steps(variant: str,
 def _controlled_counter_bundle(seed: int) -> Bundle:
     result = run_controlled(
         RunConfig(tracker=TICKETS, seed=seed),
-        ControlledOptions(strategy=StrategySpec("pct"), executions=200, run_steps=100))
+        ControlledOptions(strategy=PctSpec(), executions=200, run_steps=100))
     bundle = from_controlled(result)
     assert bundle is not None
     return bundle

@@ -18,7 +18,7 @@ from shmstress.campaign.runner import run_campaign
 from shmstress.cli.main import main
 from shmstress.controlled.options import ControlledOptions
 from shmstress.controlled.runner import run_controlled
-from shmstress.controlled.strategies import StrategySpec
+from shmstress.controlled.strategies import PctSpec
 from shmstress.core.config import RunConfig
 from shmstress.core.result import RunResult
 from shmstress.core.trace import step_number
@@ -37,7 +37,7 @@ SVG = "{http://www.w3.org/2000/svg}"
 @pytest.fixture(scope="module")
 def failure(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, RunResult, FailureAnalysis]:
     """A real failing bundle (PCT on the revision race, fixed seed), replayed and analysed."""
-    spec = StrategySpec("pct", depth=3, spin="demote")
+    spec = PctSpec(depth=3, spin="demote")
     found = run_controlled(RunConfig(tracker="dra", variant="gather-unchecked", seed=0),
                            ControlledOptions(spec, executions=2000))
     bundle = from_controlled(found)

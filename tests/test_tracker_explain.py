@@ -23,7 +23,7 @@ from shmstress.analysis.failure import FailureAnalysis, analyse
 from shmstress.analysis.swimlane import swimlane
 from shmstress.controlled.options import ControlledOptions
 from shmstress.controlled.runner import run_controlled
-from shmstress.controlled.strategies import StrategySpec
+from shmstress.controlled.strategies import RandomWalkSpec
 from shmstress.core.access import Access
 from shmstress.core.config import RunConfig
 from shmstress.core.result import RunResult
@@ -46,7 +46,7 @@ PUBLISHED = f"{Path(__file__).parent / 'trackers' / 'published.py'}:Published"
 
 def _failing(tracker: str, variant: str) -> RunResult:
     found = run_controlled(RunConfig(tracker=tracker, variant=variant, seed=1),
-                           ControlledOptions(StrategySpec("random_walk"), executions=200))
+                           ControlledOptions(RandomWalkSpec(), executions=200))
     assert found.failing is not None, f"{tracker}/{variant}: no failure in 200 executions"
     assert found.run.recording is not None
     return found.run

@@ -26,7 +26,15 @@ from shmstress.controlled.options import ControlledOptions
 from shmstress.controlled.pinning import pinned
 from shmstress.controlled.runner import prepare, run_controlled, session_spec
 from shmstress.controlled.session import Session
-from shmstress.controlled.strategies import DEFAULT, StrategySpec, exploring_strategy
+from shmstress.controlled.strategies import (
+    DEFAULT,
+    DporSpec,
+    PctSpec,
+    RandomWalkSpec,
+    StrategySpec,
+    exploring_strategy,
+    spec_named,
+)
 from shmstress.core.config import RunConfig
 from shmstress.core.control import FORK
 from shmstress.core.processes import reap
@@ -35,19 +43,19 @@ from shmstress.repro.bundle import from_free_run
 from shmstress.repro.shrink import ShrinkOptions, shrink_bundle
 
 RACY = ("gather-unchecked", "events-unordered", "original")
-DPOR_ROW = StrategySpec("dpor", bound=1)
+DPOR_ROW = DporSpec(bound=1)
 """DPOR with at most one preemption: without a bound its search of the DRA tracker follows
 every spin of its waiting roles, each a race, and runs for minutes per trial."""
 STRATEGIES = (  # random walk, PCT with each rule for spinners (strategies/pct.py), DPOR, default
-    StrategySpec("random_walk"),
-    StrategySpec("pct", depth=3, spin="demote"),
-    StrategySpec("pct", depth=3, spin="aside"),
+    RandomWalkSpec(),
+    PctSpec(depth=3, spin="demote"),
+    PctSpec(depth=3, spin="aside"),
     DPOR_ROW,
-    StrategySpec(DEFAULT),
+    spec_named(DEFAULT),
 )
 RATIO_GOALS = {
-    StrategySpec("random_walk"): 0.5,
-    StrategySpec("pct", depth=3, spin="demote"): 0.7,
+    RandomWalkSpec(): 0.5,
+    PctSpec(depth=3, spin="demote"): 0.7,
 }
 """Issue 14's goals for steps/s as a share of the ping-pong, on the default scenario: random
 walk at least 50%, PCT (its default rule for spinners) at least 70%. Other rows have none."""
@@ -261,7 +269,7 @@ def run_controlled_bench(trials: int, seed: int, log: Callable[[str], None]) -> 
 def _default_check(bench: ControlledBench) -> list[str]:
     """The default strategy's done-when figures: every racy variant in every seed, and the
     seed race's executions against ``SEED_RACE_GOAL``."""
-    default = StrategySpec(DEFAULT).describe()
+    default = spec_named(DEFAULT).describe()
     mine = [d for d in bench.detections if d.strategy == default]
     racy = [d for d in mine if d.variant in RACY]
     race = [d for d in mine if d.variant.endswith(f"({SEED_RACE})")]

@@ -43,7 +43,7 @@ from typing import Any
 from shmstress.bench.controlled import Throughput, pingpong
 from shmstress.bench.scenarios_plain import FEW, MANY
 from shmstress.controlled.pinning import pinned
-from shmstress.controlled.strategies.base import StrategySpec
+from shmstress.controlled.strategies import PctSpec
 from shmstress.core.errors import ScenarioError
 from shmstress.core.signals import interruptible
 from shmstress.plain.runner import Exploration, PlainResult, explore
@@ -56,7 +56,7 @@ STEPS_SCENARIO = "locked_many"
 COUNTER_SCENARIO = "locked"
 RACY_SCENARIO = "racy"
 FEW_SCENARIO, MANY_SCENARIO = "started_few", "started_many"
-PCT = StrategySpec("pct")
+PCT = PctSpec()
 FRONTRUN_VERSION = "0.7.0"
 FRONTRUN_MISSING = f"frontrun not installed (pip install frontrun=={FRONTRUN_VERSION})"
 FRONTRUN_STRATEGIES = ("dpor", "random")

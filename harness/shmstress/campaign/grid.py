@@ -19,7 +19,7 @@ from dataclasses import asdict, dataclass, field
 from datetime import UTC, datetime
 
 from shmstress.controlled.options import DEFAULT_RUN_STEPS, ControlledOptions
-from shmstress.controlled.strategies import EXPLORING, StrategySpec
+from shmstress.controlled.strategies import EXPLORING, spec_named
 from shmstress.core.config import RunConfig
 from shmstress.core.errors import ConfigError
 from shmstress.core.noise import NOISE_POLICIES, UNIFORM, NoiseConfig
@@ -144,7 +144,7 @@ class TrialSpec:
 
     def controlled_options(self) -> ControlledOptions:
         return ControlledOptions(
-            strategy=StrategySpec(self.strategy),
+            strategy=spec_named(self.strategy),
             executions=self.executions,
             run_steps=DEFAULT_RUN_STEPS,
         )

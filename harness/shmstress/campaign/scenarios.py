@@ -20,7 +20,7 @@ from shmstress.analysis.swimlane import Swimlane, plain_swimlane
 from shmstress.campaign.bundles import campaign_bundle_path, swimlane_path, write_swimlane
 from shmstress.campaign.grid import CONTROLLED, FREE, TrialSpec
 from shmstress.campaign.record import scenario_outcome, scenario_record
-from shmstress.controlled.strategies.base import StrategySpec
+from shmstress.controlled.strategies import spec_named
 from shmstress.core.errors import ScenarioError
 from shmstress.plain.runner import Exploration, PlainResult, explore
 from shmstress.plain.scenario import ScenarioRef, traced_code
@@ -178,5 +178,5 @@ def run_scenario_trial(trial: TrialSpec) -> ScenarioTrialRun:
     ref = ScenarioRef.parse(trial.scenario)
     spec = PlainSpec(ref, trace=traced_code(ref, ()),
                      free=FreeSpec(trial.noise) if trial.mode != CONTROLLED else None)
-    exploration = Exploration(StrategySpec(trial.strategy), trial.seed, trial.executions)
+    exploration = Exploration(spec_named(trial.strategy), trial.seed, trial.executions)
     return ScenarioTrialRun(trial, spec, explore(spec, exploration))

@@ -11,6 +11,7 @@ import argparse
 from collections.abc import Iterable, Sequence
 from typing import Any, NoReturn
 
+from shmstress.controlled.strategies import DEFAULT, KNOB_FLAGS, StrategySpec, spec_of
 from shmstress.core.config import OUT_ENV, SHM_DIR_ENV
 from shmstress.core.errors import ConfigError
 from shmstress.core.exit_reason import exit_code_table
@@ -58,6 +59,14 @@ def no_repeats(option: str, pairs: Iterable[tuple[str, object]]) -> dict[str, An
                               f"{name}={value}); give it once")
         seen[name] = value
     return seen
+
+
+def strategy_from_args(args: argparse.Namespace) -> StrategySpec:
+    """The strategy ``--strategy`` names (default: the portfolio) with the parameters the
+    command line gave it (``--depth``, ``--spin``, ``--bound``; None: not given), checked by
+    its spec: one line for a parameter it does not take or a value out of range."""
+    return spec_of(args.strategy or DEFAULT,
+                   **{flag: getattr(args, flag, None) for flag in KNOB_FLAGS})
 
 
 def track_given(parser: argparse.ArgumentParser) -> None:

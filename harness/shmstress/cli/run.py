@@ -16,6 +16,7 @@ from shmstress.cli.args import (
     no_repeats,
     noise_kinds,
     refuse_unless,
+    strategy_from_args,
     track_given,
     with_examples,
 )
@@ -29,13 +30,13 @@ from shmstress.controlled.options import (
 from shmstress.controlled.result import ControlledResult
 from shmstress.controlled.runner import run_controlled
 from shmstress.controlled.strategies import (
-    BOUNDS,
     DECLARED_MIX,
     DEFAULT,
     DEFAULT_MIX,
     EXPLORING,
+    SPECS,
     SPIN_RULES,
-    StrategySpec,
+    DporSpec,
     bound_words,
     mix_words,
 )
@@ -113,11 +114,7 @@ def validate_run_args(args: argparse.Namespace) -> None:
     cli_log.validate_log_options(args)
     if args.mode == "controlled":
         refuse_unless(args, FREE_ONLY, "in free mode (drop them, or --mode free)")
-        strategy = args.strategy
-        refuse_unless(args, ("--depth", "--spin") if strategy != "pct" else (),
-                      "with --strategy pct")
-        refuse_unless(args, ("--bound",) if strategy not in BOUNDS else (),
-                      "with --strategy exhaustive or dpor")
+        strategy_from_args(args)
     else:
         refuse_unless(args, CONTROLLED_ONLY, "with --mode controlled")
     no_repeats("--workers", args.workers)
@@ -208,10 +205,10 @@ def _add_controlled_options(parser: argparse.ArgumentParser) -> None:
                        "schedule within --bound; for small scenarios), or dpor (exhaustive "
                        "search over the orders of steps that conflict, where points say what "
                        "they touch)")
-    group.add_argument("--depth", type=int, default=3, metavar="D",
+    group.add_argument("--depth", type=int, default=None, metavar="D",
                        help="with --strategy pct: bug depth, D-1 priority change points per "
                        "execution (default 3)")
-    group.add_argument("--spin", choices=SPIN_RULES, default=StrategySpec.spin,
+    group.add_argument("--spin", choices=SPIN_RULES, default=None,
                        help="with --strategy pct: what a worker that yields (spins) does. "
                        "demote: it drops "
                        "below every other worker, as Shuttle's PCT (default; fastest, finds "
@@ -225,7 +222,7 @@ def _add_controlled_options(parser: argparse.ArgumentParser) -> None:
                        "a yield to any worker but the next in id order; switching after a "
                        "worker blocks or finishes is free (default 2); dpor: the same bound "
                        f"on its partial-order reduced search (default "
-                       f"{bound_words(BOUNDS['dpor'])}; -1: none)")
+                       f"{bound_words(DporSpec.bound)}; -1: none)")
     group.add_argument("--executions", type=int, default=DEFAULT_EXECUTIONS, metavar="N",
                        help=f"executions to try; stops at the first failure "
                        f"({DEFAULT_EXECUTIONS}); --points sets the steps of churn of each "
@@ -273,7 +270,7 @@ def config_from_args(args: argparse.Namespace) -> RunConfig:
         max_points=args.max_points,
         seed=args.seed if args.seed is not None else 0 if (
             args.mode == "controlled"
-            and StrategySpec(args.strategy).seedless) else None,
+            and SPECS[args.strategy].seedless) else None,
         noise=NoiseConfig(args.noise, args.noise_kind, args.max_sleep_us, args.noise_policy),
         stop_on_first=not args.keep_going,
         drain_timeout=args.drain_timeout,
@@ -288,10 +285,7 @@ def config_from_args(args: argparse.Namespace) -> RunConfig:
 
 def _options_from_args(args: argparse.Namespace, config: RunConfig) -> ControlledOptions:
     return ControlledOptions(
-        strategy=StrategySpec(args.strategy, depth=args.depth,
-                              bound=BOUNDS.get(args.strategy, 2) if args.bound is None
-                              else args.bound,
-                              spin=args.spin),
+        strategy=strategy_from_args(args),
         executions=args.executions,
         run_steps=config.max_points or DEFAULT_RUN_STEPS,
         max_steps=args.max_steps,

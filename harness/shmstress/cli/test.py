@@ -9,15 +9,15 @@ import textwrap
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from shmstress.cli.args import EPILOG
+from shmstress.cli.args import EPILOG, strategy_from_args
 from shmstress.cli.commands import add_command
 from shmstress.controlled.strategies import (
-    BOUNDS,
-    DEFAULT,
     EXPLORING,
     PLAIN_MIX,
     SPIN_RULES,
-    StrategySpec,
+    DporSpec,
+    ExhaustiveSpec,
+    FreeRunSpec,
     bound_words,
     mix_words,
 )
@@ -100,7 +100,7 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
                         help="PCT: what a process that sleeps or yields does (default demote)")
     parser.add_argument("--bound", type=int, default=None,
                         help="exhaustive, dpor: preemptions allowed per execution (default: "
-                        f"exhaustive {BOUNDS['exhaustive']}, dpor {bound_words(BOUNDS['dpor'])};"
+                        f"exhaustive {ExhaustiveSpec.bound}, dpor {bound_words(DporSpec.bound)};"
                         " dpor takes -1: none)")
     parser.add_argument("--executions", type=int, default=1000, metavar="N",
                         help="executions to try before calling it clean (default 1000)")
@@ -209,24 +209,11 @@ def _cmd_test(args: argparse.Namespace) -> int:
     if misplaced:
         raise ConfigError(f"{', '.join(misplaced)} only appl{'ies' if len(misplaced) == 1 else 'y'}"
                           f" with --mode {'controlled' if free else 'free'}")
-    chosen = args.strategy or DEFAULT
-    for flags, wanted in ((("--depth", args.depth), ("--spin", args.spin)), "pct"), \
-            ((("--bound", args.bound),), "exhaustive"):
-        given = [flag for flag, value in flags if value is not None]
-        if given and not free and chosen != wanted and not (wanted == "exhaustive"
-                                                             and chosen in BOUNDS):
-            raise ConfigError(f"{', '.join(given)} only appl{'ies' if len(given) == 1 else 'y'}"
-                              f" with --strategy {wanted}")
-    strategy = StrategySpec("free") if free else StrategySpec(
-        args.strategy or DEFAULT, depth=3 if args.depth is None else args.depth,
-        bound=BOUNDS.get(chosen, 2) if args.bound is None else args.bound,
-        spin=args.spin or "demote")
+    strategy = FreeRunSpec() if free else strategy_from_args(args)
     for flag, value, least in (("--max-steps", args.max_steps, 1),
                                ("--max-processes", args.max_processes, 1),
                                ("--mailbox-mib", args.mailbox_mib, 1),
-                               ("--executions", args.executions, 1),
-                               ("--depth", strategy.depth, 1),
-                               ("--bound", strategy.bound, -1 if chosen == "dpor" else 0)):
+                               ("--executions", args.executions, 1)):
         if value < least:
             raise ConfigError(f"{flag} must be at least {least}, got {value}")
     if not args.stop_timeout > 0:

@@ -16,8 +16,9 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-from shmstress.controlled.strategies.base import Bounded, Strategy, StrategySpec
-from shmstress.controlled.strategies.portfolio import Portfolio, member_name
+from shmstress.controlled.strategies.base import Bounded, FreeRunSpec, Strategy, StrategySpec
+from shmstress.controlled.strategies.pct import PctSpec
+from shmstress.controlled.strategies.portfolio import Portfolio
 
 
 @dataclass(frozen=True)
@@ -26,7 +27,7 @@ class Search:
     bound ran), or cut by the budget (or a signal) after ``schedules_run`` of at least
     ``schedules_at_least``."""
 
-    strategy: str  # ``member_name``: "dpor", "exhaustive bound 2"
+    strategy: str  # ``StrategySpec.short``: "dpor", "exhaustive bound 2"
     finished: bool
     schedules_run: int
     schedules_at_least: int  # == schedules_run once finished
@@ -94,7 +95,7 @@ class CoverageCount:
             self.yields += yields
 
     def result(self, strategy: Strategy | None, exhausted: bool) -> Coverage:
-        spec = strategy.spec if strategy is not None else StrategySpec("free")
+        spec = strategy.spec if strategy is not None else FreeRunSpec()
         members: tuple[tuple[str, int], ...] = ()
         specs: Iterable[StrategySpec] = (spec,)
         searches: list[Search] = []
@@ -107,7 +108,7 @@ class CoverageCount:
                     searches.append(_search(member, member.finished, ran))
         elif isinstance(strategy, Bounded):
             searches.append(_search(strategy, exhausted, self.executions))
-        depths = tuple(sorted({s.depth for s in specs if s.name == "pct"}))
+        depths = tuple(sorted({s.depth for s in specs if isinstance(s, PctSpec)}))
         return Coverage(self.executions, members, depths, self.max_preemptions,
                         self.step_bound, self.yields if self.counted else None,
                         tuple(searches), not isinstance(strategy, Portfolio))
@@ -115,5 +116,5 @@ class CoverageCount:
 
 def _search(strategy: Bounded, finished: bool, ran: int) -> Search:
     """Where ``strategy``, which ran ``ran`` executions, stands."""
-    return Search(member_name(strategy.spec), finished, ran,
+    return Search(strategy.spec.short(), finished, ran,
                   ran if finished else ran + strategy.untried())

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from shmstress.controlled.strategies import DEFAULT
+from shmstress.controlled.strategies import DEFAULT, spec_named
 from shmstress.controlled.strategies.base import StrategySpec
 from shmstress.core.errors import ConfigError
 
@@ -15,7 +15,7 @@ DEFAULT_EXECUTIONS = 1000
 
 @dataclass(frozen=True)
 class ControlledOptions:
-    strategy: StrategySpec = field(default_factory=lambda: StrategySpec(DEFAULT))
+    strategy: StrategySpec = field(default_factory=lambda: spec_named(DEFAULT))
     executions: int = DEFAULT_EXECUTIONS
     run_steps: int = DEFAULT_RUN_STEPS  # steps of churn per execution before it drains
     max_steps: int = DEFAULT_MAX_STEPS  # an execution that has not finished by then ends

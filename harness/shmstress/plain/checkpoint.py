@@ -52,8 +52,8 @@ from shmstress.plain.outcome import PlainOutcome
 from shmstress.plain.sources import Sources
 from shmstress.plain.spec import PlainSpec
 
-FORMAT = 4  # 3: DPOR keeps its untried choices by execution (dpor._Kept); 4: the tally
-# keeps what the self-check saw and the steps by kind
+FORMAT = 5  # 3: DPOR keeps its untried choices by execution (dpor._Kept); 4: the tally
+# keeps what the self-check saw and the steps by kind; 5: each strategy's spec is its own class
 """The version of the file's layout and of what its state holds."""
 
 SAVE_EVERY_S = 60.0

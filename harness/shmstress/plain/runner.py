@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from types import TracebackType
 
 from shmstress.controlled.coverage import Coverage
-from shmstress.controlled.strategies import DEFAULT, Replay, exploring_strategy
+from shmstress.controlled.strategies import DEFAULT, Replay, exploring_strategy, spec_named
 from shmstress.controlled.strategies.base import StrategySpec, current_spec, seeded_rng
 from shmstress.core.errors import ConfigError, PlainLimitError
 from shmstress.core.exit_reason import ExitCode
@@ -48,7 +48,7 @@ Witness = Callable[[PlainOutcome], None]
 class Exploration:
     """How to search: a strategy, a seed and a budget of executions."""
 
-    strategy: StrategySpec = field(default_factory=lambda: StrategySpec(DEFAULT))
+    strategy: StrategySpec = field(default_factory=lambda: spec_named(DEFAULT))
     seed: int = 0
     executions: int = 1000
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from shmstress.controlled.strategies import ShrunkSpec
 from shmstress.core.plurals import counted
 from shmstress.render.failure import failure_report, report_lines
 from shmstress.render.log_names import failure_in_names
@@ -25,7 +26,7 @@ def describe_bundle(bundle: Bundle) -> str:
     source = (f"found in a free run with seed {bundle.seed}" if bundle.mode == "free" else
               f"found by {bundle.strategy.describe()} in execution "
               f"{bundle.execution} of seed {bundle.seed}")
-    if bundle.strategy.name == "shrink":
+    if isinstance(bundle.strategy, ShrunkSpec):
         shrunk = counted(bundle.preemptions or 0, "preemption")
         source = (f"shrunk to {shrunk} from a failure found in "
                   f"{'a free' if bundle.mode == 'free' else 'a controlled'} run with seed "

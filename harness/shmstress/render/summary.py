@@ -79,12 +79,7 @@ def render_summary(result: RunResult) -> str:
 def controlled_command(result: ControlledResult) -> str:
     """The command that reruns this exploration, execution for execution."""
     options = result.options
-    spec = result.strategy
-    args = ["--mode", "controlled", "--strategy", spec.name]
-    if spec.name == "pct":
-        args += ["--depth", str(spec.depth)]
-    if spec.name in ("exhaustive", "dpor"):
-        args += ["--bound", str(spec.bound)]
+    args = ["--mode", "controlled", *result.strategy.options()]
     args += ["--executions", str(options.executions), "--max-steps", str(options.max_steps)]
     return run_command(result.run.config, free=False) + " " + shlex.join(args)
 

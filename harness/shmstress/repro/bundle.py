@@ -23,7 +23,7 @@ from typing import TypeVar, cast
 from msgspec import UNSET, UnsetType
 
 from shmstress.controlled.result import ControlledResult
-from shmstress.controlled.strategies.base import StrategySpec
+from shmstress.controlled.strategies.base import FreeRunSpec, StrategySpec
 from shmstress.core.config import RunConfig
 from shmstress.core.errors import BundleError
 from shmstress.core.files import write_text_atomically, write_text_new
@@ -169,7 +169,7 @@ def from_free_run(result: RunResult) -> Bundle | None:
         seed=config.seed,
         execution_seed=config.seed,
         mode=FREE,
-        strategy=StrategySpec(FREE),  # its noise is in ``noise``, as on the command line
+        strategy=FreeRunSpec(),  # its noise is in ``noise``, as on the command line
         phase_changes=result.phase_changes,
         steps=result.recording.steps,
         violation=ExpectedViolation.of(violation),
@@ -253,8 +253,6 @@ def require_fit(bundle: Bundle, resolved: RunConfig) -> None:
 def to_json(bundle: Bundle) -> dict[str, object]:
     labels: dict[str, int] = {}
     steps = [(s.worker, labels.setdefault(s.label, len(labels))) for s in bundle.steps]
-    spec = bundle.strategy
-    pct, exhaustive = spec.name == "pct", spec.name in ("exhaustive", "dpor")
     return bundle_schema.encode(bundle_schema.BundleDoc(
         format=FORMAT,
         format_version=FORMAT_VERSION,
@@ -283,13 +281,7 @@ def to_json(bundle: Bundle) -> dict[str, object]:
         execution_seed=bundle.execution_seed,
         execution=bundle.execution,
         mode=cast(bundle_schema.Mode, bundle.mode),
-        strategy=bundle_schema.StrategyDoc(
-            name=spec.name,
-            depth=spec.depth if pct else UNSET,
-            spin=spec.spin if pct else UNSET,
-            bound=spec.bound if exhaustive else UNSET,
-            member=spec.member or UNSET,
-        ),
+        strategy=bundle_schema.strategy_doc(bundle.strategy),
         phase_changes=list(bundle.phase_changes),
         preemptions=bundle.preemptions,
         violation=bundle_schema.ViolationDoc(
@@ -326,8 +318,7 @@ def from_json(data: object) -> Bundle:
     phase_changes = tuple(doc.phase_changes)
     if len(phase_changes) > 2 or list(phase_changes) != sorted(phase_changes):
         raise BundleError("phase_changes must be at most two ascending step numbers")
-    config, strategy, violation = doc.config, doc.strategy, doc.violation
-    defaults = StrategySpec(strategy.name)
+    config, violation = doc.config, doc.violation
     return Bundle(
         tracker=doc.tracker,
         variant=doc.variant,
@@ -337,13 +328,7 @@ def from_json(data: object) -> Bundle:
         seed=doc.seed,
         execution_seed=doc.execution_seed,
         mode=doc.mode,
-        strategy=StrategySpec(
-            strategy.name,
-            depth=defaults.depth if strategy.depth is UNSET else strategy.depth,
-            bound=defaults.bound if strategy.bound is UNSET else strategy.bound,
-            spin=defaults.spin if strategy.spin is UNSET else strategy.spin,
-            member="" if strategy.member is UNSET else strategy.member,
-        ),
+        strategy=bundle_schema.strategy_of(doc.strategy),
         phase_changes=phase_changes,
         steps=tuple(steps),
         violation=ExpectedViolation(

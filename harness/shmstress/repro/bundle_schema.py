@@ -18,7 +18,8 @@ from typing import Any, Literal
 
 import msgspec
 
-from shmstress.core.errors import BundleError
+from shmstress.controlled.strategies import SPECS, StrategySpec, spec_named
+from shmstress.core.errors import BundleError, ConfigError
 from shmstress.reports.decoding import describe_error
 
 Mode = Literal["free", "controlled"]
@@ -99,6 +100,26 @@ class BundleDoc(msgspec.Struct, kw_only=True):
     names: dict[str, str] | msgspec.UnsetType = msgspec.UNSET
     labels: list[str]
     steps: list[tuple[int, int]]
+
+
+def strategy_doc(spec: StrategySpec) -> StrategyDoc:
+    """What a bundle stores of ``spec``: its name and its own knobs (an empty one, the
+    portfolio's member outside a failure, left out)."""
+    knobs = {knob: value for knob, value in spec.knobs().items() if value != ""}
+    return msgspec.convert({"name": spec.name, **knobs}, StrategyDoc)
+
+
+def strategy_of(doc: StrategyDoc) -> StrategySpec:
+    """The spec ``doc`` stores; one BundleError line for an unknown strategy, a knob it does
+    not take, or one out of range."""
+    knobs = {knob: getattr(doc, knob) for knob in StrategyDoc.__struct_fields__
+             if knob != "name" and getattr(doc, knob) is not msgspec.UNSET}
+    if doc.name not in SPECS:
+        raise BundleError(f"field strategy.name: unknown strategy {doc.name!r}")
+    try:
+        return spec_named(doc.name, **knobs)
+    except ConfigError as exc:
+        raise BundleError(f"field strategy: {exc}") from None
 
 
 def encode(doc: BundleDoc) -> dict[str, Any]:

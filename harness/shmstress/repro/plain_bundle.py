@@ -34,7 +34,7 @@ from shmstress.repro.bundle import (
 )
 from shmstress.repro.bundle_code import CodeRef
 from shmstress.repro.bundle_json import read_document
-from shmstress.repro.bundle_schema import StrategyDoc
+from shmstress.repro.bundle_schema import StrategyDoc, strategy_doc, strategy_of
 
 FORMAT = "shmstress-plain-bundle"
 FORMAT_VERSION = 2  # 2: ``execution`` numbered from 1 (``bundle.EXECUTIONS_FROM_ONE``)
@@ -163,17 +163,10 @@ def expected_end(bundle: PlainBundle) -> PlainEnd:
 def to_json(bundle: PlainBundle) -> dict[str, Any]:
     labels: dict[str, int] = {}
     steps = [(step.worker, labels.setdefault(step.label, len(labels))) for step in bundle.steps]
-    strategy = bundle.strategy
     doc = PlainBundleDoc(
         format=FORMAT, format_version=FORMAT_VERSION, shmstress_version=package_version(),
         scenario=bundle.scenario, scenario_path=bundle.scenario_path, limits=bundle.limits,
-        strategy=StrategyDoc(
-            name=strategy.name,
-            depth=strategy.depth if strategy.name == "pct" else msgspec.UNSET,
-            spin=strategy.spin if strategy.name == "pct" else msgspec.UNSET,
-            bound=(strategy.bound if strategy.name in ("exhaustive", "dpor")
-                   else msgspec.UNSET),
-            member=strategy.member or msgspec.UNSET),
+        strategy=strategy_doc(bundle.strategy),
         seed=bundle.seed, execution=bundle.execution, execution_seed=bundle.execution_seed,
         preemptions=bundle.preemptions, failure=bundle.failure,
         processes=list(bundle.processes), labels=list(labels), steps=steps,
@@ -213,15 +206,10 @@ def from_json(data: object) -> PlainBundle:
         if not 0 <= label < len(doc.labels) or not 0 <= worker < doc.limits.max_processes:
             raise BundleError(f"steps[{index}] names no known process or label: "
                               f"[{worker}, {label}]")
-    strategy = doc.strategy
-    spec = StrategySpec(strategy.name)
-    for knob in ("depth", "spin", "bound", "member"):
-        value = getattr(strategy, knob)
-        if value is not msgspec.UNSET:
-            spec = StrategySpec(**{**spec.__dict__, knob: value})
     return PlainBundle(
         scenario=doc.scenario, scenario_path=doc.scenario_path, limits=doc.limits,
-        strategy=spec, seed=doc.seed, execution=execution_number(doc.execution, version),
+        strategy=strategy_of(doc.strategy), seed=doc.seed,
+        execution=execution_number(doc.execution, version),
         execution_seed=doc.execution_seed, preemptions=doc.preemptions, failure=doc.failure,
         processes=tuple(doc.processes),
         steps=tuple(Step(worker, doc.labels[label]) for worker, label in doc.steps),

@@ -19,8 +19,8 @@ from __future__ import annotations
 import time
 from dataclasses import dataclass, replace
 
-from shmstress.controlled.strategies import Exhaustive, exploring_strategy
-from shmstress.controlled.strategies.base import Strategy, StrategySpec, seeded_rng
+from shmstress.controlled.strategies import Exhaustive, PctSpec, RandomWalkSpec, exploring_strategy
+from shmstress.controlled.strategies.base import Strategy, seeded_rng
 from shmstress.core.plurals import counted
 from shmstress.core.shm import sweep_stale_segments
 from shmstress.core.signals import interruptible
@@ -30,8 +30,8 @@ from shmstress.plain.session import PlainSession
 from shmstress.repro.plain_bundle import PlainBundle, expected_end, from_outcome
 from shmstress.repro.shrink import ShrinkOptions
 
-SEARCH = (StrategySpec("pct", depth=1), StrategySpec("pct", depth=2),
-          StrategySpec("random_walk"), StrategySpec("pct", depth=3))
+SEARCH = (PctSpec(depth=1), PctSpec(depth=2),
+          RandomWalkSpec(), PctSpec(depth=3))
 """The strategies that take turns looking for fewer steps: few preemptions first."""
 
 STALE_EXECUTIONS = 300

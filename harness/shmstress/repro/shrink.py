@@ -47,8 +47,16 @@ from dataclasses import dataclass, replace
 from shmstress.controlled.execution import ExecutionOutcome, PhasePlan
 from shmstress.controlled.runner import prepare, session_spec
 from shmstress.controlled.session import Session
-from shmstress.controlled.strategies import Blocks, Exhaustive, Guided, Pct, RandomWalk, Replay
-from shmstress.controlled.strategies.base import Strategy, StrategySpec
+from shmstress.controlled.strategies import (
+    Blocks,
+    Exhaustive,
+    Guided,
+    Pct,
+    RandomWalk,
+    Replay,
+    ShrunkSpec,
+)
+from shmstress.controlled.strategies.base import Strategy
 from shmstress.controlled.strategies.blocks import Block, blocks_of, without_block
 from shmstress.core.config import RunConfig
 from shmstress.core.trace import Step
@@ -577,7 +585,7 @@ def _bundle_of(original: Bundle, best: _Candidate) -> Bundle:
         execution_seed=best.seed,
         counts=dict(best.scenario.counts),
         params=dict(best.scenario.params),
-        strategy=StrategySpec("shrink"),
+        strategy=ShrunkSpec(),
         phase_changes=outcome.phase_changes,
         steps=outcome.steps,
         preemptions=outcome.preemptions,

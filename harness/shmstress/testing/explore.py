@@ -22,7 +22,7 @@ from pathlib import Path
 from shmstress.controlled.options import DEFAULT_MAX_STEPS, DEFAULT_RUN_STEPS, ControlledOptions
 from shmstress.controlled.result import ControlledResult
 from shmstress.controlled.runner import run_controlled
-from shmstress.controlled.strategies import DEFAULT, StrategySpec
+from shmstress.controlled.strategies import DEFAULT, StrategySpec, spec_of
 from shmstress.core.config import RunConfig, default_out
 from shmstress.core.plurals import counted
 from shmstress.render.failure import failure_report
@@ -39,10 +39,10 @@ def explore(
     tracker: TrackerRef = "dra",
     variant: str | None = None,
     *,
-    strategy: str = DEFAULT,
-    depth: int = 3,
-    spin: str = StrategySpec.spin,
-    bound: int = 2,
+    strategy: str | StrategySpec = DEFAULT,
+    depth: int | None = None,
+    spin: str | None = None,
+    bound: int | None = None,
     executions: int = 100,
     seed: int = 0,
     counts: Mapping[str, int] | None = None,
@@ -59,7 +59,7 @@ def explore(
     config = RunConfig(tracker=tracker_spec(tracker), variant=variant, counts=dict(counts or {}),
                        params=dict(params or {}), seed=seed, max_points=run_steps)
     options = ControlledOptions(
-        strategy=StrategySpec(strategy, depth=depth, bound=bound, spin=spin),
+        strategy=spec_of(strategy, depth=depth, bound=bound, spin=spin),
         executions=executions, run_steps=run_steps, max_steps=max_steps,
     )
     return run_controlled(config, options)
@@ -69,10 +69,10 @@ def check_interleavings(
     tracker: TrackerRef = "dra",
     variant: str | None = None,
     *,
-    strategy: str = DEFAULT,
-    depth: int = 3,
-    spin: str = StrategySpec.spin,
-    bound: int = 2,
+    strategy: str | StrategySpec = DEFAULT,
+    depth: int | None = None,
+    spin: str | None = None,
+    bound: int | None = None,
     executions: int = 100,
     seed: int = 0,
     counts: Mapping[str, int] | None = None,
@@ -83,8 +83,9 @@ def check_interleavings(
 ) -> ControlledResult:
     """Explore ``tracker``'s interleavings and raise ``InterleavingFailure`` if one fails.
 
-    Arguments are ``explore``'s: ``strategy`` ("pct", "random_walk", "exhaustive", ...) with its
-    ``depth``, ``bound`` and ``spin`` rule, ``executions`` from ``seed``, ``counts`` of
+    Arguments are ``explore``'s: ``strategy`` (a name, "pct", "random_walk", "exhaustive",
+    ..., with its ``depth``, ``bound`` or ``spin`` rule where given; or a spec such as
+    ``PctSpec(depth=4)``), ``executions`` from ``seed``, ``counts`` of
     workers per role, tracker ``params``, ``run_steps`` per execution and ``max_steps``
     before one counts as hung. The failing execution's bundle is written to ``out``
     (default ``$SHMSTRESS_OUT`` or ``shmstress-out``) and the message carries the

@@ -14,7 +14,7 @@ from dataclasses import dataclass, field, replace
 
 from shmstress.controlled.log_match import ANYWHERE, MARKED, Expected, shown
 from shmstress.controlled.log_search import SearchOptions, SearchResult, search
-from shmstress.controlled.strategies.base import StrategySpec
+from shmstress.controlled.strategies import FollowSpec
 from shmstress.core.config import RunConfig
 from shmstress.core.errors import ConfigError
 from shmstress.core.exit_reason import ExitCode, ExitReason
@@ -97,7 +97,7 @@ def import_log(text: str, tracker: str, variant: str | None = None, gaps: str = 
     names = {model: log_name for kinds in match.matching.model_names.values()
              for model, log_name in kinds.items()}
     outcome = match.outcome
-    bundle = from_execution(config, StrategySpec("follow"), match.execution - 1,
+    bundle = from_execution(config, FollowSpec(), match.execution - 1,
                             outcome.execution_seed,
                             outcome.steps, outcome.phase_changes, outcome.violations,
                             outcome.preemptions)

@@ -27,8 +27,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any, Protocol, TypeVar
 
-from shmstress.controlled.strategies import DEFAULT
-from shmstress.controlled.strategies.base import StrategySpec
+from shmstress.controlled.strategies import DEFAULT, StrategySpec, spec_of
 from shmstress.core.config import default_out
 from shmstress.core.errors import PlainLimitError, ScenarioError
 from shmstress.core.exit_reason import ExitCode
@@ -84,8 +83,9 @@ class OutDirectory:
         return None
 
 
-def check(function: Callable[..., Any], *, executions: int = 1000, strategy: str = DEFAULT,
-          seed: int = 0, depth: int = 3, trace: tuple[str, ...] = (),
+def check(function: Callable[..., Any], *, executions: int = 1000,
+          strategy: str | StrategySpec = DEFAULT, seed: int = 0, depth: int | None = None,
+          trace: tuple[str, ...] = (),
           auto_trace: bool = True, accept_uncontrolled: bool = False,
           max_steps: int = PlainSpec.max_steps,
           max_processes: int = PlainSpec.max_processes - 1,
@@ -99,7 +99,7 @@ def check(function: Callable[..., Any], *, executions: int = 1000, strategy: str
     ref = scenario_of(function)
     spec = PlainSpec(ref, max_processes=max_processes + 1, max_steps=max_steps,
                      trace=traced_code(ref, tuple(trace), auto_trace))
-    exploration = Exploration(StrategySpec(strategy, depth=depth), seed, executions)
+    exploration = Exploration(spec_of(strategy, depth=depth), seed, executions)
     result = explore(spec, exploration)
     named = f"{ref.module}:{ref.function}"
     bundle = None
@@ -117,15 +117,17 @@ def check(function: Callable[..., Any], *, executions: int = 1000, strategy: str
     return result
 
 
-def concurrency_test(*, executions: int = 1000, strategy: str = DEFAULT, seed: int = 0,
-                     depth: int = 3, trace: tuple[str, ...] = (), auto_trace: bool = True,
-                     accept_uncontrolled: bool = False, max_steps: int = PlainSpec.max_steps,
+def concurrency_test(*, executions: int = 1000, strategy: str | StrategySpec = DEFAULT,
+                     seed: int = 0, depth: int | None = None, trace: tuple[str, ...] = (),
+                     auto_trace: bool = True, accept_uncontrolled: bool = False,
+                     max_steps: int = PlainSpec.max_steps,
                      max_processes: int = PlainSpec.max_processes - 1) -> Callable[[F], F]:
     """Decorate a module-level test: it passes when ``executions`` controlled executions
     of it all do, and fails with the interleaving and the replay command otherwise.
 
     ``strategy`` (the default portfolio, "pct" with ``depth``, "random_walk",
-    "exhaustive", "dpor": ``shmstress test --help`` says what each does) picks who steps,
+    "exhaustive", "dpor": ``shmstress test --help`` says what each does; or a spec with
+    its parameters, ``PctSpec(depth=4)``, ``DporSpec(bound=2)``) picks who steps,
     from ``seed`` (the same seed, the same executions, so a CI failure repeats on a
     laptop); ``trace`` names code whose shared-memory accesses are points (``--trace``),
     besides the test's own project, traced unless ``auto_trace`` is off; a test that

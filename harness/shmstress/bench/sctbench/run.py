@@ -38,7 +38,14 @@ from typing import Any
 from shmstress.bench.pool import run_pool
 from shmstress.bench.sctbench.checkpoints import SuiteDirectory
 from shmstress.bench.sctbench.programs import BUGGY, Program, program
-from shmstress.controlled.strategies import DEFAULT
+from shmstress.controlled.strategies import (
+    DEFAULT,
+    DporSpec,
+    ExhaustiveSpec,
+    PctSpec,
+    RandomWalkSpec,
+    spec_named,
+)
 from shmstress.controlled.strategies.base import StrategySpec
 from shmstress.controlled.strategies.dpor import DPOR_BOUND
 from shmstress.core.config import DEFAULT_NOISE, default_out
@@ -72,7 +79,7 @@ class SuiteStrategy:
 
     @property
     def is_default(self) -> bool:
-        return self.free is None and self.spec == StrategySpec(DEFAULT)
+        return self.free is None and self.spec == spec_named(DEFAULT)
 
     @property
     def single(self) -> bool:
@@ -81,15 +88,15 @@ class SuiteStrategy:
 
 
 STRATEGIES: tuple[SuiteStrategy, ...] = (
-    SuiteStrategy("default", StrategySpec(DEFAULT)),
-    SuiteStrategy("pct-d1", StrategySpec("pct", depth=1)),
-    SuiteStrategy("pct-d2", StrategySpec("pct", depth=2)),
-    SuiteStrategy("pct-d3", StrategySpec("pct", depth=3)),
-    SuiteStrategy("random-walk", StrategySpec("random_walk")),
-    *(SuiteStrategy(f"exhaustive-b{bound}", StrategySpec("exhaustive", bound=bound),
+    SuiteStrategy("default", spec_named(DEFAULT)),
+    SuiteStrategy("pct-d1", PctSpec(depth=1)),
+    SuiteStrategy("pct-d2", PctSpec(depth=2)),
+    SuiteStrategy("pct-d3", PctSpec(depth=3)),
+    SuiteStrategy("random-walk", RandomWalkSpec()),
+    *(SuiteStrategy(f"exhaustive-b{bound}", ExhaustiveSpec(bound=bound),
                     seeded=False) for bound in range(4)),
-    SuiteStrategy("dpor", StrategySpec("dpor", bound=DPOR_BOUND), seeded=False),
-    SuiteStrategy("free-noise", StrategySpec("pct"), free=FreeSpec(noise=DEFAULT_NOISE)),
+    SuiteStrategy("dpor", DporSpec(bound=DPOR_BOUND), seeded=False),
+    SuiteStrategy("free-noise", PctSpec(), free=FreeSpec(noise=DEFAULT_NOISE)),
 )
 TWIN_STRATEGIES = ("default", "pct-d3", "random-walk")
 RATIO_LIMIT = 3.0

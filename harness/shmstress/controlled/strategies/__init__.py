@@ -2,35 +2,49 @@
 
 from __future__ import annotations
 
+from dataclasses import fields
+
 from shmstress.controlled.strategies.base import (
     UNBOUNDED,
+    FreeRunSpec,
+    Knob,
     ScheduleDiverged,
     ScheduleEnded,
     SchedulerView,
+    SearchSpace,
+    ShrunkSpec,
     Strategy,
     StrategySpec,
 )
-from shmstress.controlled.strategies.blocks import Blocks
-from shmstress.controlled.strategies.dpor import DPOR_BOUND, MEMBER_KEPT_STEPS, Dpor
-from shmstress.controlled.strategies.exhaustive import Exhaustive
-from shmstress.controlled.strategies.guided import Guided
-from shmstress.controlled.strategies.pct import SPIN_RULES, Pct
+from shmstress.controlled.strategies.blocks import Blocks, BlocksSpec
+from shmstress.controlled.strategies.dpor import DPOR_BOUND, Dpor, DporSpec
+from shmstress.controlled.strategies.drawn import DrawnSpec
+from shmstress.controlled.strategies.exhaustive import Exhaustive, ExhaustiveSpec
+from shmstress.controlled.strategies.follow import FollowSpec
+from shmstress.controlled.strategies.guided import Guided, GuidedSpec
+from shmstress.controlled.strategies.pct import SPIN_RULES, Pct, PctSpec
 from shmstress.controlled.strategies.portfolio import (
     DECLARED_MIX,
     DEFAULT_MIX,
     PLAIN_MIX,
     Mix,
     Portfolio,
+    PortfolioSpec,
     mix_words,
 )
-from shmstress.controlled.strategies.random_walk import RandomWalk
-from shmstress.controlled.strategies.replay import Replay
+from shmstress.controlled.strategies.random_walk import RandomWalk, RandomWalkSpec
+from shmstress.controlled.strategies.replay import Replay, ReplaySpec
 from shmstress.core.errors import ConfigError
 
-EXPLORING = ("portfolio", "pct", "random_walk", "exhaustive", "dpor")
-DEFAULT = "portfolio"
-BOUNDS = {"exhaustive": 2, "dpor": DPOR_BOUND}
-"""The preemption bound of each bounded strategy when the command line gives none."""
+SPECS: dict[str, type[StrategySpec]] = {spec.name: spec for spec in (
+    PortfolioSpec, PctSpec, RandomWalkSpec, ExhaustiveSpec, DporSpec,
+    ReplaySpec, GuidedSpec, BlocksSpec, FollowSpec, DrawnSpec, FreeRunSpec, ShrunkSpec)}
+"""Every strategy by name: its spec's class. Adding a strategy is adding its module and
+its spec here."""
+EXPLORING = tuple(name for name, spec in SPECS.items() if spec.searches)
+KNOB_FLAGS = tuple(dict.fromkeys(flag for name in EXPLORING for flag in SPECS[name].flags))
+"""Every search's parameters a command line sets: ``--depth``, ``--spin``, ``--bound``."""
+DEFAULT = PortfolioSpec.name
 """Controlled and plain mode's default strategy (``strategies/portfolio.py`` says why)."""
 
 
@@ -39,63 +53,89 @@ def bound_words(bound: int) -> str:
     return "none" if bound == UNBOUNDED else str(bound)
 
 
-MIXES: dict[str, Mix] = {"undeclared": DEFAULT_MIX, "declared": DECLARED_MIX,
-                         "plain": PLAIN_MIX}
-"""The portfolio's mix by what the steps say they touch: a tracker's words declare
-nothing, or declare it (``Words.accesses``), or the code is plain (``portfolio.py``)."""
+def taking(flag: str) -> tuple[str, ...]:
+    """The searches whose parameters include ``flag`` (``depth``: pct)."""
+    return tuple(name for name in EXPLORING if flag in SPECS[name].flags)
+
+
+def spec_named(name: str, **knobs: Knob) -> StrategySpec:
+    """The spec of strategy ``name`` with ``knobs`` (the rest at its defaults), checked;
+    one ConfigError line for an unknown strategy, a parameter it does not take (``--depth
+    applies only with --strategy pct``) or a value out of range."""
+    spec = SPECS.get(name)
+    if spec is None:
+        raise ConfigError(f"unknown strategy {name!r}; choose from {', '.join(EXPLORING)}")
+    wrong = sorted(knob for knob in knobs if knob not in {f.name for f in fields(spec)})
+    if wrong:
+        flags = ", ".join(f"--{knob}" for knob in wrong)
+        takers = " or ".join(taking(wrong[0])) or "none"
+        raise ConfigError(f"{flags} appl{'ies' if len(wrong) == 1 else 'y'} only with "
+                          f"--strategy {takers}")
+    return spec(**knobs)
+
+
+def spec_of(strategy: str | StrategySpec, **knobs: Knob | None) -> StrategySpec:
+    """``strategy`` as a spec: a spec as it is (then no knob may be given), or a name with
+    the knobs given (None: not given; ``spec_named`` checks the rest)."""
+    chosen = {knob: value for knob, value in knobs.items() if value is not None}
+    if isinstance(strategy, StrategySpec):
+        if chosen:
+            raise ConfigError(f"{', '.join(chosen)}: give them to {type(strategy).__name__} "
+                              "itself, not beside it")
+        return strategy
+    return spec_named(strategy, **chosen)
 
 
 def exploring_strategy(spec: StrategySpec, seed: int, workers: int, max_steps: int,
                        footprints: str = "undeclared", member: bool = False) -> Strategy:
-    """A strategy that searches for failures (replay and guided are built from a schedule);
-    ``max_steps`` bounds the length of every execution (PCT's first k); ``footprints``
-    (a key of ``MIXES``) picks the portfolio's mix; a ``member`` of a portfolio keeps a
-    bounded frontier (DPOR's ``MEMBER_KEPT_STEPS``)."""
-    if spec.name == "portfolio":
-        return Portfolio(seed, lambda spec, member_seed: exploring_strategy(
-            spec, member_seed, workers, max_steps, member=True), MIXES[footprints])
-    if spec.name == "pct":
-        if spec.depth < 1:
-            raise ConfigError(f"--depth must be >= 1, got {spec.depth}")
-        if spec.spin not in SPIN_RULES:
-            raise ConfigError(f"--spin must be one of {', '.join(SPIN_RULES)}, got {spec.spin}")
-        return Pct(seed, spec.depth, workers, max_steps, spec.spin)
-    if spec.name == "random_walk":
-        return RandomWalk(seed)
-    if spec.name == "exhaustive":
-        if spec.bound < 0:
-            raise ConfigError(f"--bound must be >= 0, got {spec.bound}")
-        return Exhaustive(seed, spec.bound)
-    if spec.name == "dpor":
-        if spec.bound < UNBOUNDED:
-            raise ConfigError(f"--bound must be >= 0 (or {UNBOUNDED}: none), got {spec.bound}")
-        return Dpor(seed, None if spec.bound == UNBOUNDED else spec.bound,
-                    kept_steps=MEMBER_KEPT_STEPS if member else None)
-    raise ConfigError(f"unknown strategy {spec.name!r}; choose from {', '.join(EXPLORING)}")
+    """The search ``spec`` names, seeded (``StrategySpec.build``): replay and guided are
+    built from a schedule, not from their spec."""
+    return spec.build(seed, SearchSpace(workers, max_steps, footprints, member))
 
 
 __all__ = [
-    "BOUNDS",
     "DECLARED_MIX",
     "DEFAULT",
     "DEFAULT_MIX",
+    "DPOR_BOUND",
     "EXPLORING",
+    "KNOB_FLAGS",
     "PLAIN_MIX",
+    "SPECS",
     "SPIN_RULES",
+    "UNBOUNDED",
     "Blocks",
+    "BlocksSpec",
     "Dpor",
+    "DporSpec",
+    "DrawnSpec",
     "Exhaustive",
+    "ExhaustiveSpec",
+    "FollowSpec",
+    "FreeRunSpec",
     "Guided",
+    "GuidedSpec",
+    "Knob",
+    "Mix",
     "Pct",
+    "PctSpec",
     "Portfolio",
+    "PortfolioSpec",
     "RandomWalk",
+    "RandomWalkSpec",
     "Replay",
+    "ReplaySpec",
     "ScheduleDiverged",
     "ScheduleEnded",
     "SchedulerView",
+    "SearchSpace",
+    "ShrunkSpec",
     "Strategy",
     "StrategySpec",
     "bound_words",
     "exploring_strategy",
     "mix_words",
+    "spec_named",
+    "spec_of",
+    "taking",
 ]

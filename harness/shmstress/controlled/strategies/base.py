@@ -11,11 +11,11 @@ from __future__ import annotations
 
 import random
 from collections.abc import Sequence
-from dataclasses import dataclass
-from typing import Protocol, runtime_checkable
+from dataclasses import dataclass, fields
+from typing import ClassVar, Protocol, runtime_checkable
 
 from shmstress.core.access import Footprint
-from shmstress.core.plurals import counted
+from shmstress.core.errors import ConfigError
 from shmstress.core.trace import Step, step_number
 
 UNLIMITED = 1 << 62
@@ -24,37 +24,84 @@ UNBOUNDED = -1
 SEED_MASK = (1 << 63) - 1
 
 
+Knob = int | str
+"""A strategy's parameter: PCT's depth and spin rule, a bounded search's bound, the
+portfolio's member."""
+
+
+@dataclass(frozen=True)
+class SearchSpace:
+    """What a strategy is built for: the workers of an execution, the steps it may take
+    (PCT's first k), what the steps say they touch (a key of the portfolio's mixes), and
+    whether it runs as a portfolio's member (DPOR then keeps a bounded frontier)."""
+
+    workers: int
+    max_steps: int
+    footprints: str = "undeclared"
+    member: bool = False
+
+
 @dataclass(frozen=True)
 class StrategySpec:
-    """A strategy and its parameters, as the CLI takes them and bundles store them."""
+    """A strategy and its parameters, as the CLI takes them and bundles store them.
 
-    name: str
-    depth: int = 3
-    bound: int = 2
-    spin: str = "demote"  # PCT: what a worker that yields does (strategies/pct.DEFAULT_SPIN)
-    member: str = ""  # portfolio: the member that ran the failing execution, described
+    Each strategy has its own subclass (beside the strategy, in its module): its fields
+    are its parameters, checked when it is made, so a spec that exists can run; it says
+    what it is (``describe``), how a command line names it (``options``) and builds its
+    strategy (``build``). ``strategies.spec_named`` makes one from a name, for the CLI
+    and for bundles; nothing else asks a spec its name to decide what to do.
+    """
 
-    @property
-    def seedless(self) -> bool:
-        """Its search takes no seed: exhaustive and DPOR try the same schedules in the same
-        order whatever it is (the seed only seeds the processes' ``random``, one value for
-        every execution), so a seed drawn at random and printed would only mislead."""
-        return self.name in ("exhaustive", "dpor")
+    name: ClassVar[str]
+    searches: ClassVar[bool] = False
+    """A search the CLI offers (``--strategy``); the others are built from a schedule
+    (replay, guided, ...) or name how a failure was found (a free run, a shrink)."""
+    seedless: ClassVar[bool] = False
+    """Its search takes no seed: exhaustive and DPOR try the same schedules in the same
+    order whatever it is (the seed only seeds the processes' ``random``, one value for
+    every execution), so a seed drawn at random and printed would only mislead."""
+    flags: ClassVar[tuple[str, ...]] = ()
+    """Its parameters a command line sets, each as ``--<name>``."""
+
+    def knobs(self) -> dict[str, Knob]:
+        """Its parameters by name: what a bundle stores."""
+        return {item.name: getattr(self, item.name) for item in fields(self)}
 
     def describe(self) -> str:
-        if self.name == "portfolio":
-            return f"portfolio ({self.member})" if self.member else "portfolio"
-        if self.name == "pct":
-            aside = ", spinners step aside" if self.spin == "aside" else ""
-            return f"pct (depth {self.depth}{aside})"
-        if self.name == "exhaustive":
-            return (f"exhaustive (at most {counted(self.bound, 'preemption')} or out-of-turn "
-                    "handovers after a yield)")
-        if self.name == "dpor":
-            limit = ("no preemption bound" if self.bound == UNBOUNDED
-                     else f"at most {counted(self.bound, 'preemption')}")
-            return f"dpor (partial-order reduced search, {limit})"
         return self.name.replace("_", " ")
+
+    def short(self) -> str:
+        """In a few words, as a portfolio names its member: ``pct depth 4``."""
+        return self.describe()
+
+    def options(self) -> list[str]:
+        """The command-line options that choose this strategy, parameters included."""
+        return ["--strategy", self.name,
+                *(part for flag in self.flags for part in (f"--{flag}", str(getattr(self, flag))))]
+
+    def build(self, seed: int, space: SearchSpace) -> Strategy:
+        """The strategy, seeded, for ``space``: only a search builds from its spec alone."""
+        raise ConfigError(f"{self.describe()} is not a search; choose one with --strategy")
+
+
+@dataclass(frozen=True)
+class FreeRunSpec(StrategySpec):
+    """A free run's failure: no strategy chose who ran, its noise did (a bundle keeps it)."""
+
+    name = "free"
+
+
+@dataclass(frozen=True)
+class ShrunkSpec(StrategySpec):
+    """A schedule made by shrinking another (``repro.shrink``)."""
+
+    name = "shrink"
+
+
+def require(flag: str, value: int, least: int, words: str = "") -> None:
+    """One ConfigError line unless ``value`` (of option ``flag``) is at least ``least``."""
+    if value < least:
+        raise ConfigError(f"--{flag} must be >= {least}{words}, got {value}")
 
 
 class SchedulerView(Protocol):

@@ -12,6 +12,7 @@ used up the schedule without preemptions (``default_choice``) goes on.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass
 
 from shmstress.controlled.strategies.base import (
     OneExecution,
@@ -44,13 +45,20 @@ def without_block(blocks: Sequence[Block], index: int) -> tuple[Block, ...]:
     return tuple(rest)
 
 
+@dataclass(frozen=True)
+class BlocksSpec(StrategySpec):
+    """A schedule of blocks of steps, as a shrink moves them."""
+
+    name = "blocks"
+
+
 class Blocks(OneExecution):
     def __init__(self, blocks: Sequence[Block], execution_seed: int) -> None:
         self._blocks = tuple(blocks)
         self._seed = execution_seed
         self._index = 0
         self._left = self._blocks[0][1] if self._blocks else 0
-        self.spec = StrategySpec("blocks")
+        self.spec = BlocksSpec()
 
     def next_task(self, view: SchedulerView) -> tuple[int, int]:
         blocks = self._blocks

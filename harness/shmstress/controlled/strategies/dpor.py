@@ -93,16 +93,48 @@ from dataclasses import dataclass, field
 from shmstress.controlled.strategies.base import (
     UNBOUNDED,
     SchedulerView,
+    SearchSpace,
+    Strategy,
     StrategySpec,
     default_choice,
+    require,
     seeded_rng,
 )
 from shmstress.core.access import EVERY, LOCK, Access, Footprint, conflicting
+from shmstress.core.plurals import counted
 
 Accesses = tuple[Access, ...] | None
 
 DPOR_BOUND = UNBOUNDED
 """``--strategy dpor``'s preemption bound when none is given (``base.UNBOUNDED``: none)."""
+
+
+@dataclass(frozen=True)
+class DporSpec(StrategySpec):
+    """DPOR, with its preemption bound (``UNBOUNDED``: none)."""
+
+    name = "dpor"
+    searches = True
+    seedless = True
+    flags = ("bound",)
+    bound: int = DPOR_BOUND
+
+    def __post_init__(self) -> None:
+        require("bound", self.bound, UNBOUNDED, f" (or {UNBOUNDED}: none)")
+
+    def describe(self) -> str:
+        limit = ("no preemption bound" if self.bound == UNBOUNDED
+                 else f"at most {counted(self.bound, 'preemption')}")
+        return f"dpor (partial-order reduced search, {limit})"
+
+    def short(self) -> str:
+        return "dpor" if self.bound == UNBOUNDED else f"dpor bound {self.bound}"
+
+    def build(self, seed: int, space: SearchSpace) -> Strategy:
+        return Dpor(seed, None if self.bound == UNBOUNDED else self.bound,
+                    kept_steps=MEMBER_KEPT_STEPS if space.member else None)
+
+
 DEFAULT_HORIZON = 2000
 """Races are sought among this many first steps of an execution (see the docstring)."""
 WIDE_RACE = 400
@@ -173,7 +205,8 @@ class Dpor:
     def __init__(self, seed: int, bound: int | None = None, horizon: int = DEFAULT_HORIZON,
                  execution_seed: int | None = None, kept_steps: int | None = None) -> None:
         if bound is not None and bound < 0:
-            raise ValueError("the preemption bound must be >= 0")
+            raise ValueError("the preemption bound must be >= 0 (None: no bound)")
+        self.spec = DporSpec(bound=UNBOUNDED if bound is None else bound)
         self._bound = bound
         self._level = 0  # the bound of the current pass (iterative bounding)
         self._cut = False  # the current pass left out a choice over its bound
@@ -202,7 +235,6 @@ class Dpor:
         self._runnables: dict[tuple[int, ...], tuple[int, ...]] = {}  # shared by the choices
         self._accesses: dict[tuple[object, ...], tuple[Access, ...]] = {}  # ``_interned``
         self.stats = DporStats()
-        self.spec = StrategySpec("dpor", bound=UNBOUNDED if bound is None else bound)
 
     def _file(self) -> int:
         """The filing order of the next untried choice (ties on a step go first-filed first).

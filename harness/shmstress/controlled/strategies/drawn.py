@@ -19,6 +19,7 @@ is over (``raise_interruption``).
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import dataclass
 
 from shmstress.controlled.strategies.base import (
     OneExecution,
@@ -32,13 +33,20 @@ Choose = Callable[[int], int]
 """Given the number of options (at least 2), the index of the one taken."""
 
 
+@dataclass(frozen=True)
+class DrawnSpec(StrategySpec):
+    """A schedule whose every choice is drawn from Hypothesis's example."""
+
+    name = "drawn"
+
+
 class Drawn(OneExecution):
     def __init__(self, choose: Choose, execution_seed: int = 0) -> None:
         self._choose = choose
         self._seed = execution_seed
         self.decisions = 0  # draws made in the execution
         self.interruption: BaseException | None = None
-        self.spec = StrategySpec("drawn")
+        self.spec = DrawnSpec()
 
     def next_task(self, view: SchedulerView) -> tuple[int, int]:
         runnable = view.runnable

@@ -27,10 +27,38 @@ from dataclasses import dataclass
 from shmstress.controlled.strategies.base import (
     UNLIMITED,
     SchedulerView,
+    SearchSpace,
+    Strategy,
     StrategySpec,
     default_choice,
+    require,
     seeded_rng,
 )
+from shmstress.core.plurals import counted
+
+
+@dataclass(frozen=True)
+class ExhaustiveSpec(StrategySpec):
+    """Bounded exhaustive search, with its preemption bound."""
+
+    name = "exhaustive"
+    searches = True
+    seedless = True
+    flags = ("bound",)
+    bound: int = 2
+
+    def __post_init__(self) -> None:
+        require("bound", self.bound, 0)
+
+    def describe(self) -> str:
+        return (f"exhaustive (at most {counted(self.bound, 'preemption')} or out-of-turn "
+                "handovers after a yield)")
+
+    def short(self) -> str:
+        return f"exhaustive bound {self.bound}"
+
+    def build(self, seed: int, space: SearchSpace) -> Strategy:
+        return Exhaustive(seed, self.bound)
 
 
 @dataclass
@@ -49,8 +77,7 @@ class Exhaustive:
     finished = False  # ``base.Bounded``: set once ``new_execution`` found nothing left
 
     def __init__(self, seed: int, bound: int, execution_seed: int | None = None) -> None:
-        if bound < 0:
-            raise ValueError("the preemption bound must be >= 0")
+        self.spec = ExhaustiveSpec(bound=bound)  # checks it
         self._bound = bound
         self._seed = (seeded_rng(seed, "exhaustive").getrandbits(64) if execution_seed is None
                       else execution_seed)
@@ -58,7 +85,6 @@ class Exhaustive:
         self._prefix: dict[int, int] = {}  # step -> worker, up to the choice being varied
         self._spent = 0
         self._started = False
-        self.spec = StrategySpec("exhaustive", bound=bound)
 
     def new_execution(self) -> bool:
         if not self._started:

@@ -83,6 +83,13 @@ class Miss:
     waiting: bool = False  # the worker had not logged it yet: it waited to, when it ended
 
 
+@dataclass(frozen=True)
+class FollowSpec(StrategySpec):
+    """A schedule that follows a log's lines (``shmstress import-log``)."""
+
+    name = "follow"
+
+
 class Follow:
     def __init__(self, target: Target, reader: Callable[[int | None], Sequence[Seen]],
                  roles: Sequence[str], vocal: Callable[[str], str], seed: int,
@@ -94,7 +101,7 @@ class Follow:
         self._rng = random.Random(f"shmstress:follow:{seed}")
         self._max_steps = max_steps
         self._stall = STALL[target.gaps]
-        self.spec = StrategySpec("follow")
+        self.spec = FollowSpec()
         self.matching = Matching(target)
         self.miss: Miss | None = None
         self._recent: dict[int, list[str]] = {}

@@ -9,6 +9,7 @@ fails, so the result has as few preemptions as it could find.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass
 
 from shmstress.controlled.strategies.base import (
     UNLIMITED,
@@ -19,6 +20,13 @@ from shmstress.controlled.strategies.base import (
 )
 
 
+@dataclass(frozen=True)
+class GuidedSpec(StrategySpec):
+    """The schedule without preemptions, but for the deviations a shrink tries."""
+
+    name = "guided"
+
+
 class Guided(OneExecution):
     def __init__(self, deviations: Sequence[tuple[int, int]], execution_seed: int) -> None:
         self._plan = dict(deviations)
@@ -26,7 +34,7 @@ class Guided(OneExecution):
         self._seed = execution_seed
         self._cursor = 0
         self.applied: list[tuple[int, int]] = []
-        self.spec = StrategySpec("guided")
+        self.spec = GuidedSpec()
 
     def next_task(self, view: SchedulerView) -> tuple[int, int]:
         step = view.step

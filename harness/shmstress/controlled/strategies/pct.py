@@ -44,20 +44,59 @@ are on offer (``--spin``), and neither wins everywhere:
 
 from __future__ import annotations
 
-from shmstress.controlled.strategies.base import UNLIMITED, SchedulerView, StrategySpec, seeded_rng
+from dataclasses import dataclass
+
+from shmstress.controlled.strategies.base import (
+    UNLIMITED,
+    SchedulerView,
+    SearchSpace,
+    Strategy,
+    StrategySpec,
+    require,
+    seeded_rng,
+)
+from shmstress.core.errors import ConfigError
 
 SPIN_RULES = ("demote", "aside")
 DEFAULT_SPIN = "demote"
+
+
+@dataclass(frozen=True)
+class PctSpec(StrategySpec):
+    """PCT with its bug depth and spin rule."""
+
+    name = "pct"
+    searches = True
+    flags = ("depth", "spin")
+    depth: int = 3
+    spin: str = DEFAULT_SPIN
+
+    def __post_init__(self) -> None:
+        require("depth", self.depth, 1)
+        if self.spin not in SPIN_RULES:
+            raise ConfigError(f"--spin must be one of {', '.join(SPIN_RULES)}, got {self.spin}")
+
+    def describe(self) -> str:
+        aside = ", spinners step aside" if self.spin == "aside" else ""
+        return f"pct (depth {self.depth}{aside})"
+
+    def short(self) -> str:
+        return f"pct depth {self.depth}" + (f" {self.spin}" if self.spin != DEFAULT_SPIN else "")
+
+    def options(self) -> list[str]:
+        """``--spin`` only when it is not the default, as a user types it."""
+        chosen = ["--strategy", self.name, "--depth", str(self.depth)]
+        return chosen + (["--spin", self.spin] if self.spin != DEFAULT_SPIN else [])
+
+    def build(self, seed: int, space: SearchSpace) -> Strategy:
+        return Pct(seed, self.depth, space.workers, space.max_steps, self.spin)
 
 
 class Pct:
     def __init__(
         self, seed: int, depth: int, workers: int, max_steps: int, spin: str = DEFAULT_SPIN
     ) -> None:
-        if depth < 1:
-            raise ValueError("PCT depth must be >= 1")
-        if spin not in SPIN_RULES:
-            raise ValueError(f"PCT spin rule must be one of {', '.join(SPIN_RULES)}")
+        self.spec = PctSpec(depth=depth, spin=spin)  # checks them
         self._demote = spin == DEFAULT_SPIN
         self._rng = seeded_rng(seed, "pct")
         self._depth = depth
@@ -70,7 +109,6 @@ class Pct:
         self._next_change = 0
         self._lowest = 0
         self._aside: set[int] = set()  # spinners waiting for another worker to progress
-        self.spec = StrategySpec("pct", depth=depth, spin=spin)
 
     @property
     def k(self) -> int:

@@ -37,18 +37,21 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from shmstress.controlled.strategies.base import (
     SchedulerView,
+    SearchSpace,
     Strategy,
     StrategySpec,
     seeded_rng,
 )
-from shmstress.controlled.strategies.dpor import DPOR_BOUND
+from shmstress.controlled.strategies.dpor import DporSpec
+from shmstress.controlled.strategies.pct import PctSpec
+from shmstress.controlled.strategies.random_walk import RandomWalkSpec
 
 Build = Callable[[StrategySpec, int], Strategy]
-"""Builds a member from its spec and its seed (``strategies.exploring_strategy``)."""
+"""Builds a member from its spec and its seed (``StrategySpec.build``, as a member)."""
 
 
 @dataclass(frozen=True)
@@ -74,14 +77,14 @@ class Mix:
         return chosen
 
 
-RW = StrategySpec("random_walk")
-D1 = StrategySpec("pct", depth=1)
-D2 = StrategySpec("pct", depth=2)
-D3 = StrategySpec("pct", depth=3)
-D4 = StrategySpec("pct", depth=4)
-D5 = StrategySpec("pct", depth=5)
-ASIDE = StrategySpec("pct", depth=3, spin="aside")
-DPOR = StrategySpec("dpor", bound=DPOR_BOUND)
+RW = RandomWalkSpec()
+D1 = PctSpec(depth=1)
+D2 = PctSpec(depth=2)
+D3 = PctSpec(depth=3)
+D4 = PctSpec(depth=4)
+D5 = PctSpec(depth=5)
+ASIDE = PctSpec(depth=3, spin="aside")
+DPOR = DporSpec()
 
 DEFAULT_MIX = Mix(
     members=(RW, D2, D3, ASIDE, D4, D5, DPOR),
@@ -176,17 +179,6 @@ The cycle after the lead keeps PCT's depths for bugs that neither reaches in bud
 """
 
 
-def member_name(spec: StrategySpec) -> str:
-    """A member in a few words: ``random walk``, ``pct depth 4``, ``pct depth 3 aside``."""
-    if spec.name == "pct":
-        return f"pct depth {spec.depth}" + (f" {spec.spin}" if spec.spin != "demote" else "")
-    if spec.name == "exhaustive":
-        return f"exhaustive bound {spec.bound}"
-    if spec.name == "dpor":
-        return "dpor" if spec.bound < 0 else f"dpor bound {spec.bound}"
-    return spec.describe()
-
-
 def mix_words(mix: Mix) -> str:
     """Who takes turns in ``mix`` and from which execution on, read from the mix itself,
     so that ``--help`` says what runs: ``random walk and dpor take turns; from execution
@@ -194,7 +186,7 @@ def mix_words(mix: Mix) -> str:
     parts: list[str] = []
     before: list[str] = []
     for stage in mix.stages:
-        names = list(dict.fromkeys(member_name(mix.members[i]) for i in stage.cycle))
+        names = list(dict.fromkeys(mix.members[i].short() for i in stage.cycle))
         if not before:
             parts.append(f"{_listed(names)} take turns" if len(names) > 1
                          else f"{names[0]} alone")
@@ -212,6 +204,29 @@ def _listed(names: Sequence[str]) -> str:
     return names[0] if len(names) == 1 else f"{', '.join(names[:-1])} and {names[-1]}"
 
 
+MIXES: dict[str, Mix] = {"undeclared": DEFAULT_MIX, "declared": DECLARED_MIX,
+                         "plain": PLAIN_MIX}
+"""The mix by what the steps say they touch: a tracker's words declare nothing, or
+declare it (``Words.accesses``), or the code is plain."""
+
+
+@dataclass(frozen=True)
+class PortfolioSpec(StrategySpec):
+    """The portfolio; a bundle's names the member that ran the failing execution."""
+
+    name = "portfolio"
+    searches = True
+    member: str = ""  # described, with the execution: ``pct depth 3 at execution 7``
+
+    def describe(self) -> str:
+        return f"portfolio ({self.member})" if self.member else "portfolio"
+
+    def build(self, seed: int, space: SearchSpace) -> Strategy:
+        as_member = replace(space, member=True)
+        return Portfolio(seed, lambda spec, member_seed: spec.build(member_seed, as_member),
+                         MIXES[space.footprints])
+
+
 class Portfolio:
     def __init__(self, seed: int, build: Build, mix: Mix = DEFAULT_MIX) -> None:
         self._mix = mix
@@ -224,7 +239,7 @@ class Portfolio:
         self._execution = -1
         self._active = 0
         self.turns: Counter[int] = Counter()  # member index -> executions it ran
-        self.spec = StrategySpec("portfolio")
+        self.spec = PortfolioSpec()
 
     @property
     def active(self) -> Strategy:
@@ -244,8 +259,8 @@ class Portfolio:
     def found_by(self) -> StrategySpec:
         """The spec naming the member of the current execution and the execution (1-based),
         as a bundle stores it: ``portfolio (random walk at execution 7)``."""
-        return StrategySpec("portfolio", member=f"{member_name(self.active.spec)} at "
-                                                f"execution {self._execution + 1}")
+        return PortfolioSpec(member=f"{self.active.spec.short()} at "
+                                    f"execution {self._execution + 1}")
 
     def new_execution(self) -> bool:
         self._execution += 1
@@ -280,5 +295,5 @@ class Portfolio:
     def coverage(self) -> tuple[tuple[str, int], ...]:
         """(member, executions it ran), in the mix's order, members that never ran left out."""
         mix = self._mix
-        return tuple((member_name(mix.members[index]), self.turns[index])
+        return tuple((mix.members[index].short(), self.turns[index])
                      for index in range(len(mix.members)) if self.turns[index])

@@ -50,13 +50,31 @@ from __future__ import annotations
 
 import sys
 from array import array
+from dataclasses import dataclass
 
-from shmstress.controlled.strategies.base import SchedulerView, StrategySpec, seeded_rng
+from shmstress.controlled.strategies.base import (
+    SchedulerView,
+    SearchSpace,
+    Strategy,
+    StrategySpec,
+    seeded_rng,
+)
 
 FIRST_SCRIPT = 8
 """Steps in the first script of a run."""
 SHORTEST_SCRIPT = 4
 LONGEST_SCRIPT = 256
+
+
+@dataclass(frozen=True)
+class RandomWalkSpec(StrategySpec):
+    """Random walk: it has no parameters."""
+
+    name = "random_walk"
+    searches = True
+
+    def build(self, seed: int, space: SearchSpace) -> Strategy:
+        return RandomWalk(seed)
 
 
 class RandomWalk:
@@ -65,7 +83,7 @@ class RandomWalk:
         self._length = FIRST_SCRIPT
         self._start = 0  # first step of the previous script of this execution
         self._drawn = 0  # its length (0: no script yet in this execution)
-        self.spec = StrategySpec("random_walk")
+        self.spec = RandomWalkSpec()
 
     def new_execution(self) -> bool:
         self._drawn = 0

@@ -10,6 +10,7 @@ without preemptions: that list is what shrinking works on.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass
 
 from shmstress.controlled.strategies.base import (
     OneExecution,
@@ -22,12 +23,19 @@ from shmstress.controlled.strategies.base import (
 from shmstress.core.trace import Step
 
 
+@dataclass(frozen=True)
+class ReplaySpec(StrategySpec):
+    """A recorded schedule, step for step (``shmstress replay``)."""
+
+    name = "replay"
+
+
 class Replay(OneExecution):
     def __init__(self, steps: Sequence[Step], execution_seed: int) -> None:
         self._steps = tuple(steps)
         self._seed = execution_seed
         self.deviations: list[tuple[int, int]] = []
-        self.spec = StrategySpec("replay")
+        self.spec = ReplaySpec()
 
     def new_execution(self) -> bool:
         if not super().new_execution():

@@ -30,7 +30,7 @@ import hypothesis.errors
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from shmstress.controlled.strategies import DEFAULT, exploring_strategy
+from shmstress.controlled.strategies import DEFAULT, exploring_strategy, spec_named
 from shmstress.controlled.strategies.base import Strategy, StrategySpec, current_spec
 from shmstress.controlled.strategies.drawn import Drawn
 from shmstress.core.errors import LincheckSearchError
@@ -199,7 +199,7 @@ def _executions(plan: Plan, session: PlainSession, program: Program,
         drawn.raise_interruption()
         return
     seed = int.from_bytes(hashlib.sha256(program.to_text().encode()).digest()[:7], "big")
-    portfolio: Strategy = exploring_strategy(StrategySpec(DEFAULT), seed,
+    portfolio: Strategy = exploring_strategy(spec_named(DEFAULT), seed,
                                              plan.shape.lanes + 1, plan.max_steps, "plain")
     for _ in range(plan.per_program):
         if not portfolio.new_execution():
