@@ -10,6 +10,8 @@ from __future__ import annotations
 import hashlib
 import json
 import shutil
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -133,6 +135,32 @@ def test_code_named_by_an_absolute_path_outside_the_project_is_refused(
     err = _refused(command, bundle, places, capsys)
     assert f"refused to import {'tracker' if kind == 'tracker' else 'scenario'} {evil}" in err
     assert f"--code {evil}" in err and str(bundle) in err
+
+
+@pytest.mark.parametrize("kind", ["tracker", "plain"])
+def test_pytest_stress_replay_imports_no_code_from_outside_the_project(
+    places: dict[str, Path], kind: str,
+) -> None:
+    """``pytest --stress-replay`` checks a bundle's code as ``shmstress replay`` does (it
+    imported any file a bundle named); ``--stress-code`` is its ``--code``."""
+    evil = places["outside"] / "evil.py"
+    bundle = _write(places, json.dumps(_bundle_of(kind, str(evil))))
+
+    def replay(*extra: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run(
+            [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider",
+             "--stress-replay", str(bundle), *extra], cwd=places["project"],
+            capture_output=True, text=True, timeout=120, check=False)
+
+    refused = replay()
+    assert refused.returncode == 1, refused.stdout + refused.stderr
+    role = "tracker" if kind == "tracker" else "scenario"
+    assert f"refused to import {role} {evil}" in refused.stdout
+    assert f"--stress-code {evil}" in refused.stdout
+    assert not (places["outside"] / "ran").exists(), "the bundle's code ran"
+    allowed = replay("--stress-code", str(places["outside"]))
+    assert "refused" not in allowed.stdout, allowed.stdout
+    assert (places["outside"] / "ran").exists()  # the allowance is what decides
 
 
 @CASES

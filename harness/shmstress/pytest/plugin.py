@@ -2,7 +2,7 @@
 
 Gives any project the ``stress`` marker, the ``shmstress_run`` fixture, the
 ``--stress-duration``, ``--stress-seed``, ``--stress-report DIR``, ``--stress-replay
-BUNDLE`` and ``--stress-database DIR`` options, and the ini options
+BUNDLE`` (with ``--stress-code PATH``) and ``--stress-database DIR`` options, and the ini options
 ``shmstress_tracker`` (the default tracker) and ``shmstress_database``. Paths in ini
 options and tracker arguments are relative to pytest's rootdir, as pytest users expect
 of a project setting, never to the directory pytest happened to be started in. Under
@@ -48,6 +48,7 @@ from shmstress.pytest.cpu_slots import default_slots, xdist_cpu_slot, xdist_slot
 from shmstress.pytest.replay_items import replay_items
 from shmstress.pytest.scenario_trials import ScenarioTrial
 from shmstress.pytest.stress_runner import TRIAL_PROPERTY, StressOptions, StressRunner
+from shmstress.repro.bundle_code import CodeAllowance
 from shmstress.testing.failure_db import DEFAULT_DIRECTORY, FailureDatabase
 from shmstress.testing.plain import CHECK_ATTRIBUTE
 from shmstress.testing.trackers import tracker_spec
@@ -76,6 +77,7 @@ class StressSession:
     root: Path | None = None
     database: FailureDatabase | None = None
     replays: tuple[str, ...] = ()
+    code: tuple[Path, ...] = ()  # --stress-code: where a replayed bundle's code may also be
     slot_dirs: set[Path] = field(default_factory=set)
 
     def options(self) -> StressOptions:
@@ -113,6 +115,12 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         "--stress-replay", metavar="BUNDLE", action="append", default=[],
         help="replay a repro bundle as a test (instead of the collected tests): it fails "
         "with the explanation if the failure reproduces; repeatable",
+    )
+    group.addoption(
+        "--stress-code", metavar="PATH", action="append", default=[],
+        help="with --stress-replay: a file or folder outside the rootdir whose code a bundle "
+        "may import (a bundle is data: by default only the rootdir's own files run); "
+        "repeatable",
     )
     group.addoption(
         "--stress-database", metavar="DIR", default=None,
@@ -172,6 +180,9 @@ def pytest_configure(config: pytest.Config) -> None:
     for bundle in config.getoption("stress_replay"):
         if not Path(bundle).is_file():
             raise pytest.UsageError(f"--stress-replay: {bundle} does not exist")
+    for trusted in config.getoption("stress_code"):
+        if not Path(trusted).exists():
+            raise pytest.UsageError(f"--stress-code: {trusted} does not exist")
     workerinput: dict[str, Any] | None = getattr(config, "workerinput", None)
     campaign = (workerinput or {}).get(_WORKER_CAMPAIGN) or (
         grid.campaign if grid else new_campaign_id()
@@ -191,6 +202,7 @@ def pytest_configure(config: pytest.Config) -> None:
         root=config.rootpath,
         database=None if grid is not None else _database(config),
         replays=tuple(config.getoption("stress_replay")),
+        code=tuple(Path(path).resolve() for path in config.getoption("stress_code")),
     )
     config.stash[_SESSION] = state
     if report_dir is not None and workerinput is None:
@@ -225,10 +237,21 @@ def pytest_collection_modifyitems(
     state = config.stash[_SESSION]
     if state.replays:
         config.hook.pytest_deselected(items=list(items))
-        items[:] = replay_items(session, list(state.replays))
+        allowance = CodeAllowance(_project(config), state.code, allow_changed=True,
+                                  flag="--stress-code")
+        items[:] = replay_items(session, list(state.replays), allowance)
         return
     if state.grid is not None:
         items.extend(campaign_items(session, state.grid, state.slots, state.bundles))
+
+
+def _project(config: pytest.Config) -> Path:
+    """The project whose files a replayed bundle may import: the rootdir ``--rootdir`` or
+    an ini file set; without either, the directory pytest was started in (pytest then
+    guesses the rootdir from the paths on the command line, and a bundle's is one)."""
+    chosen = (config.rootpath if config.inipath is not None or config.getoption("rootdir")
+              else config.invocation_params.dir)
+    return chosen.resolve()
 
 
 @pytest.fixture(autouse=True)

@@ -2,7 +2,10 @@
 
 A CI failure hands over a bundle; a developer who works in pytest wants to see it fail
 in pytest, with the explanation, and see it pass once fixed, without switching to the
-CLI. The item replays the bundle exactly (``shmstress replay``'s engine and words): it
+CLI. The item replays the bundle exactly (``shmstress replay``'s engine and words), once
+the code it names is known to be the project's (pytest's rootdir) or a path named with
+``--stress-code``, as ``shmstress replay`` checks: a bundle is data, and a downloaded one
+must not import a file from anywhere (a fix changes the code, so a changed file runs). It
 fails when the failure comes back (or a different violation or a crash does), passes
 when every recorded step ran and nothing broke, and skips when the code changed so
 much that the recorded schedule no longer applies (a diverged replay proves nothing).
@@ -16,8 +19,10 @@ from typing import Any
 import pytest
 from shmstress.core.errors import ShmstressError
 from shmstress.render.replay_text import render_plain_replay, render_replay
-from shmstress.repro.bundle import load_bundle, replay_command
-from shmstress.repro.plain_bundle import peek_plain
+from shmstress.repro.bundle import replay_command
+from shmstress.repro.bundle_code import CodeAllowance
+from shmstress.repro.loading import open_bundle
+from shmstress.repro.plain_bundle import PlainBundle
 from shmstress.repro.plain_replay import replay_plain
 from shmstress.repro.replay import Verdict, replay_bundle
 
@@ -29,18 +34,22 @@ class ReplayFailedError(Exception):
 
 
 class BundleReplayItem(pytest.Item):
-    """One bundle given to ``--stress-replay``."""
+    """One bundle given to ``--stress-replay``; ``allowance`` says where its code may come
+    from (``repro.bundle_code``): the rootdir's project and ``--stress-code``'s paths."""
 
-    def __init__(self, *, bundle: Path, **kwargs: Any) -> None:
+    def __init__(self, *, bundle: Path, allowance: CodeAllowance, **kwargs: Any) -> None:
         super().__init__(**kwargs)
         self.bundle = bundle
+        self.allowance = allowance
 
     def runtest(self) -> None:
         __tracebackhide__ = True
         try:
             verdict, text = self._replay()
         except ShmstressError as exc:  # unreadable, or no longer fits its tracker
-            raise ReplayFailedError(f"shmstress replay: {self.bundle}: {exc}") from None
+            text = str(exc)  # a refused or unreadable bundle's line names it already
+            named = text if text.startswith(str(self.bundle)) else f"{self.bundle}: {text}"
+            raise ReplayFailedError(f"shmstress replay: {named}") from None
         self.user_properties.append(("replay_verdict", verdict.value))
         if verdict in _FAILING:
             raise ReplayFailedError(text)
@@ -48,11 +57,11 @@ class BundleReplayItem(pytest.Item):
             pytest.skip(text)
 
     def _replay(self) -> tuple[Verdict, str]:
-        plain = peek_plain(self.bundle)
-        if plain is not None:
-            plain_report = replay_plain(plain)
-            return plain_report.verdict, render_plain_replay(plain_report, plain, self.bundle)
-        report = replay_bundle(load_bundle(self.bundle))
+        bundle = open_bundle(self.bundle, self.allowance)  # nothing imported before this
+        if isinstance(bundle, PlainBundle):
+            plain_report = replay_plain(bundle)
+            return plain_report.verdict, render_plain_replay(plain_report, bundle, self.bundle)
+        report = replay_bundle(bundle)
         return report.verdict, render_replay(report, self.bundle)
 
     def repr_failure(
@@ -68,10 +77,11 @@ class BundleReplayItem(pytest.Item):
         return self.path, None, replay_command(Path(self.bundle))
 
 
-def replay_items(session: pytest.Session, bundles: list[str]) -> list[pytest.Item]:
+def replay_items(session: pytest.Session, bundles: list[str],
+                 allowance: CodeAllowance) -> list[pytest.Item]:
     """One item per bundle, named by the path as given (a node ID xdist can repeat)."""
     return [
         BundleReplayItem.from_parent(session, name=f"stress-replay[{text}]",
-                                     bundle=Path(text).absolute())
+                                     bundle=Path(text).absolute(), allowance=allowance)
         for text in bundles
     ]

@@ -15,7 +15,8 @@ bundle runs only code the user trusts already:
   import system would find for it (found without importing anything), so a module of the
   standard library or site-packages is no scenario, but those shmstress ships
   (``SHIPPED_SCENARIOS``);
-- a file, or any file under a folder, that the user names with ``--code PATH``.
+- a file, or any file under a folder, that the user names with ``--code PATH`` (in pytest,
+  ``--stress-code PATH``; pytest's rootdir is the project there).
 
 Anything else is refused in one line naming the file and the flag, before anything is
 imported. A bundle also records the sha256 of that file (``code_sha256``); a file that
@@ -133,6 +134,7 @@ class CodeAllowance:
     project: Path
     named: tuple[Path, ...] = ()
     allow_changed: bool = False
+    flag: str = CODE_FLAG  # what names a path to trust, where this allowance comes from
 
     @classmethod
     def here(cls, named: Sequence[str] = (), allow_changed: bool = False) -> CodeAllowance:
@@ -190,9 +192,8 @@ def require_trusted_code(code: CodeRef, recorded: str | None, allowance: CodeAll
         raise BundleError(
             f"refused to import {code.role} {shown}: it is no file of this project "
             f"({allowance.project}; installed packages are not), and a bundle runs code only "
-            f"from the project or from a path named with {CODE_FLAG}; if you trust that file: "
-            f"{CODE_FLAG} "
-            f"{shlex.quote(str(resolved))}")
+            f"from the project or from a path named with {allowance.flag}; if you trust that "
+            f"file: {allowance.flag} {shlex.quote(str(resolved))}")
     if recorded is None or allowance.allow_changed:
         return
     now = file_digest(resolved)
