@@ -101,3 +101,7 @@ class LinearizabilityBudgetError(ShmstressError):
     """A linearizability search explored its bound of states without reaching a verdict."""
 
     exit_code = ExitCode.BROKEN
+
+
+class ConcurrencyFailure(AssertionError):  # noqa: N818 - a test outcome, not a harness error
+    """A concurrent test failed: its message has the interleaving and how to replay it."""

@@ -50,6 +50,7 @@ from shmstress.pytest.scenario_trials import ScenarioTrial
 from shmstress.pytest.stress_runner import TRIAL_PROPERTY, StressOptions, StressRunner
 from shmstress.repro.bundle_code import CodeAllowance
 from shmstress.testing.failure_db import DEFAULT_DIRECTORY, FailureDatabase
+from shmstress.testing.fixture import StressRun
 from shmstress.testing.plain import CHECK_ATTRIBUTE
 from shmstress.testing.trackers import tracker_spec
 
@@ -267,7 +268,7 @@ def _shmstress_cpu_slot(request: pytest.FixtureRequest) -> Iterator[None]:
 # The signature and arguments are the docstring's first paragraph: ``pytest --fixtures``
 # shows a fixture's first paragraph only (all of it with -v).
 @pytest.fixture
-def shmstress_run(request: pytest.FixtureRequest) -> StressRunner:
+def shmstress_run(request: pytest.FixtureRequest) -> StressRun:
     """Run a tracker in free mode and fail the test, with the story, unless it went as expected:
     shmstress_run(variant=None, *, expect="clean", tracker=<ini shmstress_tracker or "dra">,
                   duration=2.0, seed=None, noise=0.1, noise_policy=None, counts=None,

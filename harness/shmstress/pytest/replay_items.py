@@ -18,15 +18,10 @@ from typing import Any
 
 import pytest
 from shmstress.core.errors import ShmstressError
-from shmstress.render.replay_text import render_plain_replay, render_replay
 from shmstress.repro.bundle import replay_command
 from shmstress.repro.bundle_code import CodeAllowance
-from shmstress.repro.loading import open_bundle
-from shmstress.repro.plain_bundle import PlainBundle
-from shmstress.repro.plain_replay import replay_plain
-from shmstress.repro.replay import Verdict, replay_bundle
-
-_FAILING = (Verdict.REPRODUCED, Verdict.DIFFERENT_VIOLATION, Verdict.CRASHED)
+from shmstress.repro.replay import Verdict
+from shmstress.testing.replaying import FAILING, replayed
 
 
 class ReplayFailedError(Exception):
@@ -45,24 +40,16 @@ class BundleReplayItem(pytest.Item):
     def runtest(self) -> None:
         __tracebackhide__ = True
         try:
-            verdict, text = self._replay()
+            verdict, text = replayed(self.bundle, self.allowance)
         except ShmstressError as exc:  # unreadable, or no longer fits its tracker
             text = str(exc)  # a refused or unreadable bundle's line names it already
             named = text if text.startswith(str(self.bundle)) else f"{self.bundle}: {text}"
             raise ReplayFailedError(f"shmstress replay: {named}") from None
         self.user_properties.append(("replay_verdict", verdict.value))
-        if verdict in _FAILING:
+        if verdict in FAILING:
             raise ReplayFailedError(text)
         if verdict is Verdict.DIVERGED:
             pytest.skip(text)
-
-    def _replay(self) -> tuple[Verdict, str]:
-        bundle = open_bundle(self.bundle, self.allowance)  # nothing imported before this
-        if isinstance(bundle, PlainBundle):
-            plain_report = replay_plain(bundle)
-            return plain_report.verdict, render_plain_replay(plain_report, bundle, self.bundle)
-        report = replay_bundle(bundle)
-        return report.verdict, render_replay(report, self.bundle)
 
     def repr_failure(
         self,

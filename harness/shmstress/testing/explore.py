@@ -24,15 +24,15 @@ from shmstress.controlled.result import ControlledResult
 from shmstress.controlled.runner import run_controlled
 from shmstress.controlled.strategies import DEFAULT, StrategySpec, spec_of
 from shmstress.core.config import RunConfig, default_out
+from shmstress.core.errors import ConcurrencyFailure
 from shmstress.core.plurals import counted
 from shmstress.render.failure import failure_report
 from shmstress.render.summary import controlled_command
 from shmstress.repro.bundle import from_controlled, replay_both_ways, write_bundle
 from shmstress.testing.trackers import TrackerRef, tracker_spec
 
-
-class InterleavingFailure(AssertionError):  # noqa: N818 - reads as what the test saw
-    """An explored interleaving broke an invariant or deadlocked."""
+InterleavingFailure = ConcurrencyFailure
+"""What a failing ``check_interleavings`` raised before there was one failure type."""
 
 
 def explore(
@@ -81,7 +81,7 @@ def check_interleavings(
     max_steps: int = DEFAULT_MAX_STEPS,
     out: Path | str | None = None,
 ) -> ControlledResult:
-    """Explore ``tracker``'s interleavings and raise ``InterleavingFailure`` if one fails.
+    """Explore ``tracker``'s interleavings and raise ``ConcurrencyFailure`` if one fails.
 
     Arguments are ``explore``'s: ``strategy`` (a name, "pct", "random_walk", "exhaustive",
     ..., with its ``depth``, ``bound`` or ``spin`` rule where given; or a spec such as
@@ -98,7 +98,7 @@ def check_interleavings(
                      run_steps=run_steps, max_steps=max_steps)
     if result.failing is None:
         return result
-    raise InterleavingFailure(failure_message(result, Path(out or default_out())))
+    raise ConcurrencyFailure(failure_message(result, Path(out or default_out())))
 
 
 def failure_message(result: ControlledResult, out: Path) -> str:

@@ -29,7 +29,7 @@ from typing import Any, Protocol, TypeVar
 
 from shmstress.controlled.strategies import DEFAULT, StrategySpec, spec_of
 from shmstress.core.config import default_out
-from shmstress.core.errors import PlainLimitError, ScenarioError
+from shmstress.core.errors import ConcurrencyFailure, PlainLimitError, ScenarioError
 from shmstress.core.exit_reason import ExitCode
 from shmstress.plain.runner import Exploration, PlainResult, explore
 from shmstress.plain.scenario import SCENARIO_ATTRIBUTE, ScenarioRef, traced_code
@@ -42,10 +42,6 @@ F = TypeVar("F", bound=Callable[..., Any])
 CHECK_ATTRIBUTE = "__shmstress_check__"
 """The decorated test's attribute holding its ``check`` with the decorator's arguments, which
 the pytest plugin calls with a keeper of its own (``check(keeper=...)``)."""
-
-
-class ConcurrencyFailure(AssertionError):  # noqa: N818 - a test outcome, not a harness error
-    """A plain-code scenario failed under controlled scheduling; the message says how."""
 
 
 def scenario_of(function: Callable[..., Any]) -> ScenarioRef:
@@ -85,7 +81,7 @@ class OutDirectory:
 
 def check(function: Callable[..., Any], *, executions: int = 1000,
           strategy: str | StrategySpec = DEFAULT, seed: int = 0, depth: int | None = None,
-          trace: tuple[str, ...] = (),
+          spin: str | None = None, bound: int | None = None, trace: tuple[str, ...] = (),
           auto_trace: bool = True, accept_uncontrolled: bool = False,
           max_steps: int = PlainSpec.max_steps,
           max_processes: int = PlainSpec.max_processes - 1,
@@ -99,7 +95,8 @@ def check(function: Callable[..., Any], *, executions: int = 1000,
     ref = scenario_of(function)
     spec = PlainSpec(ref, max_processes=max_processes + 1, max_steps=max_steps,
                      trace=traced_code(ref, tuple(trace), auto_trace))
-    exploration = Exploration(spec_of(strategy, depth=depth), seed, executions)
+    exploration = Exploration(spec_of(strategy, depth=depth, spin=spin, bound=bound), seed,
+                              executions)
     result = explore(spec, exploration)
     named = f"{ref.module}:{ref.function}"
     bundle = None
@@ -118,15 +115,17 @@ def check(function: Callable[..., Any], *, executions: int = 1000,
 
 
 def concurrency_test(*, executions: int = 1000, strategy: str | StrategySpec = DEFAULT,
-                     seed: int = 0, depth: int | None = None, trace: tuple[str, ...] = (),
+                     seed: int = 0, depth: int | None = None, spin: str | None = None,
+                     bound: int | None = None, trace: tuple[str, ...] = (),
                      auto_trace: bool = True, accept_uncontrolled: bool = False,
                      max_steps: int = PlainSpec.max_steps,
                      max_processes: int = PlainSpec.max_processes - 1) -> Callable[[F], F]:
     """Decorate a module-level test: it passes when ``executions`` controlled executions
     of it all do, and fails with the interleaving and the replay command otherwise.
 
-    ``strategy`` (the default portfolio, "pct" with ``depth``, "random_walk",
-    "exhaustive", "dpor": ``shmstress test --help`` says what each does; or a spec with
+    ``strategy`` (the default portfolio, "pct" with ``depth`` and ``spin``, "random_walk",
+    "exhaustive" or "dpor" with ``bound``: ``shmstress test --help`` says what each does;
+    parameters left None take the strategy's defaults; or a spec with
     its parameters, ``PctSpec(depth=4)``, ``DporSpec(bound=2)``) picks who steps,
     from ``seed`` (the same seed, the same executions, so a CI failure repeats on a
     laptop); ``trace`` names code whose shared-memory accesses are points (``--trace``),
@@ -139,8 +138,8 @@ def concurrency_test(*, executions: int = 1000, strategy: str | StrategySpec = D
 
     def decorate(function: F) -> F:
         run = functools.partial(check, function, executions=executions, strategy=strategy,
-                                seed=seed, depth=depth, trace=trace, auto_trace=auto_trace,
-                                accept_uncontrolled=accept_uncontrolled,
+                                seed=seed, depth=depth, spin=spin, bound=bound, trace=trace,
+                                auto_trace=auto_trace, accept_uncontrolled=accept_uncontrolled,
                                 max_steps=max_steps, max_processes=max_processes)
 
         @functools.wraps(function)

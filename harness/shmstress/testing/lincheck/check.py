@@ -27,6 +27,7 @@ import hypothesis
 from hypothesis import HealthCheck, Phase
 
 from shmstress.core.config import default_out
+from shmstress.core.errors import ConcurrencyFailure
 from shmstress.plain.scenario import ScenarioRef
 from shmstress.testing.lincheck.declaration import Arguments, declared
 from shmstress.testing.lincheck.program import Shape
@@ -42,7 +43,7 @@ Named = str | Callable[..., Any]
 """A class or function, or its ``FILE.py:NAME`` / ``MODULE:NAME``."""
 
 
-class LincheckFailure(AssertionError):  # noqa: N818 - a test outcome, not a harness error
+class LincheckFailure(ConcurrencyFailure):
     """A generated program failed: not linearizable, an assert, a deadlock; the message
     has the table, the interleaving and the replay command."""
 
