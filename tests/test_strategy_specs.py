@@ -60,6 +60,8 @@ def test_each_search_takes_only_its_own_parameters_by_name() -> None:
     with pytest.raises(ConfigError,
                        match=r"^--bound applies only with --strategy exhaustive or dpor$"):
         spec_named("random_walk", bound=1)
+    with pytest.raises(ConfigError, match=r"^strategy pct takes no member$"):
+        spec_named("pct", member="pct depth 3 at execution 2")
     with pytest.raises(ConfigError, match=r"^unknown strategy 'bogus'; choose from portfolio"):
         spec_named("bogus")
 

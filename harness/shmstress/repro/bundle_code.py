@@ -16,7 +16,7 @@ bundle runs only code the user trusts already:
   standard library or site-packages is no scenario, but those shmstress ships
   (``SHIPPED_SCENARIOS``);
 - a file, or any file under a folder, that the user names with ``--code PATH`` (in pytest,
-  ``--stress-code PATH``; pytest's rootdir is the project there).
+  ``--stress-code PATH``, the project being the rootdir: ``pytest.plugin._project``).
 
 Anything else is refused in one line naming the file and the flag, before anything is
 imported. A bundle also records the sha256 of that file (``code_sha256``); a file that

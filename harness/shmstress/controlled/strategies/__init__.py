@@ -66,11 +66,13 @@ def spec_named(name: str, **knobs: Knob) -> StrategySpec:
     if spec is None:
         raise ConfigError(f"unknown strategy {name!r}; choose from {', '.join(EXPLORING)}")
     wrong = sorted(knob for knob in knobs if knob not in {f.name for f in fields(spec)})
-    if wrong:
+    takers = " or ".join(taking(wrong[0])) if wrong else ""
+    if wrong and takers:
         flags = ", ".join(f"--{knob}" for knob in wrong)
-        takers = " or ".join(taking(wrong[0])) or "none"
         raise ConfigError(f"{flags} appl{'ies' if len(wrong) == 1 else 'y'} only with "
                           f"--strategy {takers}")
+    if wrong:  # no command line sets it: a bundle's, or a call's
+        raise ConfigError(f"strategy {name} takes no {', '.join(wrong)}")
     return spec(**knobs)
 
 
