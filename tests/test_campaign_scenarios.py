@@ -5,6 +5,7 @@ trial explored with its own seed and recorded as ``pytest --stress-report`` reco
 from __future__ import annotations
 
 import json
+import re
 import shlex
 import subprocess
 import sys
@@ -15,10 +16,11 @@ import html5lib
 import pytest
 
 from shmstress.campaign.grid import GridSpec, every_trial, expand
-from shmstress.campaign.scenarios import named_scenarios
+from shmstress.campaign.scenarios import named_scenarios, session_options
 from shmstress.cli.main import main
 from shmstress.core.errors import ScenarioError
 from shmstress.core.shard import Shard
+from shmstress.plain.scenario import ScenarioRef
 from shmstress.reports.results import parse_trial
 
 SHMSTRESS = [sys.executable, "-m", "shmstress"]
@@ -182,6 +184,70 @@ def test_a_directory_means_every_concurrency_test_under_it(tmp_path: Path) -> No
     empty.mkdir()
     with pytest.raises(ScenarioError, match="holds no @concurrency_test"):
         named_scenarios([str(empty)])
+
+
+MANY = """\
+import multiprocessing as mp
+
+from shmstress.testing import concurrency_test
+
+PROCESSES = 18
+
+
+def _nothing():
+    pass
+
+
+def _start_many():
+    workers = [mp.Process(target=_nothing) for _ in range(PROCESSES)]
+    for worker in workers:
+        worker.start()
+    for worker in workers:
+        worker.join()
+
+
+@concurrency_test(executions=3, max_processes=20, trace=["json"])
+def test_many():
+    _start_many()
+
+
+@concurrency_test(executions=3)
+def test_many_at_the_default_limit():
+    _start_many()
+"""
+
+
+def test_a_trial_runs_with_its_decorators_session_arguments(tmp_path: Path) -> None:
+    """``max_processes`` (and the rest of ``SESSION_OPTIONS``) are read from the file's
+    syntax: the trial that says it may start 18 processes runs clean, where the same
+    scenario at the default limit is a limit, as pytest would have it."""
+    (tmp_path / "test_many.py").write_text(MANY, encoding="utf-8")
+    where = (tmp_path / "test_many.py").as_posix()
+    options = session_options(ScenarioRef.parse(f"{where}:test_many"))
+    assert options.max_processes == 20 and options.trace == ("json",)
+    assert options.spec(ScenarioRef.parse(f"{where}:test_many"), None).max_processes == 21
+    out = tmp_path / "out"
+    main(["campaign", str(tmp_path), "--out", str(out), "--trials", "1", "--executions", "3",
+          "--strategy", "pct", "--quiet"])
+    ends = {str(r["scenario"]).rsplit(":", 1)[1]: (r["outcome"], r["exit_reason"])
+            for r in _records(out / "results.jsonl")}
+    assert ends["test_many"] == ("clean", "executions-done"), ends
+    assert ends["test_many_at_the_default_limit"] == ("error", "limit"), ends
+
+
+@pytest.mark.parametrize(("argument", "said"), [
+    ("trace=TRACED", "trace= of @concurrency_test test_x is not a literal"),
+    ("max_steps='many'", "max_steps='many' of @concurrency_test test_x is not int"),
+    ("accept_uncontrolled=1", "accept_uncontrolled=1 of @concurrency_test test_x is not bool"),
+])
+def test_a_decorator_argument_a_campaign_cannot_read_is_one_line(
+    tmp_path: Path, argument: str, said: str
+) -> None:
+    (tmp_path / "test_x.py").write_text(
+        f"TRACED = ('json',)\n\n@concurrency_test({argument})\ndef test_x():\n    pass\n",
+        encoding="utf-8")
+    with pytest.raises(ScenarioError, match=re.escape(said)):
+        named_scenarios([str(tmp_path)])
 
 
 @pytest.mark.parametrize(("words", "said"), [

@@ -5,7 +5,11 @@ A scenario is named ``FILE:function`` as its user typed it, and its records, bun
 and config keys say it so; a directory stands for every ``@concurrency_test`` in the
 Python files under it. Both are found by reading the files' syntax, not by importing them:
 the campaign process must not run the user's module-level code outside the engine's
-control (each execution imports it afresh, under the instrumented primitives).
+control (each execution imports it afresh, under the instrumented primitives). So are a
+``@concurrency_test``'s arguments that shape its session (``SESSION_OPTIONS``: what is
+traced, its bounds, whether code outside control is accepted), which a trial runs with as
+pytest would; its strategy, seed and executions are the grid's. An argument that is not a
+literal cannot be read that way, and is refused in one line rather than dropped.
 """
 
 from __future__ import annotations
@@ -28,6 +32,9 @@ from shmstress.plain.spec import FreeSpec, PlainSpec
 from shmstress.repro.plain_bundle import from_outcome, write_plain_bundle
 
 DECORATOR = "concurrency_test"
+SESSION_OPTIONS = ("trace", "auto_trace", "max_steps", "max_processes", "accept_uncontrolled")
+"""The decorator's arguments a campaign's trial honours; the rest (strategy, seed,
+executions) are what the campaign's grid varies."""
 _SKIPPED_FOLDERS = frozenset({"site-packages", "dist-packages", "node_modules", "__pycache__"})
 
 
@@ -45,6 +52,8 @@ def named_scenarios(given: list[str]) -> tuple[str, ...]:
         else:
             check_scenario(text)
             found.append(text)
+    for text in found:  # its decorator's arguments, read now: a bad one before any trial
+        session_options(ScenarioRef.parse(text))
     return tuple(dict.fromkeys(found))
 
 
@@ -93,18 +102,76 @@ def _module_names(module: ast.Module) -> set[str]:
 
 def _decorated(module: ast.Module) -> list[str]:
     """Module-level functions decorated ``@concurrency_test(...)`` (or ``@x.concurrency_test``)."""
-    found = []
-    for node in module.body:
-        if not isinstance(node, ast.FunctionDef):
+    return [node.name for node in module.body
+            if isinstance(node, ast.FunctionDef) and _decorator(node) is not None]
+
+
+def _decorator(node: ast.FunctionDef) -> ast.expr | None:
+    """``node``'s ``@concurrency_test`` decorator, if it has one."""
+    for decorator in node.decorator_list:
+        called = decorator.func if isinstance(decorator, ast.Call) else decorator
+        name = (called.id if isinstance(called, ast.Name)
+                else called.attr if isinstance(called, ast.Attribute) else None)
+        if name == DECORATOR:
+            return decorator
+    return None
+
+
+@dataclass(frozen=True)
+class SessionOptions:
+    """A ``@concurrency_test``'s ``SESSION_OPTIONS``, at ``concurrency_test``'s defaults
+    for a scenario that does not say (or is no decorated test)."""
+
+    trace: tuple[str, ...] = ()
+    auto_trace: bool = True
+    max_steps: int = PlainSpec.max_steps
+    max_processes: int = PlainSpec.max_processes - 1
+    accept_uncontrolled: bool = False
+
+    def spec(self, ref: ScenarioRef, free: FreeSpec | None) -> PlainSpec:
+        """The session a trial of ``ref`` runs in, as ``check`` would make it."""
+        return PlainSpec(ref, max_processes=self.max_processes + 1, max_steps=self.max_steps,
+                         trace=traced_code(ref, self.trace, self.auto_trace), free=free)
+
+
+def session_options(ref: ScenarioRef) -> SessionOptions:
+    """What the ``@concurrency_test`` of ``ref`` says of its session, read from the file's
+    syntax; one ScenarioError line for such an argument that is not a literal."""
+    if ref.file is None:
+        return SessionOptions()
+    top = ref.function.split(".")[0]
+    node = next((n for n in _syntax(ref.file).body
+                 if isinstance(n, ast.FunctionDef) and n.name == top), None)
+    decorator = _decorator(node) if node is not None else None
+    if not isinstance(decorator, ast.Call):
+        return SessionOptions()
+    given: dict[str, object] = {}
+    for keyword in decorator.keywords:
+        if keyword.arg not in SESSION_OPTIONS:
             continue
-        for decorator in node.decorator_list:
-            called = decorator.func if isinstance(decorator, ast.Call) else decorator
-            name = (called.id if isinstance(called, ast.Name)
-                    else called.attr if isinstance(called, ast.Attribute) else None)
-            if name == DECORATOR:
-                found.append(node.name)
-                break
-    return found
+        try:
+            value = ast.literal_eval(keyword.value)
+        except ValueError:
+            raise ScenarioError(
+                f"{ref.file}:{keyword.value.lineno}: {keyword.arg}= of @{DECORATOR} "
+                f"{ref.function} is not a literal; a campaign reads it without importing the "
+                "file, so write it as one") from None
+        given[keyword.arg] = _checked(ref, keyword.arg, value)
+    return SessionOptions(**given)  # type: ignore[arg-type]  # each checked by _checked
+
+
+def _checked(ref: ScenarioRef, name: str, value: object) -> object:
+    """``value`` of the decorator's argument ``name`` as the session takes it, or one
+    ScenarioError line if it is not of the argument's type."""
+    default = getattr(SessionOptions(), name)
+    if isinstance(default, tuple) and isinstance(value, list | tuple) and all(
+            isinstance(item, str) for item in value):
+        return tuple(value)
+    if type(value) is type(default):  # a bool is no int here, nor an int a bool
+        return value
+    wanted = "a tuple of names" if isinstance(default, tuple) else type(default).__name__
+    raise ScenarioError(f"{ref.file}: {name}={value!r} of @{DECORATOR} {ref.function} is not "
+                        f"{wanted}")
 
 
 @dataclass(frozen=True)
@@ -114,6 +181,7 @@ class ScenarioTrialRun:
     trial: TrialSpec
     spec: PlainSpec
     result: PlainResult
+    accept_uncontrolled: bool = False  # its @concurrency_test's
 
     @property
     def scenario(self) -> str:
@@ -128,7 +196,7 @@ class ScenarioTrialRun:
         failing = self.result.failing
         if failing is not None and failing.failed and failing.failure is not None:
             return f"a failure ({failing.failure.message.splitlines()[0]})"
-        return scenario_outcome(self.result)[0]
+        return scenario_outcome(self.result, self.accept_uncontrolled)[0]
 
     def keep(self, out_dir: Path, started_at: str) -> tuple[dict[str, object], bool]:
         """Write a failure's bundle and swimlane under ``out_dir`` and make the trial's
@@ -149,7 +217,8 @@ class ScenarioTrialRun:
         record = scenario_record(
             result, scenario=self.scenario, campaign=trial.campaign, trial=trial.trial,
             started_at=started_at, bundle=bundle.as_posix() if bundle else None,
-            swimlane=picture, rerun_command=rerun_command(trial), results_dir=out_dir)
+            swimlane=picture, rerun_command=rerun_command(trial), results_dir=out_dir,
+            accept_uncontrolled=self.accept_uncontrolled)
         return record, bundle is not None
 
 
@@ -176,7 +245,8 @@ def run_scenario_trial(trial: TrialSpec) -> ScenarioTrialRun:
     a signal ends it as ``ExplorationInterrupted``, a KeyboardInterrupt."""
     assert trial.scenario is not None
     ref = ScenarioRef.parse(trial.scenario)
-    spec = PlainSpec(ref, trace=traced_code(ref, ()),
-                     free=FreeSpec(trial.noise) if trial.mode != CONTROLLED else None)
+    options = session_options(ref)
+    spec = options.spec(ref, FreeSpec(trial.noise) if trial.mode != CONTROLLED else None)
     exploration = Exploration(spec_named(trial.strategy), trial.seed, trial.executions)
-    return ScenarioTrialRun(trial, spec, explore(spec, exploration))
+    return ScenarioTrialRun(trial, spec, explore(spec, exploration),
+                            options.accept_uncontrolled)
