@@ -146,6 +146,33 @@ def test_resume_after_a_partial_run_runs_only_the_missing_trials(
     assert controlled(resumed) == controlled(whole) and "violation" in controlled(resumed)
 
 
+def test_a_campaign_named_by_relative_paths_resumes_from_another_directory(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Its files are found where they were named (``GridSpec.origin``), its names and keys
+    stay as typed: the resumed trials are the same ones."""
+    project, elsewhere, out = (tmp_path / "project", tmp_path / "elsewhere", tmp_path / "out")
+    project.mkdir()
+    elsewhere.mkdir()
+    (project / "counter.py").write_bytes(COUNTER.read_bytes())
+    monkeypatch.chdir(project)
+    assert main(["campaign", "counter.py:locked", "--out", str(out), "--strategy", "pct",
+                 "--trials", "2", "--executions", "5", "--seed", "1", "--quiet"]) == 0
+    whole = _records(out / "results.jsonl")
+    (out / "results.jsonl").write_text(
+        (out / "results.jsonl").read_text(encoding="utf-8").splitlines()[0] + "\n",
+        encoding="utf-8")
+    monkeypatch.chdir(elsewhere)
+    capsys.readouterr()
+    assert main(["campaign", "--out", str(out), "--resume", "--quiet"]) == 0, \
+        capsys.readouterr().err
+    resumed = _records(out / "results.jsonl")
+    assert [(r["scenario"], r["config_key"], r["trial"], r["seed"], r["outcome"])
+            for r in resumed] == [
+        (r["scenario"], r["config_key"], r["trial"], r["seed"], r["outcome"]) for r in whole]
+    assert resumed[1]["scenario"] == "counter.py:locked"
+
+
 def test_shards_of_a_scenario_grid_cover_its_trials_once_with_the_same_seeds() -> None:
     spec = GridSpec(campaign="c", seed=7, scenarios=(RACY, LOCKED), strategies=("pct", "free"),
                     trials=3)

@@ -71,6 +71,10 @@ class GridSpec:
     scenarios: tuple[str, ...] = ()
     """Plain-code scenarios (``FILE:function``) the grid runs instead of the tracker's
     variants; each trial explores one with ``executions`` as its budget, free ones too."""
+    origin: str = field(default="", compare=False)
+    """The directory the scenarios were named from: a relative file is found there, so a
+    ``--resume`` from elsewhere runs the same files. Not part of the grid (shards in
+    different checkouts merge), nor of any name or key."""
 
     def to_json(self) -> str:
         return json.dumps(asdict(self))  # key order kept: role order is part of config keys
@@ -100,6 +104,8 @@ class GridSpec:
                 shard=Shard(**{k: int(v) for k, v in data.get("shard", {}).items()}),
                 # a grid saved before scenario campaigns ran its tracker
                 scenarios=tuple(str(s) for s in data.get("scenarios", ())),
+                # a grid saved before it found its files from where they were named
+                origin=str(data.get("origin", "")),
             )
         except (ValueError, KeyError, TypeError, AttributeError, RecursionError) as exc:
             raise ConfigError(f"not a campaign grid: {type(exc).__name__}: {exc}") from None
@@ -125,6 +131,7 @@ class TrialSpec:
     noise_policy: str = UNIFORM  # free mode's
     scenario: str | None = None  # FILE:function of a plain-code trial (file as tracker,
     # function as variant, as its record names them); None: a tracker's trial
+    origin: str = ""  # the grid's: where a relative scenario file is
 
     @property
     def trial_id(self) -> tuple[str, int]:
@@ -294,6 +301,7 @@ def complete(spec: GridSpec, tracker: type[Tracker] | None) -> GridSpec:
         noise_policy=spec.noise_policy,
         shard=spec.shard,
         scenarios=tuple(dict.fromkeys(spec.scenarios)),
+        origin=spec.origin,
     )
 
 
@@ -377,6 +385,7 @@ def every_trial(spec: GridSpec) -> list[TrialSpec]:
                     params=dict(spec.params),
                     noise_policy=spec.noise_policy,
                     scenario=scenario,
+                    origin=spec.origin,
                 )
             )
     return trials

@@ -83,7 +83,7 @@ def prepare(spec: GridSpec) -> GridSpec:
     a grid of scenarios checks that each one's file defines its function."""
     if spec.scenarios:
         for scenario in spec.scenarios:
-            check_scenario(scenario)
+            check_scenario(scenario, spec.origin)
         return complete(spec, None)
     tracker = registry.load(spec.tracker)
     spec = complete(spec, tracker)

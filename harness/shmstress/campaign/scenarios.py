@@ -57,10 +57,19 @@ def named_scenarios(given: list[str]) -> tuple[str, ...]:
     return tuple(dict.fromkeys(found))
 
 
-def check_scenario(text: str) -> None:
+def located(scenario: str, origin: str) -> str:
+    """``scenario`` with a relative file found in ``origin``, the directory it was named
+    from (``GridSpec.origin``; "": the current one)."""
+    where, _, function = scenario.rpartition(":")
+    if not origin or not where.endswith(".py") or Path(where).is_absolute():
+        return scenario
+    return f"{Path(origin) / where}:{function}"
+
+
+def check_scenario(text: str, origin: str = "") -> None:
     """Refuse a ``FILE:function`` whose file does not define the function (at module level,
     as a scenario must be), before any trial runs."""
-    ref = ScenarioRef.parse(text)  # its syntax, and that the file exists
+    ref = ScenarioRef.parse(located(text, origin))  # its syntax, and that the file exists
     if ref.file is None:
         return  # MODULE:function is found on sys.path only when a trial imports it
     top = ref.function.split(".")[0]
@@ -244,7 +253,7 @@ def run_scenario_trial(trial: TrialSpec) -> ScenarioTrialRun:
     """Explore the trial's scenario with its strategy (free: its noise), seed and budget;
     a signal ends it as ``ExplorationInterrupted``, a KeyboardInterrupt."""
     assert trial.scenario is not None
-    ref = ScenarioRef.parse(trial.scenario)
+    ref = ScenarioRef.parse(located(trial.scenario, trial.origin))
     options = session_options(ref)
     spec = options.spec(ref, FreeSpec(trial.noise) if trial.mode != CONTROLLED else None)
     exploration = Exploration(spec_named(trial.strategy), trial.seed, trial.executions)
