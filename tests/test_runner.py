@@ -100,8 +100,10 @@ def test_invariant_code_that_raises_mid_run_is_a_plugin_error_not_a_violation(
     from shmstress.cli.main import main
 
     path = Path(__file__).parent / "trackers" / "raising_invariant.py"
-    code = main(["run", "--tracker", f"{path}:{name}", "--duration", "0.3", "--seed", "1",
-                 "--quiet"])
+    # until 50 points, however long a busy machine takes to run them (a 0.3 s run at load
+    # 19 took too few steps to reach the code that raises)
+    code = main(["run", "--tracker", f"{path}:{name}", "--duration", "60", "--points", "50",
+                 "--seed", "1", "--quiet"])
     err = capsys.readouterr().err.strip()
     assert code == 2
     assert fragment in err
