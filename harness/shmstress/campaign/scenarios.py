@@ -27,8 +27,8 @@ from shmstress.campaign.record import scenario_outcome, scenario_record
 from shmstress.controlled.strategies import spec_named
 from shmstress.core.errors import ScenarioError
 from shmstress.plain.runner import Exploration, PlainResult, explore
-from shmstress.plain.scenario import ScenarioRef, traced_code
-from shmstress.plain.spec import FreeSpec, PlainSpec
+from shmstress.plain.scenario import ScenarioRef
+from shmstress.plain.spec import FreeSpec, PlainSpec, SessionOptions
 from shmstress.repro.plain_bundle import from_outcome, write_plain_bundle
 
 DECORATOR = "concurrency_test"
@@ -124,23 +124,6 @@ def _decorator(node: ast.FunctionDef) -> ast.expr | None:
         if name == DECORATOR:
             return decorator
     return None
-
-
-@dataclass(frozen=True)
-class SessionOptions:
-    """A ``@concurrency_test``'s ``SESSION_OPTIONS``, at ``concurrency_test``'s defaults
-    for a scenario that does not say (or is no decorated test)."""
-
-    trace: tuple[str, ...] = ()
-    auto_trace: bool = True
-    max_steps: int = PlainSpec.max_steps
-    max_processes: int = PlainSpec.max_processes - 1
-    accept_uncontrolled: bool = False
-
-    def spec(self, ref: ScenarioRef, free: FreeSpec | None) -> PlainSpec:
-        """The session a trial of ``ref`` runs in, as ``check`` would make it."""
-        return PlainSpec(ref, max_processes=self.max_processes + 1, max_steps=self.max_steps,
-                         trace=traced_code(ref, self.trace, self.auto_trace), free=free)
 
 
 def session_options(ref: ScenarioRef) -> SessionOptions:

@@ -9,7 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from shmstress.core.errors import ConfigError
-from shmstress.plain.scenario import ScenarioRef
+from shmstress.plain.scenario import ScenarioRef, traced_code
 
 MAILBOX_BYTES = 4 << 20  # the default room for queue and pipe messages in flight, pickled
 
@@ -45,3 +45,21 @@ class PlainSpec:
     pin: bool = True  # controlled mode: every process on one CPU (handoffs are cheaper)
     stop_timeout: float = 10.0  # for a process to reach its next point
     load_timeout: float = 60.0  # for the scenario's module to import
+
+
+@dataclass(frozen=True)
+class SessionOptions:
+    """What a ``@concurrency_test`` says of its session (``testing.plain``), which a
+    campaign's trial of it honours too (``campaign.scenarios``): what is traced besides the
+    test's project, the bounds, and whether code outside control is accepted."""
+
+    trace: tuple[str, ...] = ()
+    auto_trace: bool = True
+    max_steps: int = PlainSpec.max_steps
+    max_processes: int = PlainSpec.max_processes - 1  # the scenario's; its main is one more
+    accept_uncontrolled: bool = False
+
+    def spec(self, ref: ScenarioRef, free: FreeSpec | None = None) -> PlainSpec:
+        """The session ``ref`` runs in."""
+        return PlainSpec(ref, max_processes=self.max_processes + 1, max_steps=self.max_steps,
+                         trace=traced_code(ref, self.trace, self.auto_trace), free=free)

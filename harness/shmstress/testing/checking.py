@@ -20,7 +20,7 @@ from shmstress.controlled.result import ControlledResult
 from shmstress.controlled.strategies import DEFAULT, StrategySpec
 from shmstress.core.errors import ConfigError
 from shmstress.plain.runner import PlainResult
-from shmstress.plain.spec import PlainSpec
+from shmstress.plain.spec import SessionOptions
 from shmstress.plugin.tracker import Tracker
 from shmstress.testing import explore, plain
 from shmstress.testing.trackers import TrackerRef
@@ -82,8 +82,8 @@ def check(target: Any, variant: str | None = None, *, executions: int | None = N
     processes = only.pop("max_processes", None)
     return plain.check(
         target, executions=executions or PLAIN_EXECUTIONS,
-        max_steps=max_steps or PlainSpec.max_steps,
-        max_processes=processes if processes is not None else PlainSpec.max_processes - 1,
+        max_steps=max_steps or SessionOptions.max_steps,
+        max_processes=processes if processes is not None else SessionOptions.max_processes,
         **knobs, **only)
 
 

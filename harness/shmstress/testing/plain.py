@@ -32,8 +32,8 @@ from shmstress.core.config import default_out
 from shmstress.core.errors import ConcurrencyFailure, PlainLimitError, ScenarioError
 from shmstress.core.exit_reason import ExitCode
 from shmstress.plain.runner import Exploration, PlainResult, explore
-from shmstress.plain.scenario import SCENARIO_ATTRIBUTE, ScenarioRef, traced_code
-from shmstress.plain.spec import PlainSpec
+from shmstress.plain.scenario import SCENARIO_ATTRIBUTE, ScenarioRef
+from shmstress.plain.spec import SessionOptions
 from shmstress.render.plain_report import result_lines
 from shmstress.repro.plain_bundle import PlainBundle, from_outcome, write_plain_bundle
 
@@ -83,8 +83,8 @@ def check(function: Callable[..., Any], *, executions: int = 1000,
           strategy: str | StrategySpec = DEFAULT, seed: int = 0, depth: int | None = None,
           spin: str | None = None, bound: int | None = None, trace: tuple[str, ...] = (),
           auto_trace: bool = True, accept_uncontrolled: bool = False,
-          max_steps: int = PlainSpec.max_steps,
-          max_processes: int = PlainSpec.max_processes - 1,
+          max_steps: int = SessionOptions.max_steps,
+          max_processes: int = SessionOptions.max_processes,
           keeper: ScenarioKeeper | None = None) -> PlainResult:
     """Run ``function`` under controlled scheduling; raise ``ConcurrencyFailure`` if an
     execution fails (its bundle is kept by ``keeper``, by default written where failing
@@ -93,8 +93,7 @@ def check(function: Callable[..., Any], *, executions: int = 1000,
     __tracebackhide__ = True
     keeper = keeper if keeper is not None else OutDirectory()
     ref = scenario_of(function)
-    spec = PlainSpec(ref, max_processes=max_processes + 1, max_steps=max_steps,
-                     trace=traced_code(ref, tuple(trace), auto_trace))
+    spec = SessionOptions(tuple(trace), auto_trace, max_steps, max_processes).spec(ref)
     exploration = Exploration(spec_of(strategy, depth=depth, spin=spin, bound=bound), seed,
                               executions)
     result = explore(spec, exploration)
@@ -118,8 +117,8 @@ def concurrency_test(*, executions: int = 1000, strategy: str | StrategySpec = D
                      seed: int = 0, depth: int | None = None, spin: str | None = None,
                      bound: int | None = None, trace: tuple[str, ...] = (),
                      auto_trace: bool = True, accept_uncontrolled: bool = False,
-                     max_steps: int = PlainSpec.max_steps,
-                     max_processes: int = PlainSpec.max_processes - 1) -> Callable[[F], F]:
+                     max_steps: int = SessionOptions.max_steps,
+                     max_processes: int = SessionOptions.max_processes) -> Callable[[F], F]:
     """Decorate a module-level test: it passes when ``executions`` controlled executions
     of it all do, and fails with the interleaving and the replay command otherwise.
 
