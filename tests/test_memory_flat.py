@@ -18,7 +18,6 @@ from dataclasses import dataclass
 import pytest
 
 from shmstress.controlled import session as controlled_session
-from shmstress.controlled import strategies
 from shmstress.controlled.options import ControlledOptions
 from shmstress.controlled.runner import run_controlled
 from shmstress.controlled.strategies import (
@@ -27,6 +26,7 @@ from shmstress.controlled.strategies import (
     PortfolioSpec,
     exploring_strategy,
 )
+from shmstress.controlled.strategies import dpor as dpor_module
 from shmstress.core.access import Access, Footprint
 from shmstress.core.config import RunConfig
 
@@ -90,7 +90,7 @@ def test_the_portfolios_dpor_member_keeps_a_bounded_frontier(
     """The member the portfolio runs, driven alone: once its budget is full its memory
     stays flat. (The budget is made small so that it fills within the test's warm-up;
     unbounded, the member grows by about 10 KB an execution here.)"""
-    monkeypatch.setattr(strategies, "MEMBER_KEPT_STEPS", 1500, raising=False)
+    monkeypatch.setattr(dpor_module, "MEMBER_KEPT_STEPS", 1500)  # where DporSpec.build reads it
     portfolio = exploring_strategy(PortfolioSpec(), 1, WORKERS, 10_000, "declared")
     assert isinstance(portfolio, Portfolio)
     (dpor,) = (member for member in portfolio.members if isinstance(member, Dpor))
