@@ -284,10 +284,16 @@ def test_free_run_failure_shows_snippet_and_ordered_explanation(
     started = re.search(r"the race starts at point \d+: (\w+ #\d+) \(pid \d+\) (.+)$", output,
                         re.MULTILINE)
     race_start = [] if started is None else [started[2]]
-    assert all(steps == ["pops the claim's event"] or (
-        started is not None and worker == started[1] and steps == race_start)
-        for worker, steps in runs[:first_gather]), output
     steps = [(worker, step) for worker, run_steps in runs[first_gather:] for step in run_steps]
+    # ... or the binder's write of the claim's allocation, when it came before the gather:
+    # the informer's later "adds the device" observed that write (at load 17 the binder ran
+    # ahead of the gatherer, where in Ohly's log it stored the claim during the gather); the
+    # same binder then takes the claim out of flight during the gather
+    removers = {w for w, s in steps if s == "removes the claim from in-flight"}
+    assert all(steps == ["pops the claim's event"] or (
+        started is not None and worker == started[1] and steps == race_start) or (
+        steps == ["stores the claim in the assume cache"] and worker in removers)
+        for worker, steps in runs[:first_gather]), output
     assert runs[-1] == ("gatherer #1", ["checks in-flight claims"])
     copied = steps.index(("gatherer #1", "copies allocated devices"))
     removal = [i for i, (w, s) in enumerate(steps)
