@@ -77,6 +77,12 @@ def _racy() -> None:
     (lambda: testing.check(42), "check takes a function or a tracker, not 42"),
     (lambda: testing.check("dra", "fixed", strategy="dpor", depth=2),
      "--depth applies only with --strategy pct"),
+    # an explicit 0 is refused, not taken for the default
+    (lambda: testing.check("dra", "fixed", executions=0), "--executions must be >= 1, got 0"),
+    (lambda: testing.check("dra", "fixed", run_steps=0), "--points must be >= 1, got 0"),
+    (lambda: testing.check(_racy, executions=0), "--executions must be at least 1, got 0"),
+    (lambda: testing.check(_racy, max_steps=0), "--max-steps must be at least 1, got 0"),
+    (lambda: testing.check(_racy, max_processes=0), "--max-processes must be at least 1, got 0"),
 ])
 def test_a_parameter_that_means_nothing_for_the_target_is_one_line(
     call: object, fragment: str

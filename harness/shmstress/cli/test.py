@@ -210,27 +210,20 @@ def _cmd_test(args: argparse.Namespace) -> int:
         raise ConfigError(f"{', '.join(misplaced)} only appl{'ies' if len(misplaced) == 1 else 'y'}"
                           f" with --mode {'controlled' if free else 'free'}")
     strategy = FreeRunSpec() if free else strategy_from_args(args)
-    for flag, value, least in (("--max-steps", args.max_steps, 1),
-                               ("--max-processes", args.max_processes, 1),
-                               ("--mailbox-mib", args.mailbox_mib, 1),
-                               ("--executions", args.executions, 1)):
-        if value < least:
-            raise ConfigError(f"{flag} must be at least {least}, got {value}")
-    if not args.stop_timeout > 0:
-        raise ConfigError(f"--stop-timeout must be above 0, got {args.stop_timeout}")
+    if args.executions < 1:
+        raise ConfigError(f"--executions must be at least 1, got {args.executions}")
     trace = tuple(item for given in args.trace for item in given.split(",") if item)
     if any(not item for given in args.trace for item in given.split(",")):
         raise ConfigError("--trace has an empty item; name a module, package, file or folder")
     free_spec = FreeSpec(0.1 if args.noise is None else args.noise,
                          100.0 if args.max_sleep_us is None else args.max_sleep_us)
-    if free:
-        free_spec.validate()
     ref = ScenarioRef.parse(args.scenario)
     spec = PlainSpec(ref, max_processes=args.max_processes + 1,
                      max_steps=args.max_steps, stop_timeout=args.stop_timeout,
                      trace=traced_code(ref, trace, not args.no_auto_trace),
                      self_check=not args.no_self_check, mailbox_mib=args.mailbox_mib,
                      free=free_spec if free else None)
+    spec.validate()
     # the engine, once the command line is known to be right (a mistake answers at once)
     from shmstress.cli.run import keep, verdict, write_json
     from shmstress.plain.checkpoint import Checkpointing

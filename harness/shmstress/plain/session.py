@@ -179,8 +179,7 @@ class PlainSession:
 
     def _build(self) -> None:
         spec = self.spec
-        if spec.max_processes < 2:
-            raise ScenarioError(f"--max-processes must be at least 2, got {spec.max_processes}")
+        spec.validate()
         size = BoardSize(spec.max_processes, spec.max_objects, spec.max_steps,
                          probe_capacity(spec.max_processes),
                          mailbox_bytes=spec.mailbox_mib << 20)
@@ -190,7 +189,6 @@ class PlainSession:
         if spec.self_check:
             self.runtime.check = SelfCheck(self.board, self.recorder)
         if spec.free is not None:
-            spec.free.validate()
             self.runtime.free = FreeNoise(spec.free.noise, spec.free.max_sleep_us / 1e6)
         self._arena.freeze()
         if spec.free is None:  # one process runs at a time: nothing is lost on one CPU

@@ -46,6 +46,20 @@ class PlainSpec:
     stop_timeout: float = 10.0  # for a process to reach its next point
     load_timeout: float = 60.0  # for the scenario's module to import
 
+    def validate(self) -> None:
+        """Refuse bounds no session can run under, in the command line's words: the same
+        check for ``shmstress test`` and for the Python API, which took ``max_steps=0`` and
+        cut every execution at its first step."""
+        for flag, value, least in (("--max-steps", self.max_steps, 1),
+                                   ("--max-processes", self.max_processes - 1, 1),
+                                   ("--mailbox-mib", self.mailbox_mib, 1)):
+            if value < least:
+                raise ConfigError(f"{flag} must be at least {least}, got {value}")
+        if not self.stop_timeout > 0:
+            raise ConfigError(f"--stop-timeout must be above 0, got {self.stop_timeout}")
+        if self.free is not None:
+            self.free.validate()
+
 
 @dataclass(frozen=True)
 class SessionOptions:

@@ -69,9 +69,9 @@ def check(target: Any, variant: str | None = None, *, executions: int | None = N
     if isinstance(target, str) or (isinstance(target, type) and issubclass(target, Tracker)):
         _refuse(only, {"counts", "params", "run_steps", "out"}, "a tracker")
         return explore.check_interleavings(
-            target, variant, executions=executions or TRACKER_EXECUTIONS,
-            max_steps=max_steps or DEFAULT_MAX_STEPS,
-            run_steps=only.pop("run_steps", None) or DEFAULT_RUN_STEPS, **knobs, **only)
+            target, variant, executions=_given(executions, TRACKER_EXECUTIONS),
+            max_steps=_given(max_steps, DEFAULT_MAX_STEPS),
+            run_steps=_given(only.pop("run_steps", None), DEFAULT_RUN_STEPS), **knobs, **only)
     if not callable(target) or isinstance(target, type):
         raise ConfigError(f"check takes a function or a tracker, not {target!r}")
     if variant is not None:
@@ -81,10 +81,15 @@ def check(target: Any, variant: str | None = None, *, executions: int | None = N
             "plain code")
     processes = only.pop("max_processes", None)
     return plain.check(
-        target, executions=executions or PLAIN_EXECUTIONS,
-        max_steps=max_steps or SessionOptions.max_steps,
-        max_processes=processes if processes is not None else SessionOptions.max_processes,
+        target, executions=_given(executions, PLAIN_EXECUTIONS),
+        max_steps=_given(max_steps, SessionOptions.max_steps),
+        max_processes=_given(processes, SessionOptions.max_processes),
         **knobs, **only)
+
+
+def _given(value: int | None, default: int) -> int:
+    """``value`` unless it was left out: an explicit 0 reaches the check that refuses it."""
+    return default if value is None else value
 
 
 def _refuse(given: Mapping[str, object], takes: set[str], kind: str) -> None:
