@@ -25,6 +25,7 @@ from shmstress.reports.results import parse_trial
 
 SHMSTRESS = [sys.executable, "-m", "shmstress"]
 COUNTER = (Path(__file__).resolve().parents[1] / "examples" / "plain" / "counter.py")
+TRACKER = Path(__file__).resolve().parents[1] / "examples" / "counter_tracker.py"
 RACY, LOCKED = f"{COUNTER}:racy", f"{COUNTER}:locked"
 SMALL = ["--trials", "2", "--executions", "50", "--seed", "1", "--strategy", "pct,free",
          "--noise", "0.1", "--quiet"]
@@ -146,17 +147,23 @@ def test_resume_after_a_partial_run_runs_only_the_missing_trials(
     assert controlled(resumed) == controlled(whole) and "violation" in controlled(resumed)
 
 
+@pytest.mark.parametrize(("source", "named"), [
+    (COUNTER, ["counter.py:locked"]),
+    (TRACKER, ["--tracker", "counter.py:TicketTracker", "--variant", "locked"]),
+], ids=["scenario", "tracker"])
 def test_a_campaign_named_by_relative_paths_resumes_from_another_directory(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+    source: Path, named: list[str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str]
 ) -> None:
     """Its files are found where they were named (``GridSpec.origin``), its names and keys
-    stay as typed: the resumed trials are the same ones."""
+    stay as typed: the resumed trials are the same ones. A tracker's file was looked for in
+    the directory of the resume ('tracker file counter.py does not exist')."""
     project, elsewhere, out = (tmp_path / "project", tmp_path / "elsewhere", tmp_path / "out")
     project.mkdir()
     elsewhere.mkdir()
-    (project / "counter.py").write_bytes(COUNTER.read_bytes())
+    (project / "counter.py").write_bytes(source.read_bytes())
     monkeypatch.chdir(project)
-    assert main(["campaign", "counter.py:locked", "--out", str(out), "--strategy", "pct",
+    assert main(["campaign", *named, "--out", str(out), "--strategy", "pct",
                  "--trials", "2", "--executions", "5", "--seed", "1", "--quiet"]) == 0
     whole = _records(out / "results.jsonl")
     (out / "results.jsonl").write_text(
@@ -167,10 +174,12 @@ def test_a_campaign_named_by_relative_paths_resumes_from_another_directory(
     assert main(["campaign", "--out", str(out), "--resume", "--quiet"]) == 0, \
         capsys.readouterr().err
     resumed = _records(out / "results.jsonl")
-    assert [(r["scenario"], r["config_key"], r["trial"], r["seed"], r["outcome"])
+    name = "tracker" if "--tracker" in named else "scenario"
+    assert [(r[name], r["config_key"], r["trial"], r["seed"], r["outcome"])
             for r in resumed] == [
-        (r["scenario"], r["config_key"], r["trial"], r["seed"], r["outcome"]) for r in whole]
-    assert resumed[1]["scenario"] == "counter.py:locked"
+        (r[name], r["config_key"], r["trial"], r["seed"], r["outcome"]) for r in whole]
+    typed = "counter.py:TicketTracker" if name == "tracker" else "counter.py:locked"
+    assert len(resumed) == 2 and resumed[1][name] == typed
 
 
 def test_shards_of_a_scenario_grid_cover_its_trials_once_with_the_same_seeds() -> None:

@@ -17,6 +17,7 @@ import secrets
 from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from datetime import UTC, datetime
+from pathlib import Path
 
 from shmstress.controlled.options import DEFAULT_RUN_STEPS, ControlledOptions
 from shmstress.controlled.strategies import EXPLORING, spec_named
@@ -72,9 +73,9 @@ class GridSpec:
     """Plain-code scenarios (``FILE:function``) the grid runs instead of the tracker's
     variants; each trial explores one with ``executions`` as its budget, free ones too."""
     origin: str = field(default="", compare=False)
-    """The directory the scenarios were named from: a relative file is found there, so a
-    ``--resume`` from elsewhere runs the same files. Not part of the grid (shards in
-    different checkouts merge), nor of any name or key."""
+    """The directory the scenarios or the tracker were named from: a relative file is
+    found there (``located``), so a ``--resume`` from elsewhere runs the same files. Not
+    part of the grid (shards in different checkouts merge), nor of any name or key."""
 
     def to_json(self) -> str:
         return json.dumps(asdict(self))  # key order kept: role order is part of config keys
@@ -131,7 +132,7 @@ class TrialSpec:
     noise_policy: str = UNIFORM  # free mode's
     scenario: str | None = None  # FILE:function of a plain-code trial (file as tracker,
     # function as variant, as its record names them); None: a tracker's trial
-    origin: str = ""  # the grid's: where a relative scenario file is
+    origin: str = ""  # the grid's: where a relative scenario or tracker file is
 
     @property
     def trial_id(self) -> tuple[str, int]:
@@ -139,7 +140,7 @@ class TrialSpec:
 
     def run_config(self) -> RunConfig:
         return RunConfig(
-            tracker=self.tracker,
+            tracker=located(self.tracker, self.origin),  # records name it as the grid does
             variant=self.variant,
             counts=dict(self.counts),
             params=dict(self.params),
@@ -155,6 +156,15 @@ class TrialSpec:
             executions=self.executions,
             run_steps=DEFAULT_RUN_STEPS,
         )
+
+
+def located(named: str, origin: str) -> str:
+    """``named`` (``FILE:name``, or an installed name) with a relative file found in
+    ``origin``, the directory it was named from (``GridSpec.origin``; "": the current one)."""
+    where, _, name = named.rpartition(":")
+    if not origin or not where.endswith(".py") or Path(where).is_absolute():
+        return named
+    return f"{Path(origin) / where}:{name}"
 
 
 def trial_kind(strategy: str, noise: float) -> tuple[str, str]:

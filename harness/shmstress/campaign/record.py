@@ -99,6 +99,7 @@ def trial_record(
     extra: dict[str, object] | None = None,
     swimlane: str | None = None,
     provenance: Provenance | None = None,
+    tracker: str | None = None,
 ) -> dict[str, object]:
     """The JSON object appended to results.jsonl for one finished run: a record of the
     current results schema (``shmstress.reports.schema``), plus the keys of ``extra``.
@@ -107,7 +108,8 @@ def trial_record(
     directory of results.jsonl; ``strategy`` defaults to free mode's; ``executions`` is a
     controlled run's budget; ``swimlane`` names the failure's SVG picture relative to the
     directory of results.jsonl, as ``bundle`` does; ``provenance`` is computed for this run
-    unless given (a campaign computes it once).
+    unless given (a campaign computes it once); ``tracker`` names the tracker as a grid
+    does, where the run's config may have located its file.
     """
     config = result.config
     outcome = outcome_of(result)
@@ -120,7 +122,7 @@ def trial_record(
         campaign=campaign,
         started_at=started_at,
         trial=trial,
-        tracker=config.tracker,
+        tracker=tracker if tracker is not None else config.tracker,
         variant=config.variant or "",
         config=schema.Config(
             workers=dict(config.counts),

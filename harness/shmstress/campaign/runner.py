@@ -30,7 +30,7 @@ from shmstress.campaign.bundles import (
     swimlane_path,
     write_swimlane,
 )
-from shmstress.campaign.grid import GridSpec, TrialSpec, complete, every_trial, expand
+from shmstress.campaign.grid import GridSpec, TrialSpec, complete, every_trial, expand, located
 from shmstress.campaign.record import adopted_record, outcome_of
 from shmstress.campaign.results_file import Repair, ResultsFile
 from shmstress.campaign.scenarios import check_scenario, run_scenario_trial
@@ -85,7 +85,7 @@ def prepare(spec: GridSpec) -> GridSpec:
         for scenario in spec.scenarios:
             check_scenario(scenario, spec.origin)
         return complete(spec, None)
-    tracker = registry.load(spec.tracker)
+    tracker = registry.load(located(spec.tracker, spec.origin))
     spec = complete(spec, tracker)
     checked: set[str] = set()
     for trial in every_trial(spec):
@@ -157,7 +157,8 @@ def run_campaign(
     repaired = results.repair_tail()
     history = results.records()  # and this run's records as it appends them
     # once: every trial runs the same code (a scenario's record finds its own)
-    provenance = None if spec.scenarios else current_provenance(spec.tracker)
+    provenance = None if spec.scenarios else current_provenance(
+        located(spec.tracker, spec.origin))
     warnings = list(results.warnings)
     todo, _ = pending_trials(spec, history)
     with shielded():

@@ -22,7 +22,7 @@ from pathlib import Path
 from shmstress.analysis.plain_story import plain_story
 from shmstress.analysis.swimlane import Swimlane, plain_swimlane
 from shmstress.campaign.bundles import campaign_bundle_path, swimlane_path, write_swimlane
-from shmstress.campaign.grid import CONTROLLED, FREE, TrialSpec
+from shmstress.campaign.grid import CONTROLLED, FREE, TrialSpec, located
 from shmstress.campaign.record import scenario_outcome, scenario_record
 from shmstress.controlled.strategies import spec_named
 from shmstress.core.errors import ScenarioError
@@ -55,15 +55,6 @@ def named_scenarios(given: list[str]) -> tuple[str, ...]:
     for text in found:  # its decorator's arguments, read now: a bad one before any trial
         session_options(ScenarioRef.parse(text))
     return tuple(dict.fromkeys(found))
-
-
-def located(scenario: str, origin: str) -> str:
-    """``scenario`` with a relative file found in ``origin``, the directory it was named
-    from (``GridSpec.origin``; "": the current one)."""
-    where, _, function = scenario.rpartition(":")
-    if not origin or not where.endswith(".py") or Path(where).is_absolute():
-        return scenario
-    return f"{Path(origin) / where}:{function}"
 
 
 def check_scenario(text: str, origin: str = "") -> None:

@@ -86,4 +86,5 @@ def campaign_record(
         executions=trial.executions if trial.mode == CONTROLLED else None,
         swimlane=swimlane,
         provenance=provenance,
+        tracker=trial.tracker,  # as the grid names it, where the run found its file
     )

@@ -178,7 +178,7 @@ def _grid_from_args(args: argparse.Namespace) -> GridSpec:
         raise ConfigError("--campaign-id must not be empty")
     return GridSpec(
         scenarios=named_scenarios(args.scenarios),
-        origin=str(Path.cwd()) if args.scenarios else "",
+        origin=str(Path.cwd()),
         campaign=args.campaign_id or new_campaign_id(),
         seed=args.seed if args.seed is not None else secrets.randbelow(2**32),
         tracker=args.tracker or DEFAULT_TRACKER,
