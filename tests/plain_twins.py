@@ -34,19 +34,33 @@ else:
 """
 
 
+CHUNK = 10
+"""Runs of one side before the other takes its turn."""
+
+
 def free_and_plain_failures(where: Path, function: str, runs: int,
                             trace: tuple[str, ...] = ()) -> tuple[int, int]:
     """(free-mode executions whose assertion failed, plain runs whose assertion failed),
     ``runs`` of each: the plain ones call the function in a loop, real ``multiprocessing``,
     no shmstress (the module's own ``plain_loop(scenario, runs)`` if it has one: a
-    scenario whose state outlives a run resets it there)."""
+    scenario whose state outlives a run resets it there). The two sides take turns of
+    ``CHUNK`` runs, so that both see the same load: a race's window widens with the load in
+    a plain loop, and the load a test sees changes by the second as the tests beside it
+    start and stop processes (free mode's 60 runs, then a plain loop's 60, in a loaded
+    pass: 10 failures against 23)."""
     spec = PlainSpec(ScenarioRef.parse(f"{where}:{function}"), free=FreeSpec(0.1),
                      trace=trace)
+    free = plain = 0
     with PlainSession(spec) as session:
-        free = sum(_asserted(session.execute(None, seed)) for seed in range(runs))
-    done = subprocess.run([sys.executable, "-c", _PLAIN_LOOP, str(where), function, str(runs)],
-                          capture_output=True, text=True, timeout=600, check=True)
-    return free, int(done.stdout.split()[-1])
+        for start in range(0, runs, CHUNK):
+            chunk = min(CHUNK, runs - start)
+            free += sum(_asserted(session.execute(None, seed))
+                        for seed in range(start, start + chunk))
+            done = subprocess.run(
+                [sys.executable, "-c", _PLAIN_LOOP, str(where), function, str(chunk)],
+                capture_output=True, text=True, timeout=600, check=True)
+            plain += int(done.stdout.split()[-1])
+    return free, plain
 
 
 def assert_free_not_rarer(where: Path, function: str, runs: int,
