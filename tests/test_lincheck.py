@@ -9,6 +9,7 @@ import copy
 import multiprocessing as mp
 import subprocess
 import sys
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -19,7 +20,18 @@ from hypothesis.database import DirectoryBasedExampleDatabase
 
 from shmstress.analysis.linearizability import Raised
 from shmstress.controlled.strategies.base import ScheduleEnded
-from shmstress.controlled.strategies.drawn import Drawn
+from shmstress.controlled.strategies.drawn import (
+    CHANGE_POINTS,
+    HORIZON,
+    PACES,
+    PATIENT,
+    PATIENT_PACE,
+    PRIORITIES,
+    RANKS,
+    RELEASED,
+    UNIFORM,
+    Drawn,
+)
 from shmstress.core.errors import ConfigError
 from shmstress.plain.runner import replay
 from shmstress.repro.plain_bundle import peek_plain
@@ -108,8 +120,10 @@ class View:
     workers: int = 3
     asked: list[int] = field(default_factory=list)
 
+    labels: dict[int, str] = field(default_factory=dict)
+
     def label(self, worker: int) -> str:
-        return "x"
+        return self.labels.get(worker, "x")
 
     def who(self, worker: int) -> str:
         return f"#{worker}"
@@ -119,18 +133,56 @@ class View:
 
 
 def test_drawn_choice_zero_is_the_schedule_without_preemptions() -> None:
-    asked: list[int] = []
-
-    def choose(options: int) -> int:
-        asked.append(options)
-        return len(asked) - 1
-
+    asked, choose = _answering(UNIFORM, 0, 1, 2)  # the pace, then each option in turn
     drawn = Drawn(choose)
     assert drawn.new_execution() and not drawn.new_execution()
     view = View([0, 1, 2], current=1)
     assert [drawn.next_task(view)[0] for _ in range(3)] == [1, 0, 2]
     assert drawn.next_task(View([2], current=2))[0] == 2  # one candidate: nothing drawn
-    assert asked == [3, 3, 3] and drawn.decisions == 3
+    assert asked == [PACES, 3, 3, 3] and drawn.decisions == 3 and drawn.pace == 0
+
+
+def _answering(*answers: int) -> tuple[list[int], Callable[[int], int]]:
+    asked: list[int] = []
+    given = iter(answers)
+
+    def choose(options: int) -> int:
+        asked.append(options)
+        value = next(given)
+        assert 0 <= value < options
+        return value
+    return asked, choose
+
+
+def test_a_patient_pace_preempts_on_its_top_values_and_more_often_after_a_release() -> None:
+    asked, choose = _answering(PATIENT_PACE, PATIENT - 2, PATIENT - 1, 1, RELEASED - 1)
+    drawn = Drawn(choose)
+    view = View([0, 1], current=0)
+    assert drawn.next_task(view)[0] == 0  # the highest value that goes on
+    assert drawn.next_task(view)[0] == 1  # the top value switches
+    released = View([0, 1], current=1, labels={1: "release lock"})
+    assert drawn.next_task(released)[0] == 1  # goes on, to take the release
+    assert drawn.next_task(View([0, 1], current=1))[0] == 0  # then the top of fewer values
+    assert asked == [PACES, PATIENT, PATIENT, PATIENT, RELEASED]
+
+
+def test_the_priorities_pace_runs_the_highest_rank_and_drops_it_at_a_change_point() -> None:
+    # pace, one change point at decision 1, then the ranks of workers 0, 1 and 2
+    asked, choose = _answering(PRIORITIES, 1, 1, 0, 5, 0)
+    drawn = Drawn(choose)
+    view = View([0, 1], current=0)
+    assert drawn.next_task(view)[0] == 1  # ranked above the one that could go on
+    assert drawn.next_task(View([0, 1], current=1))[0] == 0  # the change point drops it
+    assert drawn.next_task(View([0, 1, 2], current=0))[0] == 0  # worker 2 ranks 0: equal
+    assert asked == [PACES, CHANGE_POINTS + 1, HORIZON, RANKS, RANKS, RANKS]
+
+
+def test_the_priorities_pace_at_all_zeros_is_the_schedule_without_preemptions() -> None:
+    asked, choose = _answering(PRIORITIES, 0, 0, 0, 0)  # no change point, three ranks
+    drawn = Drawn(choose)
+    assert [drawn.next_task(View([0, 1, 2], current=c))[0] for c in (1, 1, 1)] == [1, 1, 1]
+    assert drawn.next_task(View([0, 2], current=1, current_can_continue=False))[0] == 2
+    assert asked == [PACES, CHANGE_POINTS + 1, RANKS, RANKS, RANKS]
 
 
 def test_drawn_stops_the_execution_and_raises_afterwards() -> None:
