@@ -18,10 +18,15 @@ because each kind alone lost bugs another finds (measured on the examples of
   in ``RELEASED`` right after it released a lock.
 - pace 2, priorities: PCT drawn. Each process gets a drawn rank when it first competes, the
   highest runs until it blocks or yields, and at up to ``CHANGE_POINTS`` drawn decisions
-  (among the first ``HORIZON``) the running process drops below every other. It lets a
-  process stall in a window while another runs whole operations, as the racy assume cache
-  needs (a caller pops another's event and releases the lock; the owner returns before the
-  event is delivered), which uniform choices missed in 100 examples.
+  (among the first ``HORIZON``) the running process drops below every other: a process
+  stalls in a window while another runs whole operations.
+
+Together they found the racy resize map in 3 of 3 seeds where uniform choices alone found
+it in 1, and shrank 8 of 9 failures to 2 lanes where uniform choices shrank 4 of 7 (the
+tutorial's table). The racy assume cache (a caller pops another's event and releases the
+lock; the owner returns and reads before the event is delivered) is still missed in 100
+examples: 0.5 to 1% of the executions of generated programs make it, whatever the pace
+(60 programs, 10 executions of each at each pace).
 
 Every draw's 0 is the schedule without preemptions (``base.default_choice``), so a choice
 sequence that shrinks towards zeros shrinks the schedule towards fewer preemptions: at
@@ -58,7 +63,7 @@ RELEASED = 4
 """... and one in this many right after it released a lock."""
 CHANGE_POINTS = 2
 """At the priorities pace, at most this many decisions drop the running process (PCT's
-depth 3, the depth the portfolio tries most)."""
+depth 3)."""
 HORIZON = 64
 """The decisions a change point is drawn among: a fixed range, so that an example replays
 the same schedule wherever it runs (PCT learns its range from earlier executions)."""
