@@ -9,6 +9,7 @@ with no point: nothing else runs there.
 
 from __future__ import annotations
 
+import ast
 import ctypes
 import linecache
 import os
@@ -685,12 +686,51 @@ class PlainRuntime:
 
 
 def inferred_name(frame: FrameType | None, word: str) -> str:
-    """The variable a new object is assigned to on its creation line, else ``word`` and
-    the line (``lock@counter.py:12``)."""
+    """The variable a new object is assigned to on its creation line (``lock = Lock()``, or
+    its place in ``first, second = Lock(), Lock()``), else ``word`` and the line
+    (``lock@counter.py:12``)."""
     if frame is None:
         return word
     line = linecache.getline(frame.f_code.co_filename, frame.f_lineno)
     match = _ASSIGNED.match(line)
     if match:
         return match.group(1)
+    unpacked = _unpacked_name(frame, line)
+    if unpacked is not None:
+        return unpacked
     return f"{word}@{os.path.basename(frame.f_code.co_filename)}:{frame.f_lineno}"
+
+
+def _unpacked_name(frame: FrameType, line: str) -> str | None:
+    """In ``first, second = Lock(), Lock()`` on one line, the target in the place of the
+    call ``frame`` is making: its columns (the instruction's position) fall inside one
+    element of the right-hand side. Two objects made on one line were named by that line
+    alone (``lock@names.py:12`` and ``lock@names.py:12#2``), and an explanation of a race
+    between two locks could not say which was which."""
+    positions = list(frame.f_code.co_positions())
+    index = frame.f_lasti // 2  # a code unit is two bytes
+    if not 0 <= index < len(positions):
+        return None
+    start_line, _, column, _ = positions[index]
+    if start_line != frame.f_lineno or column is None:
+        return None
+    indent = len(line) - len(line.lstrip())
+    try:
+        statement = ast.parse(line.strip()).body[0]
+    except (SyntaxError, IndexError, ValueError):
+        return None  # a statement over several lines: its line alone names it
+    if not isinstance(statement, ast.Assign) or len(statement.targets) != 1:
+        return None
+    targets, values = statement.targets[0], statement.value
+    if not (isinstance(targets, ast.Tuple | ast.List) and isinstance(values, ast.Tuple | ast.List)
+            and len(targets.elts) == len(values.elts)):
+        return None
+    for target, value in zip(targets.elts, values.elts, strict=True):
+        end = value.end_col_offset
+        if value.col_offset <= column - indent < (end if end is not None else -1):
+            if isinstance(target, ast.Name):
+                return target.id
+            if isinstance(target, ast.Attribute):  # self.lock
+                return target.attr
+            return None
+    return None
