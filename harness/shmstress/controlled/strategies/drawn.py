@@ -12,9 +12,10 @@ because one kind alone misses races another finds at once (uniform choices the r
 map of ``examples/lincheck`` in two seeds of three; preemptions made rare everywhere, the
 racy counter):
 
-- pace 0, uniform: every choice uniform, a random walk. It finds the races of two adjacent
-  steps (a read and its write back) at once, but almost never lets one process run several
-  steps while another waits inside a window.
+- pace 0, uniform: every choice drawn over all the options, a random walk (Hypothesis
+  favours 0 in its draws, the choice without a preemption, so a walk less restless than a
+  uniform one). It finds the races of two adjacent steps (a read and its write back) at
+  once, but seldom lets one process run several steps while another waits inside a window.
 - pace 1, patient: a process that could go on is preempted once in ``PATIENT`` draws, once
   in ``RELEASED`` right after it released a lock.
 - pace 2, priorities: PCT drawn. Each process gets a drawn rank when it first competes, the
