@@ -32,7 +32,7 @@ from shmstress.controlled.strategies.drawn import (
     UNIFORM,
     Drawn,
 )
-from shmstress.core.errors import ConfigError
+from shmstress.core.errors import ConcurrencyFailure, ConfigError
 from shmstress.plain.runner import replay
 from shmstress.repro.plain_bundle import peek_plain
 from shmstress.testing import linearizable
@@ -44,6 +44,7 @@ from shmstress.testing.lincheck.check import (
 from shmstress.testing.lincheck.declaration import Operations, declared, operation
 from shmstress.testing.lincheck.execution import perform
 from shmstress.testing.lincheck.program import Call, Program, Shape, program_of, programs
+from shmstress.testing.lincheck.report import clean_lines
 from shmstress.testing.lincheck.sequential_model import SequentialModel
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -319,3 +320,61 @@ def test_the_command_line_finds_the_racy_counter(tmp_path: Path) -> None:
     assert "= Invalid execution results =" in found.stdout
     assert "replay it: shmstress replay " in found.stdout
     assert list(tmp_path.glob("lincheck-RacyCounter*.json"))
+
+
+# -- no verdict where the search could not judge --------------------------------------------
+UNJUDGED = ROOT / "tests" / "scenarios" / "lincheck_unjudged.py"
+
+
+def test_code_outside_control_leaves_no_verdict_unless_accepted(tmp_path: Path) -> None:
+    """A thread inside an operation runs beside the scheduler: "linearizable" would claim
+    what the search did not see (it printed that and exited 0)."""
+    command = [sys.executable, "-m", "shmstress", "lincheck", f"{UNJUDGED}:Threaded",
+               "--max-examples", "5", "--no-database", "--hypothesis-seed", "1",
+               "--out", str(tmp_path)]
+    refused = subprocess.run(command, capture_output=True, text=True, timeout=300, check=False)
+    assert refused.returncode == 6, refused.stdout + refused.stderr
+    assert "no verdict: code outside control ran" in refused.stdout
+    assert "started thread" in refused.stdout and "linearizable in" not in refused.stdout
+    accepted = subprocess.run([*command, "--accept-uncontrolled"], capture_output=True,
+                              text=True, timeout=300, check=False)
+    assert accepted.returncode == 0, accepted.stdout + accepted.stderr
+    assert "linearizable in every one of" in accepted.stdout and "accepted" in accepted.stdout
+
+    settings = hypothesis.settings(max_examples=5, database=None)
+    with pytest.raises(ConcurrencyFailure, match="no verdict: code outside control ran"):
+        check_linearizable(f"{UNJUDGED}:Threaded", settings=settings, seed=SEED)
+    result = check_linearizable(f"{UNJUDGED}:Threaded", settings=settings, seed=SEED,
+                                accept_uncontrolled=True)
+    assert result.failing is None and result.tally.uncontrolled
+
+
+def test_an_execution_cut_at_max_steps_is_no_example_of_a_linearizable_object() -> None:
+    """Its program never checked its history: the search rejects it and says how many."""
+    result = check_linearizable(f"{UNJUDGED}:SometimesLong", lanes=2, ops=1, prefix=0,
+                                suffix=0, max_steps=120, seed=SEED,
+                                settings=hypothesis.settings(max_examples=20, database=None))
+    tally = result.tally
+    cut = tally.ends.get("step-bound", 0)
+    assert cut > 0 and tally.unjudged_examples >= cut, tally.ends
+    assert tally.examples - tally.unjudged_examples >= 20
+    assert tally.unjudged() == f"{cut} reached --max-steps"
+    lines = clean_lines(result, 1.0)
+    assert lines[0].endswith("linearizable in every one of "
+                             f"{tally.examples - tally.unjudged_examples} examples "
+                             f"({tally.executions} executions) in 1.0 s"), lines
+    assert lines[1] == (f"  no verdict from some executions: {cut} reached --max-steps (their "
+                        "programs never checked their history); Hypothesis drew other "
+                        "examples instead"), lines
+
+
+def test_a_search_of_nothing_but_cut_executions_says_why_hypothesis_stopped(
+        tmp_path: Path) -> None:
+    done = subprocess.run(
+        [sys.executable, "-m", "shmstress", "lincheck", f"{UNJUDGED}:SometimesLong",
+         "--max-steps", "5", "--max-examples", "5", "--no-database", "--hypothesis-seed", "1",
+         "--lanes", "2", "--ops", "1", "--prefix", "0", "--suffix", "0", "--out",
+         str(tmp_path)], capture_output=True, text=True, timeout=300, check=False)
+    assert done.returncode == 4, done.stdout + done.stderr
+    assert "Hypothesis stopped the search" in done.stderr
+    assert "reached --max-steps, in" in done.stderr, done.stderr

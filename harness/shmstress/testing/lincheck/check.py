@@ -19,6 +19,7 @@ the object).
 from __future__ import annotations
 
 import functools
+import time
 from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any, TypeVar
@@ -28,10 +29,16 @@ from hypothesis import HealthCheck, Phase
 
 from shmstress.core.config import default_out
 from shmstress.core.errors import ConcurrencyFailure
+from shmstress.core.exit_reason import ExitCode
 from shmstress.plain.scenario import ScenarioRef
 from shmstress.testing.lincheck.declaration import Arguments, declared
 from shmstress.testing.lincheck.program import Shape
-from shmstress.testing.lincheck.report import FailureFiles, failure_lines, write_failure
+from shmstress.testing.lincheck.report import (
+    FailureFiles,
+    clean_lines,
+    failure_lines,
+    write_failure,
+)
 from shmstress.testing.lincheck.scenario_file import TargetNames
 from shmstress.testing.lincheck.search import Plan, SearchResult, search
 from shmstress.testing.plain import scenario_of
@@ -97,6 +104,7 @@ def check_linearizable(
     ops: int = Shape.ops, prefix: int = Shape.prefix, suffix: int = Shape.suffix,
     settings: hypothesis.settings | None = None, seed: int | None = None,
     max_steps: int = Plan.max_steps, per_program: int = 0, out: Path | str | None = None,
+    accept_uncontrolled: bool = False,
 ) -> SearchResult:
     """Search programs of ``target``'s operations and their schedules; raise
     ``LincheckFailure`` if one fails, with its bundle written to ``out`` (default
@@ -110,13 +118,19 @@ def check_linearizable(
     2 to ``lanes`` lanes of 1 to ``ops`` operations, up to ``prefix`` before and ``suffix``
     after; ``per_program`` > 0 runs the portfolio that many times on each program instead
     of drawing the schedule; ``seed``: Hypothesis' (``@hypothesis.seed``; pytest's
-    ``--hypothesis-seed`` applies too)."""
+    ``--hypothesis-seed`` applies too). A search that found nothing but ran code outside
+    control has no verdict, and raises ``ConcurrencyFailure`` saying so, unless
+    ``accept_uncontrolled``."""
     __tracebackhide__ = True
     plan = plan_of(target, operations, model=model, key=key,
                    shape=Shape(lanes, ops, prefix, suffix), max_steps=max_steps,
                    per_program=per_program)
+    started = time.monotonic()
     result = search(plan, lincheck_settings(settings), seed)
     if result.failing is None:
+        if result.exit_code(accept_uncontrolled) is not ExitCode.CLEAN:
+            raise ConcurrencyFailure("\n".join(clean_lines(
+                result, time.monotonic() - started, accept_uncontrolled)))
         return result
     files = write_failure(result, Path(out or default_out()))
     raise LincheckFailure("\n".join(failure_lines(result, files, in_pytest=True)), result,
@@ -128,7 +142,7 @@ def linearizable(
     model: Named | None = None, key: Named | None = None, lanes: int = Shape.lanes,
     ops: int = Shape.ops, prefix: int = Shape.prefix, suffix: int = Shape.suffix,
     settings: hypothesis.settings | None = None, seed: int | None = None,
-    max_steps: int = Plan.max_steps, per_program: int = 0,
+    max_steps: int = Plan.max_steps, per_program: int = 0, accept_uncontrolled: bool = False,
 ) -> Callable[[F], F]:
     """Decorate a test: it passes when every program Hypothesis draws for ``target`` is
     linearizable (``check_linearizable``'s arguments), then runs its own body."""
@@ -140,7 +154,8 @@ def linearizable(
             check_linearizable(target, operations, model=model, key=key, lanes=lanes, ops=ops,
                                prefix=prefix, suffix=suffix,
                                settings=settings or getattr(function, _SETTINGS, None),
-                               seed=seed, max_steps=max_steps, per_program=per_program)
+                               seed=seed, max_steps=max_steps, per_program=per_program,
+                               accept_uncontrolled=accept_uncontrolled)
             function()
 
         del test.__wrapped__  # pytest must see a test without arguments

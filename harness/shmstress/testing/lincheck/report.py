@@ -13,6 +13,7 @@ import re
 from dataclasses import dataclass, replace
 from pathlib import Path
 
+from shmstress.core.exit_reason import ExitCode
 from shmstress.core.files import write_text_new
 from shmstress.core.plurals import counted
 from shmstress.plain.outcome import PlainOutcome
@@ -92,6 +93,31 @@ def failure_lines(result: SearchResult, files: FailureFiles, in_pytest: bool = F
     else:
         shell, _ = replay_both_ways(files.bundle)
         lines += [f"  bundle: {files.bundle}", f"  replay it: {shell}"]
+    return lines
+
+
+def clean_lines(result: SearchResult, elapsed_s: float, accept_uncontrolled: bool = False
+                ) -> list[str]:
+    """A search that found no failure: what it ran, the executions that had no verdict, and
+    the code outside control, which leaves it with none (unless accepted)."""
+    tally = result.tally
+    judged = counted(tally.examples - tally.unjudged_examples, "example")
+    ran = f"({counted(tally.executions, 'execution')}) in {elapsed_s:.1f} s"
+    lines = [f"shmstress lincheck {result.plan.names.target}: "
+             + (f"linearizable in every one of {judged} {ran}"
+                if result.exit_code(accept_uncontrolled) is ExitCode.CLEAN
+                else f"no failure in {judged} {ran}, but no verdict: code outside control ran")]
+    unjudged = tally.unjudged()
+    if unjudged:
+        lines.append(f"  no verdict from some executions: {unjudged} (their programs never "
+                     "checked their history); Hypothesis drew other examples instead")
+    if tally.uncontrolled:
+        lines.append("  not under control (the search did not see everything"
+                     + ("; accepted):" if accept_uncontrolled else
+                        f": exit {int(ExitCode.NOT_CONTROLLED)}, --accept-uncontrolled to "
+                        "accept it):"))
+        lines += [f"    {line} (in {counted(count, 'execution')})"
+                  for line, count in sorted(tally.uncontrolled.items(), key=lambda i: -i[1])]
     return lines
 
 

@@ -34,7 +34,9 @@ from shmstress.controlled.strategies import DEFAULT, exploring_strategy, spec_na
 from shmstress.controlled.strategies.base import Strategy, StrategySpec, current_spec
 from shmstress.controlled.strategies.drawn import Drawn
 from shmstress.core.errors import LincheckSearchError
+from shmstress.core.exit_reason import ExitCode
 from shmstress.core.files import write_text_atomically
+from shmstress.core.plurals import counted
 from shmstress.core.shm import sweep_stale_segments
 from shmstress.plain.outcome import PlainEnd, PlainOutcome
 from shmstress.plain.scenario import ScenarioRef, traced_code
@@ -48,6 +50,15 @@ from shmstress.testing.lincheck.scenario_file import (
     search_source,
     write_program,
 )
+
+_NO_VERDICT = {
+    PlainEnd.HUNG: "hung (a process did not reach its next point in time)",
+    PlainEnd.STEP_BOUND: "reached --max-steps",
+    PlainEnd.LIMIT: "hit a limit of shmstress",
+}
+"""The ends of an execution whose program never checked its history, in words: the search
+rejects its example. (Hypothesis also stops examples mid-way, when their draws run out, as
+it replays a prefix of choices: it counts those itself, and so do the tally's examples.)"""
 
 EXECUTION_SEED = 0
 """Every execution's seed (the processes' ``random``): the schedule is the example's."""
@@ -88,6 +99,7 @@ class Tally:
     """Examples and executions, and which execution failed first (from 1)."""
 
     examples: int = 0
+    unjudged_examples: int = 0  # with no verdict on the object: rejected or stopped mid-way
     executions: int = 0
     first_failure: int | None = None
     ends: dict[str, int] = field(default_factory=dict)
@@ -100,6 +112,12 @@ class Tally:
             self.uncontrolled[line] = self.uncontrolled.get(line, 0) + 1
         if failed(outcome) and self.first_failure is None:
             self.first_failure = self.executions
+
+    def unjudged(self) -> str:
+        """The executions that ended with no verdict on the object, in words ("" if none):
+        their programs never reached the check of their history."""
+        return ", ".join(f"{self.ends[end.value]:,} {_NO_VERDICT[end]}"
+                         for end in _NO_VERDICT if self.ends.get(end.value))
 
 
 @dataclass(frozen=True)
@@ -119,6 +137,15 @@ class SearchResult:
     plan: Plan
     tally: Tally
     failing: Failing | None
+
+    def exit_code(self, accept_uncontrolled: bool = False) -> ExitCode:
+        """A failure; else no verdict where code outside control ran (unless accepted), as
+        ``shmstress test`` says it; else clean."""
+        if self.failing is not None:
+            return ExitCode.FAILURE
+        if self.tally.uncontrolled and not accept_uncontrolled:
+            return ExitCode.NOT_CONTROLLED
+        return ExitCode.CLEAN
 
 
 def failed(outcome: PlainOutcome) -> bool:
@@ -159,10 +186,13 @@ def _run(plan: Plan, chosen: settings, session: PlainSession, program_file: Path
         for index, (strategy, outcome) in enumerate(_executions(plan, session, program,
                                                                 choice(data))):
             tally.count(outcome)
-            if outcome.end is PlainEnd.HUNG:
-                # a process that did not reach its next point in time (code outside control,
-                # or a machine too loaded): the example says nothing about the object, and a
-                # failure Hypothesis could not reproduce would stop the search as flaky
+            if outcome.end in (*_NO_VERDICT, PlainEnd.SCHEDULE_END):
+                tally.unjudged_examples += 1
+            if outcome.end in _NO_VERDICT:
+                # the program never reached the check of its history (a process that did not
+                # reach its next point in time, --max-steps, a limit of the board): the
+                # example says nothing about the object. Hypothesis draws another instead,
+                # and a failure it could not reproduce would stop the search as flaky
                 hypothesis.reject()
             if failed(outcome):
                 found.append(Failing(program, outcome, index, strategy))
@@ -182,8 +212,10 @@ def _run(plan: Plan, chosen: settings, session: PlainSession, program_file: Path
         return SearchResult(plan, tally, replace(
             found[-1], notes=tuple(getattr(caught, "__notes__", ()))))
     except hypothesis.errors.HypothesisException as exc:
-        first = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
-        raise LincheckSearchError(f"Hypothesis stopped the search: {first}") from exc
+        first = (str(exc).strip().splitlines() or [type(exc).__name__])[0].rstrip()
+        unjudged = tally.unjudged()
+        why = f" ({unjudged}, in {counted(tally.executions, 'execution')})" if unjudged else ""
+        raise LincheckSearchError(f"Hypothesis stopped the search: {first}{why}") from exc
     return SearchResult(plan, tally, None)
 
 
