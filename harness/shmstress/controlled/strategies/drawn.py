@@ -134,7 +134,7 @@ class Drawn(OneExecution):
         """Pace 2: the highest-ranked runnable process, the one without a preemption among
         equals; the running one drops below all at a change point or when it yields."""
         current = view.current
-        dropped = self._changes.count(self.decisions) > 0 or (
+        dropped = self.decisions in self._changes or (
             current in view.runnable and not view.current_can_continue)
         if current >= 0 and dropped:
             self._lowest -= 1
